@@ -1,0 +1,27 @@
+// Non-owning view of a CSR graph: what kernels take. Host or device memory, as the owner decides.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/core/host_device.hpp"
+
+namespace gcnpart {
+
+/// Row offsets are int64 (graphs past 2^31 edges), column ids int32 (nodes below 2^31).
+using RowOffset = std::int64_t;
+using NodeId = std::int32_t;
+
+/// A CSR matrix view: `row_offsets` has num_rows + 1 entries, `col_ids` and (optional) `values` have
+/// row_offsets[num_rows] entries. `values == nullptr` means every stored entry is 1.
+struct CsrView {
+  std::int64_t num_rows = 0;
+  std::int64_t num_cols = 0;
+  const RowOffset* row_offsets = nullptr;
+  const NodeId* col_ids = nullptr;
+  const float* values = nullptr;
+
+  GCNPART_HD std::int64_t num_entries() const { return num_rows == 0 ? 0 : row_offsets[num_rows]; }
+  GCNPART_HD std::int64_t degree(std::int64_t row) const { return row_offsets[row + 1] - row_offsets[row]; }
+};
+
+}  // namespace gcnpart

@@ -1,0 +1,127 @@
+// Typed errors of gcnpart. Library code throws; only main() turns an exception into a message and an exit code.
+#pragma once
+
+#include <cstdint>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <utility>
+
+namespace gcnpart {
+
+/// Exit codes of the `gcnpart` CLI, one per error class (documented in README.md).
+enum class ExitCode : int {
+  kOk = 0,
+  kInternal = 1,     ///< a bug: an unexpected exception
+  kUsage = 2,        ///< bad command line (CLI11)
+  kInvalidInput = 3, ///< malformed data or an out-of-range parameter
+  kIo = 4,           ///< a file is missing, unreadable or unwritable
+  kOutOfMemory = 5,  ///< a device (real or emulated by --memory-limit) ran out of memory
+  kDevice = 6,       ///< CUDA / cuBLAS / cuSPARSE / NCCL / MPI failure
+};
+
+/// Base of every gcnpart exception.
+class Error : public std::runtime_error {
+ public:
+  explicit Error(const std::string& what) : std::runtime_error(what) {}
+  [[nodiscard]] virtual ExitCode exit_code() const noexcept { return ExitCode::kInternal; }
+};
+
+/// Where in an input a problem sits. line/column are 1-based; 0 means "not applicable".
+struct InputLocation {
+  std::string file;
+  std::int64_t line = 0;
+  std::int64_t column = 0;
+
+  [[nodiscard]] std::string to_string() const {
+    std::string s = file.empty() ? std::string("<input>") : file;
+    if (line > 0) s += ":" + std::to_string(line);
+    if (line > 0 && column > 0) s += ":" + std::to_string(column);
+    return s;
+  }
+};
+
+/// Bad input: a malformed file, an id out of range, a parameter outside its domain.
+/// The message always reads "<where>: <problem>: got '<value>', expected <expected>".
+class InvalidInput : public Error {
+ public:
+  InvalidInput(InputLocation where, std::string problem, std::string value, std::string expected)
+      : Error(format(where, problem, value, expected)),
+        where_(std::move(where)),
+        problem_(std::move(problem)),
+        value_(std::move(value)),
+        expected_(std::move(expected)) {}
+
+  /// A bad parameter (command-line option or API argument).
+  static InvalidInput parameter(const std::string& name, const std::string& value, const std::string& expected) {
+    return InvalidInput(InputLocation{"parameter " + name, 0, 0}, "invalid value", value, expected);
+  }
+
+  [[nodiscard]] const InputLocation& where() const noexcept { return where_; }
+  [[nodiscard]] const std::string& problem() const noexcept { return problem_; }
+  [[nodiscard]] const std::string& value() const noexcept { return value_; }
+  [[nodiscard]] const std::string& expected() const noexcept { return expected_; }
+  [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kInvalidInput; }
+
+ private:
+  static std::string format(const InputLocation& w, const std::string& p, const std::string& v, const std::string& e) {
+    std::string s = w.to_string() + ": " + p;
+    s += ": got '" + (v.size() > 80 ? v.substr(0, 77) + "..." : v) + "'";
+    if (!e.empty()) s += ", expected " + e;
+    return s;
+  }
+  InputLocation where_;
+  std::string problem_, value_, expected_;
+};
+
+/// A file that cannot be opened, read, written or renamed.
+class IoError : public Error {
+ public:
+  IoError(std::string path, const std::string& what) : Error(path + ": " + what), path_(std::move(path)) {}
+  [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kIo; }
+
+ private:
+  std::string path_;
+};
+
+/// A device (or an emulated memory cap) cannot satisfy an allocation.
+class OutOfMemory : public Error {
+ public:
+  explicit OutOfMemory(const std::string& what) : Error(what) {}
+  [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kOutOfMemory; }
+};
+
+/// A CUDA runtime, cuBLAS, cuSPARSE, NCCL or MPI call failed.
+class DeviceError : public Error {
+ public:
+  DeviceError(std::string library, std::string call, std::string where, std::string message)
+      : Error(library + " error in " + call + " at " + where + ": " + message),
+        library_(std::move(library)), call_(std::move(call)) {}
+  [[nodiscard]] const std::string& library() const noexcept { return library_; }
+  [[nodiscard]] const std::string& call() const noexcept { return call_; }
+  [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kDevice; }
+
+ private:
+  std::string library_, call_;
+};
+
+/// A violated precondition of a public entry point (a programming error by the caller).
+class LogicError : public Error {
+ public:
+  explicit LogicError(const std::string& what) : Error(what) {}
+};
+
+namespace detail {
+[[noreturn]] inline void throw_expects(const char* cond, const char* msg, const char* file, int line) {
+  throw LogicError(std::string(file) + ":" + std::to_string(line) + ": precondition failed (" + cond + "): " + msg);
+}
+}  // namespace detail
+
+}  // namespace gcnpart
+
+/// Check a precondition at a public entry point; throws gcnpart::LogicError naming the condition.
+#define GCNPART_EXPECTS(cond, msg)                                                  \
+  do {                                                                              \
+    if (!(cond)) ::gcnpart::detail::throw_expects(#cond, (msg), __FILE__, __LINE__); \
+  } while (0)

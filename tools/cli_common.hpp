@@ -1,0 +1,44 @@
+// Shared pieces of the gcnpart subcommands: JSON output, dataset options, formatting.
+#pragma once
+
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
+#include <functional>
+#include <string>
+
+namespace gcnpart::cli {
+
+/// Options every subcommand that reads DATA shares.
+struct DataOptions {
+  std::string path = "demo";
+  std::string format = "auto";
+  std::string split;
+  std::int64_t synthetic_features = 0;
+  std::int32_t synthetic_classes = 0;
+  bool no_symmetrize = false;
+  std::uint64_t seed = 1;
+};
+
+/// Adds DATA (positional, default "demo") and the loader options to a subcommand.
+void add_data_options(CLI::App& cmd, DataOptions& opts);
+
+/// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
+void write_json(const std::string& path, const nlohmann::json& j);
+
+/// "1,234,567"
+std::string with_commas(std::int64_t v);
+/// "12.3 MiB"
+std::string human_bytes(double bytes);
+
+/// A subcommand: its CLI11 app and what to run once the command line is parsed and the global options applied.
+struct Command {
+  CLI::App* app = nullptr;
+  std::function<void()> run;
+};
+
+/// Subcommand registration: each adds itself to `app`.
+Command register_info(CLI::App& app);
+Command register_convert(CLI::App& app);
+Command register_generate(CLI::App& app);
+
+}  // namespace gcnpart::cli

@@ -1,0 +1,39 @@
+# Sourced by tools/run and tools/test: install missing Debian packages, configure and build a preset.
+# Idempotent and incremental: a second call installs nothing and rebuilds only what changed.
+set -euo pipefail
+GCNPART_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$GCNPART_ROOT"
+
+gcnpart_packages=(cmake ninja-build g++ ccache pkg-config zlib1g-dev libmetis-dev doctest-dev libcli11-dev
+                  nlohmann-json3-dev libopenmpi-dev openmpi-bin python3)
+
+gcnpart_install_missing() {
+  local missing=()
+  for p in "${gcnpart_packages[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  if [ ${#missing[@]} -gt 0 ]; then
+    echo "tools: installing ${missing[*]}" >&2
+    local sudo=""
+    [ "$(id -u)" -eq 0 ] || sudo="sudo"
+    $sudo apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+  fi
+  if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
+    echo "tools: nvcc not found: install the CUDA toolkit (13.x) at /usr/local/cuda" >&2
+    exit 1
+  fi
+}
+
+# gcnpart_build PRESET [targets...]
+gcnpart_build() {
+  local preset=$1; shift
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/gcnpart-ccache}
+  # Build with all cores but keep memory in check (nvcc is hungry).
+  local jobs
+  jobs=$(nproc)
+  if [ ! -f "build/$preset/build.ninja" ]; then
+    cmake --preset "$preset" >&2
+  fi
+  cmake --build --preset "$preset" -j "$jobs" "$@" >&2
+}
