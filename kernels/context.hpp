@@ -1,0 +1,40 @@
+// How a kernel call knows where to run: the backend, the stream, library handles and a workspace allocator.
+// The engine's Resources owns all of these and hands out a Context; kernels never create handles themselves.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/core/memory.hpp"
+
+// Opaque CUDA types, so host code includes this without the CUDA headers.
+typedef struct CUstream_st* cudaStream_t;
+typedef struct cublasContext* cublasHandle_t;
+typedef struct cusparseContext* cusparseHandle_t;
+
+namespace gcnpart::kernels {
+
+enum class Backend { kCpu, kCuda };
+
+/// Execution context of one device. For kCpu, stream and handles are null and work runs on OpenMP threads
+/// synchronously. For kCuda, every call is asynchronous on `stream` unless its name says otherwise.
+struct Context {
+  Backend backend = Backend::kCpu;
+  int device = -1;                  ///< CUDA device ordinal (kCuda)
+  cudaStream_t stream = nullptr;    ///< required for kCuda
+  cublasHandle_t cublas = nullptr;  ///< bound to `stream`
+  cusparseHandle_t cusparse = nullptr;
+  Allocator* allocator = nullptr;   ///< workspaces come from here (tracked)
+  bool tf32 = false;                ///< allow TF32 tensor-core GEMMs
+
+  [[nodiscard]] bool is_cuda() const noexcept { return backend == Backend::kCuda; }
+};
+
+/// Blocks until all work queued on ctx.stream has finished (no-op on CPU). @throws DeviceError.
+void synchronize(const Context& ctx);
+
+/// Copies bytes between host and device memory as the spaces say (cudaMemcpyAsync on ctx.stream, or memcpy).
+void copy_async(const Context& ctx, void* dst, const void* src, std::size_t bytes);
+/// Sets bytes to zero.
+void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes);
+
+}  // namespace gcnpart::kernels

@@ -1,0 +1,132 @@
+// The primitives of GCN training. Each has a CPU implementation (OpenMP, the reference) and a CUDA one;
+// `ctx.backend` picks. Matrices are dense row-major float32 with a leading dimension equal to their width
+// unless an `ld` argument says otherwise. CUDA calls are asynchronous on ctx.stream (hence the `_async`).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/context.hpp"
+#include "kernels/core/csr_view.hpp"
+
+namespace gcnpart::kernels {
+
+// ---------------------------------------------------------------------------------------------------------
+// Sparse x dense
+
+enum class SpmmAlgo {
+  kAuto,       ///< own kernel (later: the autotuned choice)
+  kOwn,        ///< gcnpart's kernel
+  kCusparse,   ///< cusparseSpMM, CSR ALG2 by default (see CusparseSpmm)
+};
+
+/// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
+/// A: a.num_rows x a.num_cols; X: a.num_cols x width (leading dim ldx >= width); Y: a.num_rows x width (ldy).
+/// row_scale / col_scale may be null (= ones). For GCN, A holds the graph plus self loops and both scales are
+/// D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+                SpmmAlgo algo = SpmmAlgo::kAuto);
+
+/// cuSPARSE SpMM with its descriptors, materialised values (row_scale[i] * a_ij * col_scale[j]) and buffer
+/// kept across calls; all memory from ctx.allocator. Construction synchronises; run() does not.
+class CusparseSpmm {
+ public:
+  /// algorithm: 0 = CUSPARSE_SPMM_ALG_DEFAULT, 1..3 = CUSPARSE_SPMM_CSR_ALG1..3.
+  CusparseSpmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+               std::int64_t width, int algorithm = 2);
+  ~CusparseSpmm();
+  CusparseSpmm(const CusparseSpmm&) = delete;
+  CusparseSpmm& operator=(const CusparseSpmm&) = delete;
+  /// Y = Â X for the width given at construction (contiguous X and Y).
+  void run_async(const float* x, float* y);
+  [[nodiscard]] std::size_t workspace_bytes() const noexcept { return buffer_bytes_; }
+
+ private:
+  struct Impl;
+  Impl* impl_ = nullptr;
+  std::size_t buffer_bytes_ = 0;
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// Dense
+
+/// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n.
+/// trans_a: A is stored k x m (lda >= m) and used transposed; likewise trans_b. cuBLAS on CUDA (TF32 when
+/// ctx.tf32), a blocked OpenMP loop on CPU.
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                std::int64_t ldc);
+
+/// out[j] = sum_i x[i * width + j] (bias gradient), for rows [0, rows). Overwrites out (width entries).
+void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out);
+
+// ---------------------------------------------------------------------------------------------------------
+// Fused epilogues. Dropout masks come from Philox keyed by (key, global node id, column): the same node draws
+// the same mask on every device and backend. key = rng::stream_key(seed, rng::kDropout, epoch, layer).
+
+/// Parameters of the keep mask: keep with probability 1 - p, scale kept values by 1 / (1 - p).
+struct Dropout {
+  float p = 0.0f;               ///< 0 disables
+  std::uint64_t key = 0;        ///< stream key
+  const NodeId* global_ids = nullptr;  ///< row -> global node id (null: row + global_offset)
+  std::int64_t global_offset = 0;
+};
+
+/// Whether (global node, column) is kept under `d` (host helper, matches the device kernels bit for bit).
+bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column);
+
+/// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias may be null. out may alias z.
+void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
+                            std::int64_t width, bool relu, const Dropout& dropout, float* out);
+
+/// Backward of bias_act_dropout with relu: dz = (h > 0) ? dh / (1 - p) : 0, from the saved output h alone.
+/// Without relu and dropout (p = 0), dz = dh. dz may alias dh.
+void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
+                                     std::int64_t width, bool relu, float p, float* dz);
+
+/// out = dropout(x) (input-feature dropout); out may alias x.
+void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
+                   float* out);
+
+// ---------------------------------------------------------------------------------------------------------
+// Loss, accuracy, optimiser, normalisation, row movement
+
+/// Softmax cross-entropy over the rows listed in `rows` (count entries, local row indices) of logits
+/// (num_rows x classes) with int32 labels indexed by the same local rows. Writes the loss summed over those
+/// rows into *loss_sum (one float, device memory on CUDA) and, when grad is non-null, grad = (softmax - onehot)
+/// * grad_scale for the listed rows and 0 for every other row (grad: num_rows x classes). grad_scale is
+/// typically 1 / (global number of training nodes).
+void softmax_cross_entropy_async(const Context& ctx, const float* logits, std::int64_t num_rows,
+                                 std::int64_t classes, const std::int32_t* labels, const NodeId* rows,
+                                 std::int64_t count, float grad_scale, float* loss_sum, float* grad);
+
+/// Number of listed rows whose argmax equals the label, written into *correct (one int64, device on CUDA).
+void count_correct_async(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
+                         const NodeId* rows, std::int64_t count, std::int64_t* correct);
+
+/// Adam (Kingma & Ba) with L2 weight decay added to the gradient: g' = g + wd * w;
+/// m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2; w -= lr * m_hat / (sqrt(v_hat) + eps), step counted from 1.
+struct AdamParams {
+  float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
+  std::int64_t step = 1;
+};
+void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,
+                     const AdamParams& params);
+
+/// dinv[i] = 1 / sqrt(row_offsets[i+1] - row_offsets[i] + extra) (0 for a zero degree), for n rows.
+void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std::int64_t n, float extra,
+                           float* dinv);
+
+/// dst[i, :] = src[idx[i], :] for i < count (ld = width).
+void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
+                       std::int64_t width, float* dst);
+/// dst[idx[i], :] += src[i, :] (idx may repeat; atomics on CUDA).
+void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
+                            std::int64_t width, float* dst);
+
+/// out = sum of x[0..n) (one float; device memory on CUDA).
+void sum_async(const Context& ctx, const float* x, std::int64_t n, float* out);
+/// out = sum of x[i]^2 (one float) - for the L2 term of the reported loss.
+void sum_squares_async(const Context& ctx, const float* x, std::int64_t n, float* out);
+
+}  // namespace gcnpart::kernels
