@@ -6,6 +6,8 @@
 #include <functional>
 #include <string>
 
+#include "datasets/loaders.hpp"
+
 namespace gcnpart::cli {
 
 /// Options every subcommand that reads DATA shares.
@@ -21,6 +23,12 @@ struct DataOptions {
 
 /// Adds DATA (positional, default "demo") and the loader options to a subcommand.
 void add_data_options(CLI::App& cmd, DataOptions& opts);
+
+/// Loads DATA as the options say. @throws InvalidInput / IoError.
+datasets::Dataset load_data(const DataOptions& opts);
+
+/// "24GB", "24GiB", "1e9" -> bytes. @throws InvalidInput naming the parameter.
+std::int64_t parse_bytes(const std::string& text, const std::string& parameter);
 
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
@@ -40,5 +48,6 @@ struct Command {
 Command register_info(CLI::App& app);
 Command register_convert(CLI::App& app);
 Command register_generate(CLI::App& app);
+Command register_train(CLI::App& app);
 
 }  // namespace gcnpart::cli

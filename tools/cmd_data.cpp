@@ -1,1 +1,202 @@
-// placeholder until the data subcommands land
+// gcnpart info | convert | generate
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+
+#include "datasets/gcsr.hpp"
+#include "datasets/generators.hpp"
+#include "kernels/core/error.hpp"
+#include "tools/cli_common.hpp"
+
+namespace gcnpart::cli {
+
+namespace {
+
+nlohmann::json dataset_summary(const datasets::Dataset& ds, double load_seconds) {
+  const auto deg = datasets::degree_stats(ds.graph);
+  nlohmann::json j;
+  j["name"] = ds.name;
+  j["provenance"] = ds.provenance;
+  j["nodes"] = ds.num_nodes();
+  j["edges_directed"] = ds.graph.num_edges();
+  const bool symmetric = ds.graph.is_symmetric();
+  j["symmetric"] = symmetric;
+  if (symmetric) j["edges_undirected"] = ds.graph.num_edges() / 2;
+  j["weighted"] = ds.graph.weighted();
+  j["degree"] = {{"min", deg.min}, {"mean", deg.mean}, {"median", deg.median}, {"p99", deg.p99}, {"max", deg.max}};
+  j["isolated_nodes"] = deg.isolated;
+  j["features"] = ds.num_features;
+  j["classes"] = ds.num_classes;
+  std::int64_t labelled = 0;
+  for (auto l : ds.labels) labelled += l >= 0 ? 1 : 0;
+  j["labelled_nodes"] = labelled;
+  nlohmann::json splits = nlohmann::json::object();
+  for (const auto& [name, ids] : ds.splits) splits[name] = ids.size();
+  j["splits"] = splits;
+  j["bytes"] = {{"csr", ds.graph.bytes()}, {"features", ds.feature_bytes()},
+                {"labels", static_cast<std::int64_t>(ds.labels.size() * sizeof(std::int32_t))}};
+  j["build"] = {{"input_edges", ds.build_stats.input_edges},
+                {"self_loops_removed", ds.build_stats.self_loops_removed},
+                {"after_symmetrize", ds.build_stats.after_symmetrize},
+                {"duplicates_removed", ds.build_stats.duplicates_removed},
+                {"output_edges", ds.build_stats.output_edges}};
+  j["load_seconds"] = load_seconds;
+  return j;
+}
+
+void print_summary(const nlohmann::json& j) {
+  auto i64 = [&](const char* k) { return with_commas(j[k].get<std::int64_t>()); };
+  std::printf("dataset      %s\n", j["name"].get<std::string>().c_str());
+  std::printf("source       %s\n", j["provenance"].get<std::string>().c_str());
+  std::printf("nodes        %s\n", i64("nodes").c_str());
+  if (j["symmetric"].get<bool>())
+    std::printf("edges        %s directed (%s undirected, symmetric)\n", i64("edges_directed").c_str(),
+                i64("edges_undirected").c_str());
+  else
+    std::printf("edges        %s directed (not symmetric)\n", i64("edges_directed").c_str());
+  const auto& d = j["degree"];
+  std::printf("degree       min %lld  mean %.2f  median %.0f  p99 %.0f  max %lld\n",
+              static_cast<long long>(d["min"].get<std::int64_t>()), d["mean"].get<double>(),
+              d["median"].get<double>(), d["p99"].get<double>(),
+              static_cast<long long>(d["max"].get<std::int64_t>()));
+  std::printf("isolated     %s\n", i64("isolated_nodes").c_str());
+  std::printf("features     %s\n", i64("features").c_str());
+  std::printf("classes      %s (%s labelled nodes)\n", i64("classes").c_str(), i64("labelled_nodes").c_str());
+  std::string splits;
+  for (const auto& [name, n] : j["splits"].items())
+    splits += (splits.empty() ? "" : " / ") + name + " " + with_commas(n.get<std::int64_t>());
+  std::printf("splits       %s\n", splits.empty() ? "none" : splits.c_str());
+  const auto& b = j["bytes"];
+  std::printf("bytes        CSR %s, features %s\n", human_bytes(b["csr"].get<double>()).c_str(),
+              human_bytes(b["features"].get<double>()).c_str());
+  const auto& bs = j["build"];
+  if (bs["input_edges"].get<std::int64_t>() > 0)
+    std::printf("built from   %s input entries: %s self loops removed, %s after symmetrising, %s duplicates "
+                "removed\n",
+                with_commas(bs["input_edges"].get<std::int64_t>()).c_str(),
+                with_commas(bs["self_loops_removed"].get<std::int64_t>()).c_str(),
+                with_commas(bs["after_symmetrize"].get<std::int64_t>()).c_str(),
+                with_commas(bs["duplicates_removed"].get<std::int64_t>()).c_str());
+  std::printf("loaded in    %.2f s\n", j["load_seconds"].get<double>());
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Command register_info(CLI::App& app) {
+  auto* cmd = app.add_subcommand("info", "Print a dataset's size, degree statistics, features, classes and splits");
+  auto opts = std::make_shared<DataOptions>();
+  auto json = std::make_shared<std::string>();
+  add_data_options(*cmd, *opts);
+  cmd->add_option("--json", *json, "Also write the figures as JSON to this file ('-' for stdout)");
+  return {cmd, [opts, json] {
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto ds = load_data(*opts);
+            const auto j = dataset_summary(ds, seconds_since(t0));
+            if (*json != "-") print_summary(j);
+            if (!json->empty()) write_json(*json, j);
+          }};
+}
+
+Command register_convert(CLI::App& app) {
+  auto* cmd = app.add_subcommand("convert", "Convert a dataset of any supported format to .gcsr");
+  auto opts = std::make_shared<DataOptions>();
+  auto out = std::make_shared<std::string>();
+  auto json = std::make_shared<std::string>();
+  add_data_options(*cmd, *opts);
+  cmd->add_option("OUT", *out, "Output .gcsr file (written atomically)")->required();
+  cmd->add_option("--json", *json, "Write a summary as JSON to this file");
+  return {cmd, [opts, out, json] {
+            const auto t0 = std::chrono::steady_clock::now();
+            const auto ds = load_data(*opts);
+            const double load_s = seconds_since(t0);
+            const auto t1 = std::chrono::steady_clock::now();
+            datasets::save_gcsr(ds, *out);
+            const double save_s = seconds_since(t1);
+            std::printf("wrote %s: %s nodes, %s directed edges, %lld features, %d classes (load %.2f s, save %.2f s)\n",
+                        out->c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
+                        static_cast<long long>(ds.num_features), ds.num_classes, load_s, save_s);
+            if (!json->empty()) {
+              auto j = dataset_summary(ds, load_s);
+              j["output"] = *out;
+              j["save_seconds"] = save_s;
+              write_json(*json, j);
+            }
+          }};
+}
+
+Command register_generate(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Generate a synthetic graph (RMAT or stochastic block model) as .gcsr");
+  cmd->require_subcommand(1);
+  auto out = std::make_shared<std::string>();
+  auto json = std::make_shared<std::string>();
+  auto rmat = std::make_shared<datasets::RmatParams>();
+  auto sbm = std::make_shared<datasets::SbmParams>();
+
+  auto* r = cmd->add_subcommand("rmat", "Graph500 RMAT (a=0.57 b=0.19 c=0.19 d=0.05), symmetrised and deduplicated");
+  r->add_option("--scale", rmat->scale, "log2 of the node count")->check(CLI::Range(1, 30))->capture_default_str();
+  r->add_option("--edge-factor", rmat->edge_factor, "Edges generated per node before symmetrising")
+      ->check(CLI::PositiveNumber)->capture_default_str();
+  r->add_option("--a", rmat->a, "RMAT probability a")->capture_default_str();
+  r->add_option("--b", rmat->b, "RMAT probability b")->capture_default_str();
+  r->add_option("--c", rmat->c, "RMAT probability c")->capture_default_str();
+  r->add_option("--features", rmat->features, "Synthetic feature count (0 = structure only)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  r->add_option("--classes", rmat->classes, "Synthetic class count")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  r->add_option("--seed", rmat->seed, "Seed")->capture_default_str();
+  r->add_option("-o,--output", *out, "Output .gcsr file")->required();
+  r->add_option("--json", *json, "Write a summary as JSON to this file");
+
+  auto* s = cmd->add_subcommand("sbm", "Stochastic block model with class-dependent Gaussian features and a fixed split");
+  s->add_option("--nodes", sbm->nodes, "Node count")->check(CLI::PositiveNumber)->capture_default_str();
+  s->add_option("--classes", sbm->classes, "Blocks = classes")->check(CLI::Range(2, 100000))->capture_default_str();
+  s->add_option("--avg-degree", sbm->avg_degree, "Expected degree")->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  s->add_option("--p-intra", sbm->p_intra, "Fraction of edges inside a block")->check(CLI::Range(0.0, 1.0))
+      ->capture_default_str();
+  s->add_option("--features", sbm->features, "Feature count")->check(CLI::PositiveNumber)->capture_default_str();
+  s->add_option("--signal", sbm->feature_signal, "Class-mean separation of the features")->capture_default_str();
+  s->add_option("--train-per-class", sbm->train_per_class, "Training nodes per class")->capture_default_str();
+  s->add_option("--valid", sbm->valid, "Validation nodes")->capture_default_str();
+  s->add_option("--test", sbm->test, "Test nodes")->capture_default_str();
+  s->add_option("--seed", sbm->seed, "Seed")->capture_default_str();
+  s->add_option("-o,--output", *out, "Output .gcsr file")->required();
+  s->add_option("--json", *json, "Write a summary as JSON to this file");
+
+  return {cmd, [r, s, out, json, rmat, sbm] {
+            const auto t0 = std::chrono::steady_clock::now();
+            datasets::Dataset ds;
+            if (r->parsed()) {
+              if (rmat->a < 0 || rmat->b < 0 || rmat->c < 0 || rmat->a + rmat->b + rmat->c > 1.0)
+                throw InvalidInput::parameter("--a/--b/--c",
+                                              std::to_string(rmat->a) + "/" + std::to_string(rmat->b) + "/" +
+                                                  std::to_string(rmat->c),
+                                              "non-negative probabilities with a + b + c <= 1");
+              ds = datasets::generate_rmat(*rmat);
+            } else {
+              ds = datasets::generate_sbm(*sbm);
+            }
+            const double gen_s = seconds_since(t0);
+            const auto t1 = std::chrono::steady_clock::now();
+            datasets::save_gcsr(ds, *out);
+            const double save_s = seconds_since(t1);
+            std::printf("generated %s: %s nodes, %s directed edges, %lld features, %d classes in %.2f s; wrote %s in "
+                        "%.2f s\n",
+                        ds.name.c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
+                        static_cast<long long>(ds.num_features), ds.num_classes, gen_s, out->c_str(), save_s);
+            if (!json->empty()) {
+              auto j = dataset_summary(ds, gen_s);
+              j["output"] = *out;
+              j["generate_seconds"] = gen_s;
+              j["save_seconds"] = save_s;
+              write_json(*json, j);
+            }
+          }};
+}
+
+}  // namespace gcnpart::cli

@@ -29,6 +29,7 @@ int main(int argc, char** argv) {
   commands.push_back(gcnpart::cli::register_info(app));
   commands.push_back(gcnpart::cli::register_convert(app));
   commands.push_back(gcnpart::cli::register_generate(app));
+  commands.push_back(gcnpart::cli::register_train(app));
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,331 @@
+#include "engine/gcn.hpp"
+
+#include <algorithm>
+#include <cmath>
+
+#include "kernels/core/error.hpp"
+#include "kernels/core/philox.hpp"
+
+namespace gcnpart::engine {
+
+using kernels::Context;
+
+std::vector<std::int64_t> GcnConfig::dims(std::int64_t features, std::int64_t classes) const {
+  std::vector<std::int64_t> d{features};
+  for (int l = 0; l + 1 < layers; ++l) d.push_back(hidden);
+  d.push_back(classes);
+  return d;
+}
+
+void GcnConfig::validate() const {
+  if (layers < 1 || layers > 64) throw InvalidInput::parameter("--layers", std::to_string(layers), "1..64");
+  if (hidden < 1) throw InvalidInput::parameter("--hidden", std::to_string(hidden), ">= 1");
+  if (!(dropout >= 0.0f && dropout < 1.0f))
+    throw InvalidInput::parameter("--dropout", std::to_string(dropout), "a probability in [0, 1)");
+  if (!(lr > 0.0f) || !std::isfinite(lr)) throw InvalidInput::parameter("--lr", std::to_string(lr), "> 0");
+  if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay))
+    throw InvalidInput::parameter("--weight-decay", std::to_string(weight_decay), ">= 0");
+}
+
+namespace {
+
+template <typename T>
+Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
+  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
+  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
+  return b;
+}
+
+enum Split { kTrain = 0, kValid = 1, kTest = 2 };
+
+}  // namespace
+
+GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config)
+    : res_(res), problem_(problem), config_(config) {
+  config_.validate();
+  GCNPART_EXPECTS(problem.num_rows == problem.num_cols, "GcnModel trains on a square local graph");
+  res_.activate();
+  const Context& ctx = res_.context();
+  rows_ = problem.num_rows;
+  cols_ = problem.num_cols;
+  dims_ = config_.dims(problem.num_features, problem.num_classes);
+  const int L = config_.layers;
+
+  // Graph, normalisation and data.
+  row_offsets_ = upload(res_, problem.graph.row_offsets, MemoryCategory::kGraph);
+  col_ids_ = upload(res_, problem.graph.col_ids, MemoryCategory::kGraph);
+  dinv_row_ = upload(res_, problem.dinv_row, MemoryCategory::kGraph);
+  dinv_col_ = upload(res_, problem.dinv_col, MemoryCategory::kGraph);
+  features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
+  labels_ = upload(res_, problem.labels, MemoryCategory::kFeatures);
+  global_ids_ = upload(res_, problem.global_ids, MemoryCategory::kGraph);
+  split_rows_[kTrain] = upload(res_, problem.train_rows, MemoryCategory::kFeatures);
+  split_rows_[kValid] = upload(res_, problem.valid_rows, MemoryCategory::kFeatures);
+  split_rows_[kTest] = upload(res_, problem.test_rows, MemoryCategory::kFeatures);
+  graph_view_.num_rows = rows_;
+  graph_view_.num_cols = cols_;
+  graph_view_.row_offsets = row_offsets_.data();
+  graph_view_.col_ids = col_ids_.data();
+  graph_view_.values = nullptr;
+
+  // Parameters: Glorot-uniform weights from (seed, layer, index) alone, zero biases.
+  layers_.resize(static_cast<std::size_t>(L));
+  std::int64_t offset = 0;
+  for (int l = 0; l < L; ++l) {
+    Layer& ly = layers_[l];
+    ly.in = dims_[l];
+    ly.out = dims_[l + 1];
+    ly.aggregate_first = ly.in <= ly.out;
+    ly.decay = config_.weight_decay > 0 && (l == 0 || config_.weight_decay_all_layers);
+    ly.w_offset = offset;
+    offset += ly.in * ly.out;
+    ly.b_offset = offset;
+    offset += ly.out;
+  }
+  num_params_ = offset;
+  std::vector<float> init(static_cast<std::size_t>(num_params_), 0.0f);
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = layers_[l];
+    const float limit = std::sqrt(6.0f / static_cast<float>(ly.in + ly.out));
+    const std::uint64_t key = rng::stream_key(config_.seed, rng::kWeightInit, static_cast<std::uint64_t>(l));
+    for (std::int64_t i = 0; i < ly.in * ly.out; i += 4) {
+      const auto r = rng::philox4x32(key, static_cast<std::uint64_t>(i / 4), 0);
+      for (int j = 0; j < 4 && i + j < ly.in * ly.out; ++j)
+        init[ly.w_offset + i + j] = (2.0f * rng::to_unit_float(r.v[j]) - 1.0f) * limit;
+    }
+  }
+  params_ = upload(res_, init, MemoryCategory::kWeights);
+  grads_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kGradients);
+  adam_m_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer);
+  adam_v_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer);
+  kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
+  kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
+
+  // Activations saved for backward.
+  inputs_.resize(static_cast<std::size_t>(L));
+  aggregated_.resize(static_cast<std::size_t>(L));
+  if (config_.dropout > 0)
+    inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+  for (int l = 1; l < L; ++l) inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+  for (int l = 0; l < L; ++l)
+    if (layers_[l].aggregate_first)
+      aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+  // Scratch: the Â(HW) intermediate and the backward's activation gradients.
+  const std::int64_t max_width = *std::max_element(dims_.begin() + 1, dims_.end());
+  tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * max_width, MemoryCategory::kWorkspace);
+  grad_a_ = Buffer<float>(res_.memory(), rows_ * max_width, MemoryCategory::kGradients);
+  grad_b_ = Buffer<float>(res_.memory(), rows_ * max_width, MemoryCategory::kGradients);
+  scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace);
+  scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
+
+  if (config_.spmm == kernels::SpmmAlgo::kCusparse && ctx.is_cuda()) {
+    for (int l = 0; l < L; ++l) {
+      const std::int64_t w = layers_[l].aggregate_first ? layers_[l].in : layers_[l].out;
+      if (cusparse_.count(w) == 0)
+        cusparse_[w] = std::make_unique<kernels::CusparseSpmm>(ctx, graph_view_, dinv_row_.data(), dinv_col_.data(), w);
+    }
+  }
+  res_.synchronize();
+}
+
+GcnModel::~GcnModel() {
+  try {
+    res_.synchronize();
+  } catch (...) {
+  }
+}
+
+void GcnModel::spmm(const float* x, float* y, std::int64_t width) {
+  const Context& ctx = res_.context();
+  if (auto it = cusparse_.find(width); it != cusparse_.end()) {
+    it->second->run_async(x, y);
+    return;
+  }
+  kernels::spmm_async(ctx, graph_view_, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width, config_.spmm);
+}
+
+void GcnModel::forward(bool training, int epoch) {
+  const Context& ctx = res_.context();
+  const int L = config_.layers;
+  const float p = training ? config_.dropout : 0.0f;
+  auto dropout_for = [&](int layer) {
+    kernels::Dropout d;
+    d.p = p;
+    d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
+                            static_cast<std::uint64_t>(layer));
+    d.global_ids = global_ids_.data();
+    return d;
+  };
+  const float* x = features_.data();
+  if (p > 0) {
+    kernels::dropout_async(ctx, features_.data(), cols_, dims_[0], dropout_for(0), inputs_[0].data());
+    x = inputs_[0].data();
+  }
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = layers_[l];
+    const float* w = params_.data() + ly.w_offset;
+    const float* b = params_.data() + ly.b_offset;
+    float* z = (l == L - 1) ? logits_.data() : inputs_[l + 1].data();
+    if (ly.aggregate_first) {
+      spmm(x, aggregated_[l].data(), ly.in);
+      kernels::gemm_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated_[l].data(), ly.in, w, ly.out, 0.0f,
+                          z, ly.out);
+    } else {
+      kernels::gemm_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, tmp_.data(), ly.out);
+      spmm(tmp_.data(), z, ly.out);
+    }
+    const bool last = l == L - 1;
+    kernels::Dropout next = last ? kernels::Dropout{} : dropout_for(l + 1);
+    kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, !last, next, z);
+    x = z;
+  }
+}
+
+double GcnModel::forward_backward(int epoch, Communicator* comm) {
+  res_.activate();
+  forward(true, epoch);
+  backward_async(comm);
+  float loss = 0;
+  kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
+  res_.synchronize();
+  return loss;
+}
+
+double GcnModel::train_step(int epoch, Communicator* comm) {
+  res_.activate();
+  forward(true, epoch);
+  backward_async(comm);
+  adam_async();
+  float loss = 0;
+  kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
+  res_.synchronize();
+  return loss;
+}
+
+void GcnModel::backward_async(Communicator* comm) {
+  const Context& ctx = res_.context();
+  const int L = config_.layers;
+  const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
+  const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
+  kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(), split_rows_[kTrain].data(),
+                                       n_train, scale, scalar_f_.data(), grad_a_.data());
+  float* g = grad_a_.data();
+  float* g_next = grad_b_.data();
+  for (int l = L - 1; l >= 0; --l) {
+    const Layer& ly = layers_[l];
+    const float* w = params_.data() + ly.w_offset;
+    float* dw = grads_.data() + ly.w_offset;
+    float* db = grads_.data() + ly.b_offset;
+    const float* x = (l == 0) ? (config_.dropout > 0 ? inputs_[0].data() : features_.data()) : inputs_[l].data();
+    kernels::column_sum_async(ctx, g, rows_, ly.out, db);
+    if (ly.aggregate_first) {
+      // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
+      kernels::gemm_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated_[l].data(), ly.in, g, ly.out, 0.0f,
+                          dw, ly.out);
+      if (l > 0) {
+        kernels::gemm_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, tmp_.data(),
+                            ly.in);
+        spmm(tmp_.data(), g_next, ly.in);
+      }
+    } else {
+      // Z = Â (X W): dP = Â^T G = Â G; dW = X^T dP; dX = dP W^T.
+      spmm(g, tmp_.data(), ly.out);
+      kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
+                          ly.out);
+      if (l > 0)
+        kernels::gemm_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, tmp_.data(), ly.out, w, ly.out, 0.0f, g_next,
+                            ly.in);
+    }
+    if (l > 0) {
+      kernels::bias_act_dropout_backward_async(ctx, inputs_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
+                                               g_next);
+      std::swap(g, g_next);
+    }
+  }
+  if (comm != nullptr) comm->allreduce_sum(ctx, grads_.data(), num_params_);
+}
+
+void GcnModel::adam_async() {
+  const Context& ctx = res_.context();
+  ++step_;
+  for (const Layer& ly : layers_) {
+    kernels::AdamParams ap;
+    ap.lr = config_.lr;
+    ap.step = step_;
+    ap.weight_decay = ly.decay ? config_.weight_decay : 0.0f;
+    kernels::adam_step_async(ctx, params_.data() + ly.w_offset, grads_.data() + ly.w_offset,
+                             adam_m_.data() + ly.w_offset, adam_v_.data() + ly.w_offset, ly.in * ly.out, ap);
+    ap.weight_decay = 0.0f;
+    kernels::adam_step_async(ctx, params_.data() + ly.b_offset, grads_.data() + ly.b_offset,
+                             adam_m_.data() + ly.b_offset, adam_v_.data() + ly.b_offset, ly.out, ap);
+  }
+}
+
+EvalResult GcnModel::evaluate() {
+  res_.activate();
+  const Context& ctx = res_.context();
+  forward(false, 0);
+  const std::int64_t classes = dims_.back();
+  for (int s = 0; s < 3; ++s) {
+    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, classes, labels_.data(), split_rows_[s].data(),
+                                         split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
+    kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
+                                 split_rows_[s].size(), scalar_i_.data() + s);
+  }
+  float losses[3];
+  std::int64_t correct[3];
+  kernels::copy_async(ctx, losses, scalar_f_.data(), sizeof losses);
+  kernels::copy_async(ctx, correct, scalar_i_.data(), sizeof correct);
+  res_.synchronize();
+  EvalResult r;
+  for (int s = 0; s < 3; ++s) {
+    r.loss_sum[s] = losses[s];
+    r.correct[s] = correct[s];
+  }
+  return r;
+}
+
+std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_buffer) {
+  std::vector<float> flat(static_cast<std::size_t>(num_params_));
+  kernels::copy_async(res_.context(), flat.data(), flat_buffer.data(), flat_buffer.bytes());
+  res_.synchronize();
+  std::vector<std::vector<float>> out;
+  for (const Layer& ly : layers_) {
+    out.emplace_back(flat.begin() + ly.w_offset, flat.begin() + ly.w_offset + ly.in * ly.out);
+    out.emplace_back(flat.begin() + ly.b_offset, flat.begin() + ly.b_offset + ly.out);
+  }
+  return out;
+}
+
+std::vector<std::vector<float>> GcnModel::parameters() { return unflatten(params_); }
+
+std::vector<std::vector<float>> GcnModel::gradients() { return unflatten(grads_); }
+
+void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
+  if (params.size() != 2 * layers_.size())
+    throw InvalidInput::parameter("weights", std::to_string(params.size()) + " tensors",
+                                  std::to_string(2 * layers_.size()) + " (W and b per layer)");
+  std::vector<float> flat(static_cast<std::size_t>(num_params_));
+  for (std::size_t l = 0; l < layers_.size(); ++l) {
+    const Layer& ly = layers_[l];
+    if (static_cast<std::int64_t>(params[2 * l].size()) != ly.in * ly.out ||
+        static_cast<std::int64_t>(params[2 * l + 1].size()) != ly.out)
+      throw InvalidInput::parameter("weights", "layer " + std::to_string(l) + " of " +
+                                                   std::to_string(params[2 * l].size()) + " weights",
+                                    std::to_string(ly.in) + " x " + std::to_string(ly.out));
+    std::copy(params[2 * l].begin(), params[2 * l].end(), flat.begin() + ly.w_offset);
+    std::copy(params[2 * l + 1].begin(), params[2 * l + 1].end(), flat.begin() + ly.b_offset);
+  }
+  kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
+  res_.synchronize();
+}
+
+std::vector<float> GcnModel::logits() {
+  std::vector<float> out(static_cast<std::size_t>(logits_.size()));
+  kernels::copy_async(res_.context(), out.data(), logits_.data(), logits_.bytes());
+  res_.synchronize();
+  return out;
+}
+
+}  // namespace gcnpart::engine

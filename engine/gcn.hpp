@@ -1,0 +1,115 @@
+// The GCN model of Kipf & Welling (ICLR 2017) on one device: H' = act(Â H W + b), dropout on every layer's
+// input, softmax cross-entropy on the training rows, Adam with L2 weight decay.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/communicator.hpp"
+#include "engine/memory.hpp"
+#include "engine/problem.hpp"
+#include "engine/resources.hpp"
+#include "kernels/ops.hpp"
+
+namespace gcnpart::engine {
+
+/// Model and optimiser configuration. Defaults reproduce the paper.
+struct GcnConfig {
+  int layers = 2;
+  std::int64_t hidden = 16;
+  float dropout = 0.5f;
+  float lr = 0.01f;
+  float weight_decay = 5e-4f;
+  bool weight_decay_all_layers = false;  ///< false: first layer's weights only (as in the paper)
+  std::uint64_t seed = 1;
+  kernels::SpmmAlgo spmm = kernels::SpmmAlgo::kAuto;
+  bool tf32 = false;
+
+  /// Layer widths: features, hidden x (layers-1), classes.
+  [[nodiscard]] std::vector<std::int64_t> dims(std::int64_t features, std::int64_t classes) const;
+  /// @throws InvalidInput naming the parameter when out of range.
+  void validate() const;
+};
+
+/// Losses and accuracies of one evaluation (counts are this device's; sums are reduced by the trainer).
+struct EvalResult {
+  double loss_sum[3] = {0, 0, 0};       ///< train, valid, test: summed cross-entropy
+  std::int64_t correct[3] = {0, 0, 0};  ///< train, valid, test
+};
+
+class GcnModel {
+ public:
+  /// Uploads the problem and allocates weights, optimiser state and activations through the device's tracked
+  /// memory. Weights are initialised (Glorot uniform) from the seed alone, so every device starts equal.
+  GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config);
+  ~GcnModel();
+  GcnModel(const GcnModel&) = delete;
+  GcnModel& operator=(const GcnModel&) = delete;
+
+  /// One training step: forward with dropout, loss, backward, gradient all-reduce (if comm), Adam.
+  /// Returns this device's summed training loss (sum over its train rows of the cross-entropy); the global
+  /// mean is the sum over devices divided by problem.global_train. Synchronises.
+  double train_step(int epoch, Communicator* comm);
+
+  /// Forward (dropout as in training for `epoch`) and backward without the optimiser step; the gradients are
+  /// then available from gradients(). Returns the summed training loss. Synchronises.
+  double forward_backward(int epoch, Communicator* comm);
+  /// Gradients of the last forward_backward / train_step, shaped like parameters().
+  [[nodiscard]] std::vector<std::vector<float>> gradients();
+
+  /// Forward without dropout; loss sums and correct counts on this device's train / valid / test rows.
+  EvalResult evaluate();
+
+  /// Parameters as host vectors (W0, b0, W1, b1, ...), for saving and comparing.
+  [[nodiscard]] std::vector<std::vector<float>> parameters();
+  /// Replaces the parameters (same shapes). @throws InvalidInput on a shape mismatch.
+  void set_parameters(const std::vector<std::vector<float>>& params);
+  [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  /// Host copy of the logits of the last forward (rows x classes).
+  [[nodiscard]] std::vector<float> logits();
+
+ private:
+  struct Layer {
+    std::int64_t in = 0, out = 0;
+    std::int64_t w_offset = 0, b_offset = 0;  ///< into the flat parameter / gradient / moment buffers
+    bool aggregate_first = false;             ///< (ÂH)W when in <= out, else Â(HW): the narrower SpMM
+    bool decay = false;                       ///< L2 weight decay on W
+  };
+  void forward(bool training, int epoch);
+  void backward_async(Communicator* comm);
+  void adam_async();
+  std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
+  void spmm(const float* x, float* y, std::int64_t width);
+
+  Resources& res_;
+  const LocalProblem& problem_;
+  GcnConfig config_;
+  std::vector<std::int64_t> dims_;
+  std::int64_t rows_, cols_;
+  std::int64_t step_ = 0;
+  // Graph and data on the device.
+  Buffer<RowOffset> row_offsets_;
+  Buffer<NodeId> col_ids_;
+  Buffer<float> dinv_row_, dinv_col_;
+  Buffer<float> features_;
+  Buffer<std::int32_t> labels_;
+  Buffer<NodeId> global_ids_;
+  Buffer<NodeId> split_rows_[3];
+  CsrView graph_view_{};
+  // Parameters, gradients, Adam state: one flat buffer each, so the gradient all-reduce is one call.
+  std::vector<Layer> layers_;
+  std::int64_t num_params_ = 0;
+  Buffer<float> params_, grads_, adam_m_, adam_v_;
+  // Activations: inputs_[l] = dropped-out input of layer l (inputs_[0] aliases features when p = 0).
+  std::vector<Buffer<float>> inputs_;
+  std::vector<Buffer<float>> aggregated_;  ///< Â·input, saved when layer l aggregates before its GEMM
+  Buffer<float> logits_, tmp_, grad_a_, grad_b_;
+  Buffer<float> scalar_f_;
+  Buffer<std::int64_t> scalar_i_;
+  std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;  ///< per width, spmm == kCusparse
+};
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,117 @@
+#include "engine/memory.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <new>
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::engine {
+
+namespace {
+constexpr std::size_t kHostAlignment = 64;
+std::size_t idx(MemoryCategory c) { return static_cast<std::size_t>(c); }
+}  // namespace
+
+std::string format_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (bytes >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+TrackingMemoryResource::TrackingMemoryResource(MemorySpace space, int device, std::string name,
+                                               std::int64_t limit_bytes)
+    : space_(space), device_(device), name_(std::move(name)) {
+  stats_.limit = limit_bytes;
+}
+
+TrackingMemoryResource::~TrackingMemoryResource() = default;
+
+void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory category) {
+  if (bytes == 0) return nullptr;
+  std::lock_guard<std::mutex> lock(mutex_);
+  const auto b = static_cast<std::int64_t>(bytes);
+  auto oom = [&](const std::string& why) -> OutOfMemory {
+    std::string msg = "out of memory on " + name_ + ": asked " + format_bytes(static_cast<double>(b)) + " (" +
+                      std::to_string(b) + " bytes) for " + memory_category_name(category) + "; in use " +
+                      format_bytes(static_cast<double>(stats_.current)) + ", tracked peak " +
+                      format_bytes(static_cast<double>(stats_.peak));
+    if (stats_.limit > 0) msg += ", limit " + format_bytes(static_cast<double>(stats_.limit));
+    msg += "; " + why;
+    if (!oom_hint_.empty()) msg += ". " + oom_hint_;
+    return OutOfMemory(msg);
+  };
+  if (stats_.limit > 0 && stats_.current + b > stats_.limit) throw oom("the --memory-limit cap would be exceeded");
+  void* p = nullptr;
+  if (space_ == MemorySpace::kHost) {
+    p = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
+    if (p == nullptr) throw oom("the host allocator refused");
+  } else {
+    cudaSetDevice(device_);
+    const cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess) {
+      (void)cudaGetLastError();  // clear the sticky-free error state of a failed allocation
+      std::size_t free_b = 0, total_b = 0;
+      cudaMemGetInfo(&free_b, &total_b);
+      throw oom(std::string("cudaMalloc failed (") + cudaGetErrorString(err) + "), device free " +
+                format_bytes(static_cast<double>(free_b)) + " of " + format_bytes(static_cast<double>(total_b)));
+    }
+  }
+  stats_.current += b;
+  stats_.current_by[idx(category)] += b;
+  stats_.allocations += 1;
+  if (stats_.current_by[idx(category)] > stats_.peak_by[idx(category)])
+    stats_.peak_by[idx(category)] = stats_.current_by[idx(category)];
+  if (stats_.current > stats_.peak) {
+    stats_.peak = stats_.current;
+    stats_.at_peak_by = stats_.current_by;
+  }
+  return p;
+}
+
+void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept {
+  if (p == nullptr) return;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    stats_.current -= static_cast<std::int64_t>(bytes);
+    stats_.current_by[idx(category)] -= static_cast<std::int64_t>(bytes);
+  }
+  if (space_ == MemorySpace::kHost) {
+    std::free(p);
+  } else {
+    cudaSetDevice(device_);
+    cudaFree(p);
+  }
+}
+
+MemoryStats TrackingMemoryResource::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void TrackingMemoryResource::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak = stats_.current;
+  stats_.at_peak_by = stats_.current_by;
+  stats_.peak_by = stats_.current_by;
+}
+
+void TrackingMemoryResource::set_limit(std::int64_t limit_bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.limit = limit_bytes;
+}
+
+void TrackingMemoryResource::set_oom_hint(std::string hint) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  oom_hint_ = std::move(hint);
+}
+
+}  // namespace gcnpart::engine

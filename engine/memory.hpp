@@ -1,0 +1,113 @@
+// Tracked memory: every byte on a device (CPU virtual device or GPU) is allocated through a
+// TrackingMemoryResource that keeps current and peak bytes in total and by category, and can refuse
+// allocations past a cap (--memory-limit) with the same clear out-of-memory error a real card gives.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "kernels/core/memory.hpp"
+
+namespace gcnpart::engine {
+
+/// Bytes by category.
+using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCategory::kCount)>;
+
+/// A snapshot of what a resource tracks.
+struct MemoryStats {
+  std::int64_t current = 0;       ///< bytes alive now
+  std::int64_t peak = 0;          ///< highest `current` seen
+  CategoryBytes current_by{};     ///< current, by category
+  CategoryBytes at_peak_by{};     ///< the breakdown at the moment of the peak
+  CategoryBytes peak_by{};        ///< each category's own peak (not simultaneous)
+  std::int64_t allocations = 0;   ///< number of allocate() calls
+  std::int64_t limit = 0;         ///< 0 = none
+};
+
+/// Allocates host memory (64-byte aligned) or CUDA device memory (cudaMalloc on `device`), tracks it, and
+/// enforces an optional cap. Thread-safe.
+class TrackingMemoryResource final : public Allocator {
+ public:
+  /// `name` appears in errors ("cuda:0", "cpu:1"). limit_bytes = 0: no cap.
+  TrackingMemoryResource(MemorySpace space, int device, std::string name, std::int64_t limit_bytes = 0);
+  ~TrackingMemoryResource() override;
+  TrackingMemoryResource(const TrackingMemoryResource&) = delete;
+  TrackingMemoryResource& operator=(const TrackingMemoryResource&) = delete;
+
+  /// @throws OutOfMemory naming the device, the bytes asked, the category, bytes in use, tracked peak and cap
+  /// (and, for CUDA, the free bytes cudaMemGetInfo reports).
+  void* allocate(std::size_t bytes, MemoryCategory category) override;
+  void deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept override;
+  [[nodiscard]] MemorySpace space() const noexcept override { return space_; }
+
+  [[nodiscard]] MemoryStats stats() const;
+  /// Forget the peak (set it to the current figure), e.g. after set-up to measure one epoch's peak.
+  void reset_peak();
+  void set_limit(std::int64_t limit_bytes);
+  /// A hint appended to out-of-memory messages (e.g. what `gcnpart fit` suggests).
+  void set_oom_hint(std::string hint);
+  [[nodiscard]] const std::string& name() const noexcept { return name_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+ private:
+  MemorySpace space_;
+  int device_;
+  std::string name_;
+  std::string oom_hint_;
+  mutable std::mutex mutex_;
+  MemoryStats stats_;
+};
+
+/// An owning, move-only typed buffer from a TrackingMemoryResource (host or device memory, as the resource).
+template <typename T>
+class Buffer {
+ public:
+  Buffer() = default;
+  Buffer(Allocator& resource, std::int64_t count, MemoryCategory category)
+      : resource_(&resource), count_(count), category_(category) {
+    if (count_ > 0) data_ = static_cast<T*>(resource_->allocate(bytes(), category_));
+  }
+  ~Buffer() { release(); }
+  Buffer(const Buffer&) = delete;
+  Buffer& operator=(const Buffer&) = delete;
+  Buffer(Buffer&& o) noexcept { swap(o); }
+  Buffer& operator=(Buffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      swap(o);
+    }
+    return *this;
+  }
+
+  [[nodiscard]] T* data() noexcept { return data_; }
+  [[nodiscard]] const T* data() const noexcept { return data_; }
+  [[nodiscard]] std::int64_t size() const noexcept { return count_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return static_cast<std::size_t>(count_) * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
+  void release() noexcept {
+    if (data_ != nullptr) resource_->deallocate(data_, bytes(), category_);
+    data_ = nullptr;
+    count_ = 0;
+  }
+
+ private:
+  void swap(Buffer& o) noexcept {
+    std::swap(resource_, o.resource_);
+    std::swap(data_, o.data_);
+    std::swap(count_, o.count_);
+    std::swap(category_, o.category_);
+  }
+  Allocator* resource_ = nullptr;
+  T* data_ = nullptr;
+  std::int64_t count_ = 0;
+  MemoryCategory category_ = MemoryCategory::kWorkspace;
+};
+
+/// "1.23 GiB"
+std::string format_bytes(double bytes);
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,44 @@
+// What one device trains on: its local graph (with self loops), normalisation, features, labels and the rows
+// that count in each split. For `single` the local problem is the whole dataset; partition strategies build one
+// per device from a plan.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/dataset.hpp"
+
+namespace gcnpart::engine {
+
+struct LocalProblem {
+  std::string name;
+  /// Local graph: num_rows x num_cols, self loops included (Â = diag(dinv_row) A diag(dinv_col)).
+  datasets::Csr graph;
+  std::int64_t num_rows = 0, num_cols = 0;
+  std::vector<float> dinv_row, dinv_col;
+  /// Input features of the column nodes (num_cols x num_features), already row-normalised if asked.
+  std::int64_t num_features = 0;
+  std::vector<float> features;
+  /// Labels of the rows (num_rows), -1 = none.
+  std::vector<std::int32_t> labels;
+  std::int32_t num_classes = 0;
+  /// Global node id of every local column (rows are columns 0..num_rows-1), for dropout masks.
+  std::vector<NodeId> global_ids;
+  /// Local rows of each split that this device is responsible for (loss / accuracy counted here).
+  std::vector<NodeId> train_rows, valid_rows, test_rows;
+  /// Size of each split over all devices (normalises the loss so that the sum over devices is the mean).
+  std::int64_t global_train = 0, global_valid = 0, global_test = 0;
+};
+
+/// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).
+datasets::Csr with_self_loops(const datasets::Csr& g);
+
+/// Row-normalises features in place (each row divided by its sum; zero rows stay zero), as in Kipf & Welling.
+void row_normalize(std::vector<float>& features, std::int64_t rows, std::int64_t cols);
+
+/// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
+/// or lacks a train split.
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features);
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,56 @@
+// One device's resources: id, stream, library handles (created on first use) and the tracking memory resource.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "engine/memory.hpp"
+#include "kernels/context.hpp"
+
+namespace gcnpart::engine {
+
+/// A device: a CPU (virtual) device or CUDA device N.
+struct Device {
+  kernels::Backend backend = kernels::Backend::kCpu;
+  int index = 0;  ///< CUDA ordinal, or the virtual CPU device number
+
+  /// "cpu", "cpu:2", "cuda", "cuda:1". @throws InvalidInput naming the parameter.
+  static Device parse(const std::string& spec, const std::string& parameter = "--device");
+  [[nodiscard]] std::string name() const;
+  [[nodiscard]] bool is_cuda() const noexcept { return backend == kernels::Backend::kCuda; }
+};
+
+/// Number of CUDA devices visible (0 when there is no driver or no GPU; never throws).
+int cuda_device_count() noexcept;
+/// "NVIDIA H200" or "" when unavailable.
+std::string cuda_device_name(int device);
+
+/// Owns the stream, cuBLAS / cuSPARSE handles and the memory resource of one device. Not copyable.
+class Resources {
+ public:
+  /// @throws InvalidInput if a CUDA device is asked for that does not exist (with the count found).
+  explicit Resources(Device device, std::int64_t memory_limit = 0);
+  ~Resources();
+  Resources(const Resources&) = delete;
+  Resources& operator=(const Resources&) = delete;
+
+  [[nodiscard]] const Device& device() const noexcept { return device_; }
+  [[nodiscard]] TrackingMemoryResource& memory() noexcept { return *memory_; }
+  /// The kernels' context (creates the handles on first call for CUDA).
+  [[nodiscard]] const kernels::Context& context();
+  /// Makes this device current for the calling thread (CUDA).
+  void activate() const;
+  /// Blocks until the stream is idle.
+  void synchronize();
+  /// Device memory in use as the driver reports it (cudaMemGetInfo total - free); 0 for CPU.
+  [[nodiscard]] std::int64_t driver_used_bytes() const;
+
+ private:
+  Device device_;
+  std::unique_ptr<TrackingMemoryResource> memory_;
+  kernels::Context ctx_;
+  bool handles_ready_ = false;
+};
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,51 @@
+// The training loop: epochs of train_step, evaluation, early stopping, timing and memory reporting.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/gcn.hpp"
+#include "engine/memory.hpp"
+
+namespace gcnpart::engine {
+
+struct TrainConfig {
+  GcnConfig model;
+  int epochs = 200;
+  int early_stopping = 0;  ///< stop when the validation loss has not improved for this many epochs (0 = off)
+  bool normalize_features = true;
+  std::int64_t memory_limit = 0;  ///< bytes per device, 0 = none
+  std::string load_weights;       ///< start from these weights instead of the initialisation
+  void validate() const;
+};
+
+/// One training run.
+struct RunReport {
+  std::uint64_t seed = 0;
+  std::vector<double> train_loss;  ///< mean cross-entropy on the training nodes, per epoch (dropout on)
+  std::vector<double> valid_loss;  ///< per epoch, dropout off
+  double accuracy[3] = {0, 0, 0};  ///< train / valid / test after the last epoch
+  double loss[3] = {0, 0, 0};
+  int epochs_run = 0;
+  std::vector<double> epoch_seconds;  ///< train_step wall time per epoch
+  MemoryStats memory;                 ///< tracked memory of the device over the run
+  std::int64_t driver_peak_bytes = 0; ///< cudaMemGetInfo used bytes after set-up (CUDA only)
+  std::vector<std::vector<float>> parameters;  ///< final weights
+};
+
+/// Called after every epoch: (epoch, train loss, valid loss, valid accuracy).
+using EpochCallback = std::function<void(int, double, double, double)>;
+
+/// Trains the GCN on one device. Validation is evaluated every epoch (needed for early stopping and reported).
+RunReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
+                       const EpochCallback& on_epoch = {});
+
+/// Saves parameters (W0, b0, W1, b1, ...) with their layer widths, atomically. @throws IoError.
+void save_weights(const std::string& path, const std::vector<std::int64_t>& dims,
+                  const std::vector<std::vector<float>>& params);
+/// Loads parameters saved by save_weights; checks the widths against `dims`. @throws InvalidInput / IoError.
+std::vector<std::vector<float>> load_weights(const std::string& path, const std::vector<std::int64_t>& dims);
+
+}  // namespace gcnpart::engine

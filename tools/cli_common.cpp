@@ -1,0 +1,102 @@
+#include "tools/cli_common.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <iostream>
+
+#include "kernels/core/atomic_file.hpp"
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::cli {
+
+void add_data_options(CLI::App& cmd, DataOptions& opts) {
+  cmd.add_option("DATA", opts.path,
+                 "Dataset: an OGB node-property directory, SNAP edge list (.txt[.gz]), METIS graph (.graph), Matrix "
+                 "Market (.mtx[.gz]), .gcsr file, or 'demo' (built-in SBM, 10,000 nodes)")
+      ->capture_default_str();
+  cmd.add_option("--format", opts.format, "Force the input format instead of detecting it")
+      ->check(CLI::IsMember({"auto", "ogb", "snap", "metis", "mtx", "gcsr", "demo"}))
+      ->capture_default_str();
+  cmd.add_option("--split", opts.split, "OGB split folder name (default: meta.csv's, or the only one)");
+  cmd.add_option("--synthetic-features", opts.synthetic_features,
+                 "Give a structure-only graph this many synthetic features (needs --synthetic-classes)")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_option("--synthetic-classes", opts.synthetic_classes, "Number of synthetic classes")
+      ->check(CLI::NonNegativeNumber);
+  cmd.add_flag("--no-symmetrize", opts.no_symmetrize, "Keep edge directions as stored (GCN expects symmetric)");
+  cmd.add_option("--data-seed", opts.seed, "Seed for synthetic features")->capture_default_str();
+}
+
+datasets::Dataset load_data(const DataOptions& opts) {
+  datasets::LoadOptions lo;
+  static const std::pair<const char*, datasets::Format> kFormats[] = {
+      {"auto", datasets::Format::kAuto},  {"ogb", datasets::Format::kOgb},
+      {"snap", datasets::Format::kSnap},  {"metis", datasets::Format::kMetis},
+      {"mtx", datasets::Format::kMatrixMarket}, {"gcsr", datasets::Format::kGcsr},
+      {"demo", datasets::Format::kDemo}};
+  for (const auto& [name, f] : kFormats)
+    if (opts.format == name) lo.format = f;
+  lo.split = opts.split;
+  lo.symmetrize = !opts.no_symmetrize;
+  if ((opts.synthetic_features > 0) != (opts.synthetic_classes > 0))
+    throw InvalidInput::parameter("--synthetic-features/--synthetic-classes",
+                                  std::to_string(opts.synthetic_features) + "/" +
+                                      std::to_string(opts.synthetic_classes),
+                                  "both set (features > 0 and classes >= 2) or neither");
+  lo.synthetic_features = opts.synthetic_features;
+  lo.synthetic_classes = opts.synthetic_classes;
+  lo.seed = opts.seed;
+  return datasets::load_dataset(opts.path, lo);
+}
+
+void write_json(const std::string& path, const nlohmann::json& j) {
+  const std::string text = j.dump(2) + "\n";
+  if (path == "-") {
+    std::cout << text;
+    return;
+  }
+  write_file_atomic(path, text);
+}
+
+std::string with_commas(std::int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return v < 0 ? "-" + s : s;
+}
+
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+std::int64_t parse_bytes(const std::string& text, const std::string& parameter) {
+  double value = 0;
+  const char* b = text.data();
+  const char* e = b + text.size();
+  const auto r = std::from_chars(b, e, value);
+  const std::string expected = "a byte count such as 24000000000, 24GB, 24GiB or 512MiB";
+  if (r.ec != std::errc() || value < 0) throw InvalidInput::parameter(parameter, text, expected);
+  const std::string unit(r.ptr, e);
+  double mult = 1;
+  if (unit.empty() || unit == "B") mult = 1;
+  else if (unit == "KB" || unit == "kB") mult = 1e3;
+  else if (unit == "MB") mult = 1e6;
+  else if (unit == "GB") mult = 1e9;
+  else if (unit == "TB") mult = 1e12;
+  else if (unit == "KiB") mult = 1024.0;
+  else if (unit == "MiB") mult = 1024.0 * 1024;
+  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
+  else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
+  else throw InvalidInput::parameter(parameter, text, expected);
+  return static_cast<std::int64_t>(value * mult);
+}
+
+}  // namespace gcnpart::cli
