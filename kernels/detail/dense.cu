@@ -1,0 +1,376 @@
+// CUDA side of everything but SpMM: GEMM through cuBLAS, the fused epilogues, loss, accuracy, Adam, degree
+// normalisation, row gathers and scatters, reductions (CUB, temporary storage from ctx.allocator) and the
+// stream helpers. Every launch is followed by GCNPART_CUDA_TRY(cudaGetLastError()).
+#include <cub/device/device_reduce.cuh>
+#include <cuda/std/functional>
+#include <cuda_runtime.h>
+#include <thrust/iterator/counting_iterator.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+
+#include "kernels/detail/backends.hpp"
+#include "kernels/detail/cuda_common.cuh"
+#include "kernels/detail/dropout_mask.hpp"
+#include "kernels/detail/workspace.hpp"
+
+namespace gcnpart::kernels::detail::cuda {
+namespace {
+
+constexpr int kWarp = 32;
+// column_sum: rows summed by one block before the second pass, and its block shape (columns x row lanes).
+constexpr std::int64_t kColumnSumSlabRows = 1024;
+constexpr int kColumnSumCols = 32;
+constexpr int kColumnSumRowLanes = 8;
+constexpr std::int64_t kMaxGridY = 65535;
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, o));
+  return v;
+}
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int o = kWarp / 2; o > 0; o /= 2) v += __shfl_xor_sync(0xffffffffu, v, o);
+  return v;
+}
+
+// ------------------------------------------------------------------------------------------------ dense
+
+__global__ void scale_matrix_kernel(float* c, std::int64_t rows, std::int64_t cols, std::int64_t ldc, float beta) {
+  const std::int64_t n = rows * cols;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t i = t / cols, j = t - i * cols;
+    float* p = c + i * ldc + j;
+    *p = beta == 0.0f ? 0.0f : beta * *p;
+  }
+}
+
+/// Pass 1: partial[slab, col] = sum of the slab's rows, row lanes combined in a fixed order.
+__global__ void column_sum_slabs_kernel(const float* x, std::int64_t rows, std::int64_t width,
+                                        std::int64_t slab_rows, float* partial) {
+  __shared__ float lanes[kColumnSumRowLanes][kColumnSumCols];
+  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kColumnSumCols + threadIdx.x;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * slab_rows;
+  const std::int64_t r1 = min(rows, r0 + slab_rows);
+  float s = 0.0f;
+  if (col < width)
+    for (std::int64_t r = r0 + threadIdx.y; r < r1; r += kColumnSumRowLanes) s += x[r * width + col];
+  lanes[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < width) {
+    float total = 0.0f;
+#pragma unroll
+    for (int l = 0; l < kColumnSumRowLanes; ++l) total += lanes[l][threadIdx.x];
+    partial[static_cast<std::int64_t>(blockIdx.y) * width + col] = total;
+  }
+}
+
+/// Pass 2: out[col] = sum of the slabs' partials in slab order.
+__global__ void column_sum_finish_kernel(const float* partial, std::int64_t slabs, std::int64_t width, float* out) {
+  for (std::int64_t col = global_thread(); col < width; col += grid_stride()) {
+    float total = 0.0f;
+    for (std::int64_t s = 0; s < slabs; ++s) total += partial[s * width + col];
+    out[col] = total;
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ epilogues
+
+/// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements.
+__global__ void bias_act_dropout_kernel(const float* z, const float* bias, std::int64_t rows, std::int64_t width,
+                                        bool relu, Dropout d, float* out) {
+  const bool drop = d.p > 0.0f;
+  const float keep_probability = dropout_keep_probability(d.p);
+  const float scale = drop ? dropout_scale(d.p) : 1.0f;
+  const std::int64_t blocks_per_row = (width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw;
+  const std::int64_t n = rows * blocks_per_row;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t row = t / blocks_per_row, block = t - row * blocks_per_row;
+    rng::Philox4 r{};
+    if (drop) r = dropout_draw(d.key, dropout_global_node(d, row), block);
+    const std::int64_t c0 = block * kDropoutColumnsPerDraw;
+#pragma unroll
+    for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
+      const std::int64_t c = c0 + u;
+      if (c < width) {
+        float v = z[row * width + c] + (bias != nullptr ? bias[c] : 0.0f);
+        if (relu) v = v > 0.0f ? v : 0.0f;
+        if (drop) v = dropout_word_keeps(r.v[u], keep_probability) ? v * scale : 0.0f;
+        out[row * width + c] = v;
+      }
+    }
+  }
+}
+
+__global__ void relu_dropout_backward_kernel(const float* h, const float* dh, std::int64_t n, float scale,
+                                             float* dz) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dz[i] = h[i] > 0.0f ? dh[i] * scale : 0.0f;
+}
+
+// ------------------------------------------------------------------------------------------------ loss
+
+/// One warp per listed row: max-subtracted log-sum-exp, the row's loss, and its gradient row.
+__global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t num_rows, std::int64_t classes,
+                                             const std::int32_t* labels, const NodeId* rows, std::int64_t count,
+                                             float grad_scale, float* row_loss, float* grad) {
+  const int lane = static_cast<int>(threadIdx.x) % kWarp;
+  const std::int64_t warps = grid_stride() / kWarp;
+  for (std::int64_t t = global_thread() / kWarp; t < count; t += warps) {
+    const std::int64_t r = rows[t];
+    const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
+    if (label < 0 || label >= classes) {  // cannot throw here: make the loss NaN, loudly wrong
+      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
+      continue;
+    }
+    const float* l = logits + r * classes;
+    float mx = -INFINITY;
+    for (std::int64_t c = lane; c < classes; c += kWarp) mx = fmaxf(mx, l[c]);
+    mx = warp_max(mx);
+    float se = 0.0f;
+    for (std::int64_t c = lane; c < classes; c += kWarp) se += expf(l[c] - mx);
+    se = warp_sum(se);
+    const float lse = mx + logf(se);
+    if (lane == 0) row_loss[t] = lse - l[label];
+    if (grad != nullptr) {
+      float* g = grad + r * classes;
+      for (std::int64_t c = lane; c < classes; c += kWarp)
+        g[c] = (expf(l[c] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
+    }
+  }
+}
+
+/// 1 when the argmax (lowest index among ties) of listed row t equals its label.
+struct IsCorrect {
+  const float* logits;
+  std::int64_t classes;
+  const std::int32_t* labels;
+  const NodeId* rows;
+  __device__ std::int64_t operator()(std::int64_t t) const {
+    const std::int64_t r = rows[t];
+    const float* l = logits + r * classes;
+    std::int64_t best = 0;
+    float best_value = l[0];
+    for (std::int64_t c = 1; c < classes; ++c) {
+      if (l[c] > best_value) {
+        best_value = l[c];
+        best = c;
+      }
+    }
+    return best == labels[r] ? 1 : 0;
+  }
+};
+
+struct Square {
+  __device__ float operator()(float v) const { return v * v; }
+};
+
+// ------------------------------------------------------------------------------------------------ optimiser etc.
+
+__global__ void adam_kernel(float* w, const float* g, float* m, float* v, std::int64_t n, AdamParams p,
+                            AdamCorrections bc) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const float gi = g[i] + p.weight_decay * w[i];
+    const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+    const float vi = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float m_hat = mi / bc.one_minus_beta1_pow;
+    const float v_hat = vi / bc.one_minus_beta2_pow;
+    w[i] -= p.lr * m_hat / (sqrtf(v_hat) + p.eps);
+  }
+}
+
+__global__ void inv_sqrt_degree_kernel(const RowOffset* offsets, std::int64_t n, float extra, float* dinv) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) {
+    const float d = static_cast<float>(offsets[i + 1] - offsets[i]) + extra;
+    dinv[i] = d > 0.0f ? 1.0f / sqrtf(d) : 0.0f;
+  }
+}
+
+__global__ void gather_rows_kernel(const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                                   float* dst) {
+  const std::int64_t n = count * width;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t i = t / width, c = t - i * width;
+    dst[t] = src[static_cast<std::int64_t>(idx[i]) * width + c];
+  }
+}
+
+__global__ void scatter_add_rows_kernel(const float* src, const NodeId* idx, std::int64_t count,
+                                        std::int64_t width, float* dst) {
+  const std::int64_t n = count * width;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t i = t / width, c = t - i * width;
+    atomicAdd(dst + static_cast<std::int64_t>(idx[i]) * width + c, src[t]);
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ stream helpers
+
+void synchronize(const Context& ctx) { GCNPART_CUDA_TRY(cudaStreamSynchronize(ctx.stream)); }
+
+void copy(const Context& ctx, void* dst, const void* src, std::size_t bytes) {
+  GCNPART_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, ctx.stream));
+}
+
+void memset_zero(const Context& ctx, void* dst, std::size_t bytes) {
+  GCNPART_CUDA_TRY(cudaMemsetAsync(dst, 0, bytes, ctx.stream));
+}
+
+// ------------------------------------------------------------------------------------------------ dense
+
+void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
+          const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+          std::int64_t ldc) {
+  if (k == 0 || alpha == 0.0f) {  // C = beta C, and never read C when beta == 0
+    if (beta == 1.0f) return;
+    scale_matrix_kernel<<<elementwise_blocks(m * n), kElementwiseThreads, 0, ctx.stream>>>(c, m, n, ldc, beta);
+    GCNPART_CUDA_TRY(cudaGetLastError());
+    return;
+  }
+  // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: hand cuBLAS B first, A second.
+  GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
+  const cublasComputeType_t compute = ctx.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  GCNPART_CUBLAS_TRY(cublasGemmEx_64(ctx.cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F,
+                                     ldc, compute, CUBLAS_GEMM_DEFAULT));
+}
+
+void column_sum(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
+  if (rows == 0) {
+    memset_zero(ctx, out, static_cast<std::size_t>(width) * sizeof(float));
+    return;
+  }
+  // The slab size depends on the row count only (never on the GPU), so the sum order is fixed.
+  const std::int64_t slab_rows = std::max(kColumnSumSlabRows, (rows + kMaxGridY - 1) / kMaxGridY);
+  const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
+  Workspace partial(ctx, static_cast<std::size_t>(slabs * width) * sizeof(float));
+  const dim3 grid(static_cast<unsigned>((width + kColumnSumCols - 1) / kColumnSumCols), static_cast<unsigned>(slabs));
+  column_sum_slabs_kernel<<<grid, dim3(kColumnSumCols, kColumnSumRowLanes), 0, ctx.stream>>>(
+      x, rows, width, slab_rows, partial.as<float>());
+  GCNPART_CUDA_TRY(cudaGetLastError());
+  column_sum_finish_kernel<<<elementwise_blocks(width), kElementwiseThreads, 0, ctx.stream>>>(
+      partial.as<float>(), slabs, width, out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+// ------------------------------------------------------------------------------------------------ epilogues
+
+void bias_act_dropout(const Context& ctx, const float* z, const float* bias, std::int64_t rows, std::int64_t width,
+                      bool relu, const Dropout& dropout, float* out) {
+  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
+  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width,
+                                                                                              relu, dropout, out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void bias_act_dropout_backward(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
+                               std::int64_t width, bool relu, float p, float* dz) {
+  const std::int64_t n = rows * width;
+  if (!relu) {  // p == 0 here (checked at the entry point): dz = dh
+    if (dz != dh) copy(ctx, dz, dh, static_cast<std::size_t>(n) * sizeof(float));
+    return;
+  }
+  const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
+  relu_dropout_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(h, dh, n, scale, dz);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+// ------------------------------------------------------------------------------------------------ loss
+
+void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t num_rows, std::int64_t classes,
+                           const std::int32_t* labels, const NodeId* rows, std::int64_t count, float grad_scale,
+                           float* loss_sum, float* grad) {
+  if (grad != nullptr) memset_zero(ctx, grad, static_cast<std::size_t>(num_rows * classes) * sizeof(float));
+  if (count == 0) {
+    memset_zero(ctx, loss_sum, sizeof(float));
+    return;
+  }
+  std::size_t temp_bytes = 0;
+  GCNPART_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, temp_bytes, static_cast<const float*>(nullptr), loss_sum, count,
+                                          ctx.stream));
+  const std::size_t losses_bytes = Workspace::align_up(static_cast<std::size_t>(count) * sizeof(float));
+  Workspace scratch(ctx, losses_bytes + temp_bytes);
+  float* row_loss = scratch.as<float>();
+  softmax_cross_entropy_kernel<<<elementwise_blocks(count * kWarp), kElementwiseThreads, 0, ctx.stream>>>(
+      logits, num_rows, classes, labels, rows, count, grad_scale, row_loss, grad);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+  GCNPART_CUDA_TRY(
+      cub::DeviceReduce::Sum(scratch.as<void>(losses_bytes), temp_bytes, row_loss, loss_sum, count, ctx.stream));
+}
+
+void count_correct(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
+                   const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+  if (count == 0) {
+    memset_zero(ctx, correct, sizeof(std::int64_t));
+    return;
+  }
+  const thrust::counting_iterator<std::int64_t> first(0);
+  const IsCorrect is_correct{logits, classes, labels, rows};
+  std::size_t temp_bytes = 0;
+  GCNPART_CUDA_TRY(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, first, correct, count,
+                                                      ::cuda::std::plus<std::int64_t>{}, is_correct,
+                                                      std::int64_t{0}, ctx.stream));
+  Workspace temp(ctx, std::max<std::size_t>(temp_bytes, 1));  // null storage would mean "size query"
+  GCNPART_CUDA_TRY(cub::DeviceReduce::TransformReduce(temp.get(), temp_bytes, first, correct, count,
+                                                      ::cuda::std::plus<std::int64_t>{}, is_correct,
+                                                      std::int64_t{0}, ctx.stream));
+}
+
+// ------------------------------------------------------------------------------------------------ optimiser etc.
+
+void adam_step(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n, const AdamParams& p) {
+  adam_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(w, g, m, v, n, p, adam_corrections(p));
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void inv_sqrt_degree(const Context& ctx, const RowOffset* row_offsets, std::int64_t n, float extra, float* dinv) {
+  inv_sqrt_degree_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(row_offsets, n, extra, dinv);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void gather_rows(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                 float* dst) {
+  gather_rows_kernel<<<elementwise_blocks(count * width), kElementwiseThreads, 0, ctx.stream>>>(src, idx, count,
+                                                                                               width, dst);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void scatter_add_rows(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
+                      std::int64_t width, float* dst) {
+  scatter_add_rows_kernel<<<elementwise_blocks(count * width), kElementwiseThreads, 0, ctx.stream>>>(src, idx, count,
+                                                                                                    width, dst);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+// ------------------------------------------------------------------------------------------------ reductions
+
+void sum(const Context& ctx, const float* x, std::int64_t n, float* out) {
+  if (n == 0) {
+    memset_zero(ctx, out, sizeof(float));
+    return;
+  }
+  std::size_t temp_bytes = 0;
+  GCNPART_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, temp_bytes, x, out, n, ctx.stream));
+  Workspace temp(ctx, std::max<std::size_t>(temp_bytes, 1));  // null storage would mean "size query"
+  GCNPART_CUDA_TRY(cub::DeviceReduce::Sum(temp.get(), temp_bytes, x, out, n, ctx.stream));
+}
+
+void sum_squares(const Context& ctx, const float* x, std::int64_t n, float* out) {
+  if (n == 0) {
+    memset_zero(ctx, out, sizeof(float));
+    return;
+  }
+  std::size_t temp_bytes = 0;
+  GCNPART_CUDA_TRY(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, x, out, n, ::cuda::std::plus<float>{},
+                                                      Square{}, 0.0f, ctx.stream));
+  Workspace temp(ctx, std::max<std::size_t>(temp_bytes, 1));  // null storage would mean "size query"
+  GCNPART_CUDA_TRY(cub::DeviceReduce::TransformReduce(temp.get(), temp_bytes, x, out, n, ::cuda::std::plus<float>{},
+                                                      Square{}, 0.0f, ctx.stream));
+}
+
+}  // namespace gcnpart::kernels::detail::cuda

@@ -1,0 +1,38 @@
+// The one definition of the dropout keep mask, shared by the CPU kernels, the CUDA kernels and
+// kernels::dropout_keep, so that masks are bit-identical across backends, devices and thread counts.
+//
+// Mapping: one Philox4x32-10 draw per (global node, block of 4 columns):
+//   r = philox4x32(key, counter_lo = global_node, counter_hi = column / 4)
+//   keep(node, column) = to_unit_float(r.v[column % 4]) < 1 - p        (24-bit uniform, exact in float)
+// Kept values are multiplied by 1 / (1 - p), computed in float.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/core/host_device.hpp"
+#include "kernels/core/philox.hpp"
+
+namespace gcnpart::kernels::detail {
+
+inline constexpr int kDropoutColumnsPerDraw = 4;
+
+/// The four uniform words that decide columns [4 * column_block, 4 * column_block + 4) of one node.
+GCNPART_HD rng::Philox4 dropout_draw(std::uint64_t key, std::int64_t global_node, std::int64_t column_block) {
+  return rng::philox4x32(key, static_cast<std::uint64_t>(global_node), static_cast<std::uint64_t>(column_block));
+}
+
+/// Whether one word of a draw keeps its element; keep_probability = 1 - p computed in float.
+GCNPART_HD bool dropout_word_keeps(std::uint32_t word, float keep_probability) {
+  return rng::to_unit_float(word) < keep_probability;
+}
+
+GCNPART_HD float dropout_keep_probability(float p) { return 1.0f - p; }
+GCNPART_HD float dropout_scale(float p) { return 1.0f / (1.0f - p); }
+
+/// Whether (global_node, column) is kept with drop probability p under `key`.
+GCNPART_HD bool dropout_element_keeps(std::uint64_t key, float p, std::int64_t global_node, std::int64_t column) {
+  const rng::Philox4 r = dropout_draw(key, global_node, column / kDropoutColumnsPerDraw);
+  return dropout_word_keeps(r.v[column % kDropoutColumnsPerDraw], dropout_keep_probability(p));
+}
+
+}  // namespace gcnpart::kernels::detail

@@ -1,0 +1,208 @@
+// CPU reference of the epilogues, loss, accuracy, Adam, normalisation, row movement and reductions. Sums are
+// formed in double over fixed-size chunks combined in order, so results do not depend on the thread count.
+#include <omp.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "kernels/core/error.hpp"
+#include "kernels/detail/backends.hpp"
+#include "kernels/detail/dropout_mask.hpp"
+
+namespace gcnpart::kernels::detail::cpu {
+namespace {
+
+constexpr std::int64_t kReduceChunk = 1 << 14;  // elements per partial sum
+constexpr std::int64_t kColumnBlock = 16;        // columns per task in the order-preserving scatter-add
+
+template <class F>
+double chunked_sum(std::int64_t n, F&& term) {
+  const std::int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ch = 0; ch < chunks; ++ch) {
+    const std::int64_t end = std::min(n, (ch + 1) * kReduceChunk);
+    double s = 0.0;
+    for (std::int64_t i = ch * kReduceChunk; i < end; ++i) s += term(i);
+    partial[static_cast<std::size_t>(ch)] = s;
+  }
+  double total = 0.0;
+  for (double s : partial) total += s;
+  return total;
+}
+
+}  // namespace
+
+void synchronize(const Context&) {}
+
+void copy(const Context&, void* dst, const void* src, std::size_t bytes) { std::memmove(dst, src, bytes); }
+
+void memset_zero(const Context&, void* dst, std::size_t bytes) { std::memset(dst, 0, bytes); }
+
+void column_sum(const Context&, const float* x, std::int64_t rows, std::int64_t width, float* out) {
+  const std::int64_t chunks = (rows + kReduceChunk - 1) / kReduceChunk;
+  std::vector<double> partial(static_cast<std::size_t>(chunks * width), 0.0);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t ch = 0; ch < chunks; ++ch) {
+    double* p = partial.data() + ch * width;
+    const std::int64_t end = std::min(rows, (ch + 1) * kReduceChunk);
+    for (std::int64_t i = ch * kReduceChunk; i < end; ++i) {
+      const float* row = x + i * width;
+      for (std::int64_t j = 0; j < width; ++j) p[j] += row[j];
+    }
+  }
+  for (std::int64_t j = 0; j < width; ++j) {
+    double s = 0.0;
+    for (std::int64_t ch = 0; ch < chunks; ++ch) s += partial[static_cast<std::size_t>(ch * width + j)];
+    out[j] = static_cast<float>(s);
+  }
+}
+
+void bias_act_dropout(const Context&, const float* z, const float* bias, std::int64_t rows, std::int64_t width,
+                      bool relu, const Dropout& d, float* out) {
+  const bool drop = d.p > 0.0f;
+  const float keep_probability = dropout_keep_probability(d.p);
+  const float scale = drop ? dropout_scale(d.p) : 1.0f;
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const std::int64_t node = drop ? dropout_global_node(d, i) : 0;
+    for (std::int64_t c0 = 0; c0 < width; c0 += kDropoutColumnsPerDraw) {
+      rng::Philox4 r{};
+      if (drop) r = dropout_draw(d.key, node, c0 / kDropoutColumnsPerDraw);
+      const std::int64_t c1 = std::min(width, c0 + kDropoutColumnsPerDraw);
+      for (std::int64_t c = c0; c < c1; ++c) {
+        float v = z[i * width + c] + (bias != nullptr ? bias[c] : 0.0f);
+        if (relu) v = v > 0.0f ? v : 0.0f;
+        if (drop) v = dropout_word_keeps(r.v[c - c0], keep_probability) ? v * scale : 0.0f;
+        out[i * width + c] = v;
+      }
+    }
+  }
+}
+
+void bias_act_dropout_backward(const Context&, const float* h, const float* dh, std::int64_t rows,
+                               std::int64_t width, bool relu, float p, float* dz) {
+  const std::int64_t n = rows * width;
+  const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
+  if (!relu) {
+    if (dz != dh) std::memcpy(dz, dh, static_cast<std::size_t>(n) * sizeof(float));
+    return;
+  }
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) dz[i] = h[i] > 0.0f ? dh[i] * scale : 0.0f;
+}
+
+void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num_rows, std::int64_t classes,
+                           const std::int32_t* labels, const NodeId* rows, std::int64_t count, float grad_scale,
+                           float* loss_sum, float* grad) {
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t r = rows[t];
+    if (r < 0 || r >= num_rows)
+      throw InvalidInput::parameter("rows[" + std::to_string(t) + "]", std::to_string(r),
+                                    "a row below num_rows = " + std::to_string(num_rows));
+    if (labels[r] < 0 || labels[r] >= classes)
+      throw InvalidInput::parameter("labels[" + std::to_string(r) + "]", std::to_string(labels[r]),
+                                    "a class below " + std::to_string(classes));
+  }
+  if (grad != nullptr) std::memset(grad, 0, static_cast<std::size_t>(num_rows * classes) * sizeof(float));
+  std::vector<float> row_loss(static_cast<std::size_t>(count));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t r = rows[t];
+    const float* l = logits + r * classes;
+    float mx = l[0];
+    for (std::int64_t c = 1; c < classes; ++c) mx = std::max(mx, l[c]);
+    float se = 0.0f;
+    for (std::int64_t c = 0; c < classes; ++c) se += std::exp(l[c] - mx);
+    const float lse = mx + std::log(se);
+    const std::int32_t label = labels[r];
+    row_loss[static_cast<std::size_t>(t)] = lse - l[label];
+    if (grad != nullptr) {
+      float* g = grad + r * classes;
+      for (std::int64_t c = 0; c < classes; ++c)
+        g[c] = (std::exp(l[c] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
+    }
+  }
+  double total = 0.0;
+  for (float v : row_loss) total += v;
+  *loss_sum = static_cast<float>(total);
+}
+
+void count_correct(const Context&, const float* logits, std::int64_t classes, const std::int32_t* labels,
+                   const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+  std::int64_t hits = 0;
+#pragma omp parallel for schedule(static) reduction(+ : hits)
+  for (std::int64_t t = 0; t < count; ++t) {
+    const std::int64_t r = rows[t];
+    const float* l = logits + r * classes;
+    std::int64_t best = 0;
+    for (std::int64_t c = 1; c < classes; ++c)
+      if (l[c] > l[best]) best = c;  // strict: ties go to the lowest index
+    hits += best == labels[r] ? 1 : 0;
+  }
+  *correct = hits;
+}
+
+void adam_step(const Context&, float* w, const float* g, float* m, float* v, std::int64_t n, const AdamParams& p) {
+  const AdamCorrections bc = adam_corrections(p);
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float gi = g[i] + p.weight_decay * w[i];
+    const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
+    const float vi = p.beta2 * v[i] + (1.0f - p.beta2) * gi * gi;
+    m[i] = mi;
+    v[i] = vi;
+    const float m_hat = mi / bc.one_minus_beta1_pow;
+    const float v_hat = vi / bc.one_minus_beta2_pow;
+    w[i] -= p.lr * m_hat / (std::sqrt(v_hat) + p.eps);
+  }
+}
+
+void inv_sqrt_degree(const Context&, const RowOffset* row_offsets, std::int64_t n, float extra, float* dinv) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const float d = static_cast<float>(row_offsets[i + 1] - row_offsets[i]) + extra;
+    dinv[i] = d > 0.0f ? 1.0f / std::sqrt(d) : 0.0f;
+  }
+}
+
+void gather_rows(const Context&, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                 float* dst) {
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + i * width, src + static_cast<std::int64_t>(idx[i]) * width,
+                static_cast<std::size_t>(width) * sizeof(float));
+}
+
+void scatter_add_rows(const Context&, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                      float* dst) {
+  // Tasks own column blocks and walk the rows in order: no races with repeated indices, and every element is
+  // summed in index order whatever the thread count.
+  const std::int64_t blocks = (width + kColumnBlock - 1) / kColumnBlock;
+#pragma omp parallel for schedule(static) if (count * width > (1 << 16))
+  for (std::int64_t b = 0; b < blocks; ++b) {
+    const std::int64_t c0 = b * kColumnBlock, c1 = std::min(width, c0 + kColumnBlock);
+    for (std::int64_t i = 0; i < count; ++i) {
+      float* d = dst + static_cast<std::int64_t>(idx[i]) * width;
+      const float* s = src + i * width;
+      for (std::int64_t c = c0; c < c1; ++c) d[c] += s[c];
+    }
+  }
+}
+
+void sum(const Context&, const float* x, std::int64_t n, float* out) {
+  *out = static_cast<float>(chunked_sum(n, [x](std::int64_t i) { return static_cast<double>(x[i]); }));
+}
+
+void sum_squares(const Context&, const float* x, std::int64_t n, float* out) {
+  *out = static_cast<float>(chunked_sum(n, [x](std::int64_t i) {
+    const double v = x[i];
+    return v * v;
+  }));
+}
+
+}  // namespace gcnpart::kernels::detail::cpu

@@ -1,0 +1,230 @@
+// gcnpart's own CUDA SpMM: Y = diag(row_scale) A diag(col_scale) X with A in CSR (int64 offsets, int32 columns)
+// and X, Y dense row-major.
+//
+// Work layout. A group of kGroup lanes (1..32, a power of two sized to the row width) owns one row. The group
+// reads kGroup entries of the row at once (one column id and one weight per lane, coalesced), then walks them:
+// each entry's column id and weight (value * col_scale) are broadcast with __shfl_sync and every lane adds
+// weight * X[col, its columns] into registers, as float4 when the width and leading dimensions allow. Widths
+// above one pass (32 lanes x vector x kMaxChunks columns) loop over column passes. The row scale is applied once
+// at the end and each output element is written exactly once: no atomics, deterministic.
+//
+// Long rows. A row with more than kLongRowEntries entries would leave one group working long after the rest of
+// the block. Such rows are set aside during the first phase; after a __syncthreads the whole block splits each of
+// them evenly over its groups, and the partial sums meet in shared memory, added in group order (deterministic).
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/detail/backends.hpp"
+#include "kernels/detail/cuda_common.cuh"
+#include "kernels/detail/spmm_tuning.hpp"
+
+namespace gcnpart::kernels::detail::cuda {
+namespace {
+
+using spmm_tuning::kBlockThreads;
+using spmm_tuning::kLongRowEntries;
+
+struct SpmmArgs {
+  std::int64_t num_rows;
+  const RowOffset* offsets;
+  const NodeId* cols;
+  const float* values;     // null: all ones
+  const float* row_scale;  // null: ones
+  const float* col_scale;  // null: ones
+  const float* x;
+  std::int64_t ldx;
+  float* y;
+  std::int64_t ldy;
+  std::int64_t width;
+};
+
+/// Loads, stores and arithmetic on one lane's slice of a row: a float, or a float4 (16-byte aligned).
+template <int kVec>
+struct Lanes;
+
+template <>
+struct Lanes<1> {
+  using Type = float;
+  __device__ __forceinline__ static Type zero() { return 0.0f; }
+  __device__ __forceinline__ static Type load(const float* p) { return __ldg(p); }
+  __device__ __forceinline__ static void store(float* p, Type v) { *p = v; }
+  __device__ __forceinline__ static void fma(Type& acc, float w, Type v) { acc = fmaf(w, v, acc); }
+  __device__ __forceinline__ static Type scale(Type v, float s) { return v * s; }
+};
+
+template <>
+struct Lanes<4> {
+  using Type = float4;
+  __device__ __forceinline__ static Type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
+  __device__ __forceinline__ static Type load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
+  __device__ __forceinline__ static void store(float* p, Type v) { *reinterpret_cast<float4*>(p) = v; }
+  __device__ __forceinline__ static void fma(Type& acc, float w, Type v) {
+    acc.x = fmaf(w, v.x, acc.x);
+    acc.y = fmaf(w, v.y, acc.y);
+    acc.z = fmaf(w, v.z, acc.z);
+    acc.w = fmaf(w, v.w, acc.w);
+  }
+  __device__ __forceinline__ static Type scale(Type v, float s) {
+    return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+  }
+};
+
+/// The lanes of the calling thread's group within its warp (groups are aligned, power-of-two sized).
+template <int kGroup>
+__device__ __forceinline__ unsigned group_mask() {
+  if constexpr (kGroup == 32) {
+    return 0xffffffffu;
+  } else {
+    const unsigned first = (threadIdx.x & 31u) & ~static_cast<unsigned>(kGroup - 1);
+    return ((1u << kGroup) - 1u) << first;
+  }
+}
+
+/// acc[ch] += sum over entries e in [beg, end) of weight(e) * X[col(e), pass columns of this lane].
+/// Every lane of the group must call it with the same beg, end and col0.
+template <int kVec, int kGroup, int kChunks>
+__device__ __forceinline__ void accumulate(const SpmmArgs& s, std::int64_t beg, std::int64_t end, std::int64_t col0,
+                                           int lane, unsigned mask, typename Lanes<kVec>::Type (&acc)[kChunks]) {
+  using L = Lanes<kVec>;
+  const std::int64_t lane_col = col0 + static_cast<std::int64_t>(lane) * kVec;
+  for (std::int64_t base = beg; base < end; base += kGroup) {
+    const std::int64_t e = base + lane;
+    int col = 0;
+    float weight = 0.0f;
+    if (e < end) {
+      col = __ldg(s.cols + e);
+      weight = s.values != nullptr ? __ldg(s.values + e) : 1.0f;
+      if (s.col_scale != nullptr) weight *= __ldg(s.col_scale + col);
+    }
+    const int batch = static_cast<int>(end - base < kGroup ? end - base : kGroup);
+#pragma unroll spmm_tuning::kEntryUnroll
+    for (int j = 0; j < batch; ++j) {
+      int cj = col;
+      float wj = weight;
+      if constexpr (kGroup > 1) {
+        cj = __shfl_sync(mask, col, j, kGroup);
+        wj = __shfl_sync(mask, weight, j, kGroup);
+      }
+      const float* xr = s.x + static_cast<std::int64_t>(cj) * s.ldx;
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) {
+        const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
+        if (c < s.width) L::fma(acc[ch], wj, L::load(xr + c));
+      }
+    }
+  }
+}
+
+template <int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs s) {
+  using L = Lanes<kVec>;
+  using T = typename L::Type;
+  constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
+  constexpr int kSpan = kGroup * kVec * kChunks;         // columns per pass
+  constexpr int kChunkStride = kGroup * kVec;            // columns between a lane's chunks
+
+  __shared__ int long_rows[kGroups];
+  __shared__ int num_long;
+  __shared__ __align__(16) float partial[kGroups * kSpan];
+
+  const int lane = static_cast<int>(threadIdx.x) % kGroup;
+  const int group = static_cast<int>(threadIdx.x) / kGroup;
+  const unsigned mask = group_mask<kGroup>();
+  const std::int64_t row = static_cast<std::int64_t>(blockIdx.x) * kGroups + group;
+
+  if (threadIdx.x == 0) num_long = 0;
+  __syncthreads();
+
+  // Phase 1: each group its own row, long rows set aside.
+  if (row < s.num_rows) {
+    const std::int64_t beg = __ldg(s.offsets + row), end = __ldg(s.offsets + row + 1);
+    if (end - beg > kLongRowEntries) {
+      if (lane == 0) long_rows[atomicAdd(&num_long, 1)] = static_cast<int>(row);
+    } else {
+      const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
+      float* yr = s.y + row * s.ldy;
+      for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
+        T acc[kChunks];
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
+        accumulate<kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch) {
+          const std::int64_t c = col0 + ch * kChunkStride + static_cast<std::int64_t>(lane) * kVec;
+          if (c < s.width) L::store(yr + c, L::scale(acc[ch], rs));
+        }
+      }
+    }
+  }
+  __syncthreads();
+
+  // Phase 2: the whole block on each long row (uniform loop bounds: __syncthreads inside is safe).
+  const int n_long = num_long;
+  for (int l = 0; l < n_long; ++l) {
+    const std::int64_t r = long_rows[l];
+    const std::int64_t beg = __ldg(s.offsets + r), end = __ldg(s.offsets + r + 1);
+    const std::int64_t share = (end - beg + kGroups - 1) / kGroups;
+    const std::int64_t my_beg = min(end, beg + group * share), my_end = min(end, my_beg + share);
+    const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + r) : 1.0f;
+    float* yr = s.y + r * s.ldy;
+    for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
+      T acc[kChunks];
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
+      accumulate<kVec, kGroup, kChunks>(s, my_beg, my_end, col0, lane, mask, acc);
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch)
+        *reinterpret_cast<T*>(&partial[group * kSpan + ch * kChunkStride + lane * kVec]) = acc[ch];
+      __syncthreads();
+      for (int c = static_cast<int>(threadIdx.x); c < kSpan; c += kBlockThreads) {
+        if (col0 + c < s.width) {
+          float total = 0.0f;
+          for (int g = 0; g < kGroups; ++g) total += partial[g * kSpan + c];
+          yr[col0 + c] = total * rs;
+        }
+      }
+      __syncthreads();
+    }
+  }
+}
+
+template <int kVec, int kGroup, int kChunks>
+void launch(const SpmmArgs& s, cudaStream_t stream) {
+  constexpr int kGroups = kBlockThreads / kGroup;
+  const std::int64_t blocks = (s.num_rows + kGroups - 1) / kGroups;
+  spmm_row_kernel<kVec, kGroup, kChunks><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(s);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+/// Picks the lane group and the number of accumulators from the number of vectors per row.
+template <int kVec>
+void launch_for_width(const SpmmArgs& s, cudaStream_t stream) {
+  static_assert(spmm_tuning::kMaxChunks == 4, "launch_for_width instantiates chunks 1, 2 and 4");
+  const std::int64_t vectors = (s.width + kVec - 1) / kVec;
+  if (vectors <= 1) return launch<kVec, 1, 1>(s, stream);
+  if (vectors <= 2) return launch<kVec, 2, 1>(s, stream);
+  if (vectors <= 4) return launch<kVec, 4, 1>(s, stream);
+  if (vectors <= 8) return launch<kVec, 8, 1>(s, stream);
+  if (vectors <= 16) return launch<kVec, 16, 1>(s, stream);
+  if (vectors <= 32) return launch<kVec, 32, 1>(s, stream);
+  if (vectors <= 64) return launch<kVec, 32, 2>(s, stream);
+  return launch<kVec, 32, 4>(s, stream);
+}
+
+bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+}  // namespace
+
+void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  const SpmmArgs s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x, ldx, y, ldy, width};
+  const bool vec4 = width % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y);
+  if (vec4) {
+    launch_for_width<4>(s, ctx.stream);
+  } else {
+    launch_for_width<1>(s, ctx.stream);
+  }
+}
+
+}  // namespace gcnpart::kernels::detail::cuda

@@ -1,0 +1,38 @@
+// CPU reference SpMM: Y = diag(row_scale) A diag(col_scale) X, one row per loop iteration, accumulated in float
+// in entry order (deterministic for any thread count).
+#include <omp.h>
+
+#include "kernels/detail/backends.hpp"
+
+namespace gcnpart::kernels::detail::cpu {
+namespace {
+// Rows per dynamic chunk: small enough that one very long row does not hold up a large share of the rest.
+constexpr int kRowsPerChunk = 32;
+}  // namespace
+
+void spmm(const Context&, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  const RowOffset* const offsets = a.row_offsets;
+  const NodeId* const cols = a.col_ids;
+  const float* const values = a.values;
+#pragma omp parallel for schedule(dynamic, kRowsPerChunk)
+  for (std::int64_t i = 0; i < a.num_rows; ++i) {
+    float* __restrict yr = y + i * ldy;
+    for (std::int64_t c = 0; c < width; ++c) yr[c] = 0.0f;
+    for (RowOffset e = offsets[i]; e < offsets[i + 1]; ++e) {
+      const NodeId j = cols[e];
+      float w = values != nullptr ? values[e] : 1.0f;
+      if (col_scale != nullptr) w *= col_scale[j];
+      const float* __restrict xr = x + static_cast<std::int64_t>(j) * ldx;
+#pragma omp simd
+      for (std::int64_t c = 0; c < width; ++c) yr[c] += w * xr[c];
+    }
+    if (row_scale != nullptr) {
+      const float s = row_scale[i];
+#pragma omp simd
+      for (std::int64_t c = 0; c < width; ++c) yr[c] *= s;
+    }
+  }
+}
+
+}  // namespace gcnpart::kernels::detail::cpu

@@ -1,0 +1,412 @@
+// The CPU kernels (the reference backend) against naive double-precision computations.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/core/error.hpp"
+#include "kernels/core/philox.hpp"
+#include "kernels/ops.hpp"
+#include "ops_reference.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::kernels;
+using gcnpart::testing::HostCsr;
+using gcnpart::testing::random_csr;
+using gcnpart::testing::random_floats;
+using gcnpart::testing::reference_gemm;
+using gcnpart::testing::reference_spmm;
+using gcnpart::testing::summation_rtol;
+using gcnpart::testing::worst_ratio;
+
+namespace {
+
+const Context kCpu{};  // backend kCpu, no allocator: host scratch from the heap
+
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+void check_spmm(const HostCsr& a, std::int64_t width, bool with_values, bool with_scales, std::int64_t pad,
+                std::uint64_t seed) {
+  const std::int64_t ldx = width + pad, ldy = width + pad;
+  const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx), seed);
+  const auto rs = random_floats(static_cast<std::size_t>(a.rows), seed + 1, 0.2f, 1.0f);
+  const auto cs = random_floats(static_cast<std::size_t>(a.cols), seed + 2, 0.2f, 1.0f);
+  std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
+  const float* row_scale = with_scales ? rs.data() : nullptr;
+  const float* col_scale = with_scales ? cs.data() : nullptr;
+  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data(), ldx, y.data(), ldy, width);
+  const auto want = reference_spmm(a, with_values, row_scale, col_scale, x, ldx, width);
+  std::int64_t max_degree = 0;
+  for (std::int64_t i = 0; i < a.rows; ++i) max_degree = std::max(max_degree, a.offsets[i + 1] - a.offsets[i]);
+  CHECK(worst_ratio(y, ldy, want, a.rows, width, summation_rtol(max_degree)) <= 1.0);
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    if (a.offsets[i] == a.offsets[i + 1])
+      for (std::int64_t c = 0; c < width; ++c) REQUIRE(y[static_cast<std::size_t>(i * ldy + c)] == 0.0f);
+}
+
+}  // namespace
+
+TEST_CASE("CPU SpMM matches a double reference for widths 1, 7, 64 and 602 with empty rows") {
+  const HostCsr a = random_csr(300, 250, 6, 11, 0.15);
+  for (std::int64_t width : {1, 7, 64, 602}) {
+    for (bool with_values : {true, false}) {
+      for (bool with_scales : {true, false}) {
+        CAPTURE(width);
+        CAPTURE(with_values);
+        CAPTURE(with_scales);
+        check_spmm(a, width, with_values, with_scales, 0, 100 + width);
+        check_spmm(a, width, with_values, with_scales, 3, 200 + width);  // leading dimensions above the width
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU SpMM handles a row with 10^5 neighbours") {
+  const HostCsr a = random_csr(40, 120000, 3, 12, 0.1, {{17, 100000}});
+  REQUIRE(a.offsets[18] - a.offsets[17] == 100000);
+  check_spmm(a, 7, true, true, 0, 5);
+  check_spmm(a, 64, false, true, 0, 6);
+}
+
+TEST_CASE("CPU SpMM of an all-empty matrix writes zeros") {
+  const HostCsr a = random_csr(20, 10, 3, 13, 1.0);
+  REQUIRE(a.nnz() == 0);
+  check_spmm(a, 5, true, true, 0, 7);
+}
+
+TEST_CASE("CPU SpMM with the cuSPARSE algorithm runs the CPU reference") {
+  const HostCsr a = random_csr(50, 40, 4, 14);
+  const auto x = random_floats(40 * 8, 1);
+  std::vector<float> y1(50 * 8), y2(50 * 8);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y2.data(), 8, 8, SpmmAlgo::kCusparse);
+  CHECK(y1 == y2);
+}
+
+TEST_CASE("CusparseSpmm refuses the CPU backend") {
+  const HostCsr a = random_csr(5, 5, 2, 15);
+  CHECK_THROWS_AS(CusparseSpmm(kCpu, a.view(), nullptr, nullptr, 4), LogicError);
+}
+
+TEST_CASE("CPU GEMM matches a double reference for all four transpose combinations") {
+  const std::int64_t m = 37, n = 19, k = 53;
+  for (bool ta : {false, true}) {
+    for (bool tb : {false, true}) {
+      for (float beta : {0.0f, 0.5f, 1.0f}) {
+        CAPTURE(ta);
+        CAPTURE(tb);
+        CAPTURE(beta);
+        const std::int64_t lda = (ta ? m : k) + 2, ldb = (tb ? k : n) + 1, ldc = n + 3;
+        const auto a = random_floats(static_cast<std::size_t>((ta ? k : m) * lda), 21);
+        const auto b = random_floats(static_cast<std::size_t>((tb ? n : k) * ldb), 22);
+        auto c = random_floats(static_cast<std::size_t>(m * ldc), 23);
+        if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);  // must not be read
+        const auto want = reference_gemm(ta, tb, m, n, k, 1.5f, a, lda, b, ldb, beta, c, ldc);
+        gemm_async(kCpu, ta, tb, m, n, k, 1.5f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        CHECK(worst_ratio(c, ldc, want, m, n, summation_rtol(k)) <= 1.0);
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU GEMM skips the zeros of a sparse A without changing the result") {
+  // Bag-of-words-like A: 1% non-zero, including a negative zero; the transposed case is the weight gradient.
+  const std::int64_t m = 120, n = 16, k = 700;
+  std::mt19937_64 gen(31);
+  std::bernoulli_distribution nonzero(0.01);
+  std::vector<float> a(static_cast<std::size_t>(m * k), 0.0f);
+  for (auto& v : a) v = nonzero(gen) ? 1.0f : 0.0f;
+  a[5] = -0.0f;
+  for (bool ta : {false, true}) {
+    CAPTURE(ta);
+    const std::int64_t mm = ta ? k : m, kk = ta ? m : k;  // op(A) is mm x kk
+    const auto b = random_floats(static_cast<std::size_t>(kk * n), 32);
+    std::vector<float> c(static_cast<std::size_t>(mm * n), kNaN);
+    gemm_async(kCpu, ta, false, mm, n, kk, 1.0f, a.data(), ta ? mm : kk, b.data(), n, 0.0f, c.data(), n);
+    const auto want = reference_gemm(ta, false, mm, n, kk, 1.0f, a, ta ? mm : kk, b, n, 0.0f, c, n);
+    CHECK(worst_ratio(c, n, want, mm, n, 1e-5) <= 1.0);
+  }
+}
+
+TEST_CASE("CPU GEMM with a few columns and many rows splits over k and still matches") {
+  // A^T B with A stored 20000 x 12: the split-k path.
+  const std::int64_t m = 12, n = 7, k = 20000;
+  const auto a = random_floats(static_cast<std::size_t>(k * m), 41);
+  const auto b = random_floats(static_cast<std::size_t>(k * n), 42);
+  auto c = random_floats(static_cast<std::size_t>(m * n), 43);
+  const auto want = reference_gemm(true, false, m, n, k, 0.5f, a, m, b, n, 2.0f, c, n);
+  gemm_async(kCpu, true, false, m, n, k, 0.5f, a.data(), m, b.data(), n, 2.0f, c.data(), n);
+  CHECK(worst_ratio(c, n, want, m, n, summation_rtol(k / 4)) <= 1.0);
+}
+
+TEST_CASE("CPU GEMM with k = 0 or alpha = 0 only scales C") {
+  std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
+  gemm_async(kCpu, false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 3.0f, c.data(), 2);
+  CHECK(c == std::vector<float>{3.0f, 6.0f, 9.0f, 12.0f});
+  std::vector<float> nan_c(4, kNaN);
+  const std::vector<float> a(4, 1.0f);
+  gemm_async(kCpu, false, false, 2, 2, 2, 0.0f, a.data(), 2, a.data(), 2, 0.0f, nan_c.data(), 2);
+  CHECK(nan_c == std::vector<float>(4, 0.0f));
+}
+
+TEST_CASE("dropout keeps close to 1 - p of the entries, exactly where dropout_keep says") {
+  const std::int64_t rows = 2000, width = 37;  // odd width: a partial block of four columns per row
+  const auto z = random_floats(static_cast<std::size_t>(rows * width), 51, 0.5f, 1.5f);  // all positive
+  std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(3 * i + 7);
+  for (int variant = 0; variant < 2; ++variant) {
+    Dropout d;
+    d.p = 0.3f;
+    d.key = rng::stream_key(42, rng::kDropout, 3, 1);
+    if (variant == 0) d.global_offset = 1000;
+    else d.global_ids = ids.data();
+    std::vector<float> out(z.size());
+    dropout_async(kCpu, z.data(), rows, width, d, out.data());
+    std::int64_t kept = 0;
+    bool agrees = true;
+    for (std::int64_t i = 0; i < rows; ++i) {
+      const std::int64_t node = variant == 0 ? 1000 + i : 3 * i + 7;
+      for (std::int64_t c = 0; c < width; ++c) {
+        const std::size_t t = static_cast<std::size_t>(i * width + c);
+        const bool keep = dropout_keep(d, node, c);
+        kept += keep ? 1 : 0;
+        agrees = agrees && (keep ? out[t] == z[t] * (1.0f / 0.7f) : out[t] == 0.0f);
+      }
+    }
+    CHECK(agrees);
+    const double n = static_cast<double>(rows * width), rate = static_cast<double>(kept) / n;
+    CHECK(std::abs(rate - 0.7) < 4.0 * std::sqrt(0.7 * 0.3 / n));
+  }
+}
+
+TEST_CASE("dropout with p = 0 is the identity and out may alias the input") {
+  auto x = random_floats(100, 52);
+  const auto before = x;
+  dropout_async(kCpu, x.data(), 10, 10, Dropout{}, x.data());
+  CHECK(x == before);
+  CHECK_THROWS_AS(dropout_async(kCpu, x.data(), 10, 10, Dropout{1.0f}, x.data()), InvalidInput);
+}
+
+TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") {
+  const std::int64_t rows = 50, width = 9;
+  const auto z = random_floats(static_cast<std::size_t>(rows * width), 53);
+  const auto bias = random_floats(static_cast<std::size_t>(width), 54);
+  Dropout d;
+  d.p = 0.5f;
+  d.key = 99;
+  std::vector<float> out(z.size());
+  bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t c = 0; c < width; ++c) {
+      const std::size_t t = static_cast<std::size_t>(i * width + c);
+      const float pre = std::max(z[t] + bias[static_cast<std::size_t>(c)], 0.0f);
+      REQUIRE(out[t] == (dropout_keep(d, i, c) ? pre * 2.0f : 0.0f));
+    }
+  }
+  std::vector<float> plain(z.size());
+  bias_act_dropout_async(kCpu, z.data(), nullptr, rows, width, false, Dropout{}, plain.data());
+  CHECK(plain == z);
+}
+
+TEST_CASE("the backward epilogue passes gradients where the relu output is positive, scaled by 1 / (1 - p)") {
+  const std::vector<float> h = {0.0f, 2.0f, -1.0f, 0.5f, 0.0f, 3.0f};
+  std::vector<float> dh = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  std::vector<float> dz(6);
+  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.5f, dz.data());
+  CHECK(dz == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f, 0.0f, 12.0f});
+  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.0f, dh.data());  // in place
+  CHECK(dh == std::vector<float>{0.0f, 2.0f, 0.0f, 4.0f, 0.0f, 6.0f});
+  bias_act_dropout_backward_async(kCpu, nullptr, dh.data(), 2, 3, false, 0.0f, dz.data());
+  CHECK(dz == dh);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, false, 0.5f, dz.data()),
+                  LogicError);
+}
+
+namespace {
+/// Mean cross-entropy over `rows` in double: the function whose gradient the kernel must produce.
+double mean_loss(const std::vector<double>& logits, std::int64_t classes, const std::vector<std::int32_t>& labels,
+                 const std::vector<NodeId>& rows) {
+  double total = 0.0;
+  for (NodeId r : rows) {
+    const double* l = logits.data() + r * classes;
+    double mx = l[0];
+    for (std::int64_t c = 1; c < classes; ++c) mx = std::max(mx, l[c]);
+    double se = 0.0;
+    for (std::int64_t c = 0; c < classes; ++c) se += std::exp(l[c] - mx);
+    total += mx + std::log(se) - l[labels[static_cast<std::size_t>(r)]];
+  }
+  return total / static_cast<double>(rows.size());
+}
+}  // namespace
+
+TEST_CASE("softmax cross-entropy and its gradient match finite differences in double") {
+  const std::int64_t num_rows = 5, classes = 4;
+  auto logits = random_floats(static_cast<std::size_t>(num_rows * classes), 61, -3.0f, 3.0f);
+  logits[4] = 80.0f;  // row 1: a large logit must not overflow (max-subtracted)
+  const std::vector<std::int32_t> labels = {2, 0, 3, 1, 0};
+  const std::vector<NodeId> rows = {0, 1, 3};
+  const float scale = 1.0f / 3.0f;
+  float loss = 0.0f;
+  std::vector<float> grad(static_cast<std::size_t>(num_rows * classes), kNaN);  // all of it must be written
+  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 3, scale, &loss,
+                              grad.data());
+  std::vector<double> ld(logits.begin(), logits.end());
+  CHECK(loss / 3.0 == doctest::Approx(mean_loss(ld, classes, labels, rows)).epsilon(1e-6));
+  const double h = 1e-6;
+  for (std::size_t t = 0; t < ld.size(); ++t) {
+    auto plus = ld, minus = ld;
+    plus[t] += h;
+    minus[t] -= h;
+    const double fd = (mean_loss(plus, classes, labels, rows) - mean_loss(minus, classes, labels, rows)) / (2 * h);
+    CAPTURE(t);
+    CHECK(grad[t] == doctest::Approx(fd).epsilon(1e-5).scale(1.0));
+  }
+  for (std::int64_t c = 0; c < classes; ++c) {  // rows 2 and 4 are not listed
+    CHECK(grad[static_cast<std::size_t>(2 * classes + c)] == 0.0f);
+    CHECK(grad[static_cast<std::size_t>(4 * classes + c)] == 0.0f);
+  }
+  float none = 1.0f;
+  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 0, scale, &none,
+                              nullptr);
+  CHECK(none == 0.0f);
+}
+
+TEST_CASE("softmax cross-entropy rejects a label outside the classes") {
+  const std::vector<float> logits(8, 0.0f);
+  const std::vector<std::int32_t> labels = {0, 4};
+  const std::vector<NodeId> rows = {1};
+  float loss = 0.0f;
+  CHECK_THROWS_AS(softmax_cross_entropy_async(kCpu, logits.data(), 2, 4, labels.data(), rows.data(), 1, 1.0f, &loss,
+                                              nullptr),
+                  InvalidInput);
+}
+
+TEST_CASE("count_correct breaks argmax ties towards the lowest class index") {
+  const std::vector<float> logits = {1.0f, 3.0f, 3.0f, 0.0f,   // tie between 1 and 2: argmax 1
+                                     5.0f, 5.0f, 5.0f, 5.0f,   // all equal: argmax 0
+                                     0.0f, 0.0f, 0.0f, 9.0f};  // argmax 3
+  const std::vector<NodeId> rows = {0, 1, 2};
+  std::int64_t correct = -1;
+  const std::vector<std::int32_t> right = {1, 0, 3};
+  count_correct_async(kCpu, logits.data(), 4, right.data(), rows.data(), 3, &correct);
+  CHECK(correct == 3);
+  const std::vector<std::int32_t> wrong = {2, 1, 3};
+  count_correct_async(kCpu, logits.data(), 4, wrong.data(), rows.data(), 3, &correct);
+  CHECK(correct == 1);
+}
+
+TEST_CASE("Adam takes the hand-computed steps") {
+  // Step 1: g' = 0.5 + 0.1 * 1 = 0.6; m = 0.06, v = 0.00036; m_hat = 0.6, v_hat = 0.36; w = 1 - 0.1 * 0.6 / 0.6.
+  std::vector<float> w = {1.0f, -2.0f}, g = {0.5f, 0.0f}, m = {0.0f, 0.0f}, v = {0.0f, 0.0f};
+  AdamParams p;
+  p.lr = 0.1f;
+  p.weight_decay = 0.1f;
+  p.eps = 0.0f;
+  p.step = 1;
+  adam_step_async(kCpu, w.data(), g.data(), m.data(), v.data(), 2, p);
+  CHECK(m[0] == doctest::Approx(0.06));
+  CHECK(v[0] == doctest::Approx(0.00036));
+  CHECK(w[0] == doctest::Approx(0.9));
+  CHECK(w[1] == doctest::Approx(-1.9));  // g' = -0.2: the step is lr * sign
+  // Step 2 with g = 0.5 again: g' = 0.59; m = 0.9 * 0.06 + 0.1 * 0.59 = 0.113; v = 0.999 * 0.00036 + 0.001 * 0.3481.
+  p.step = 2;
+  adam_step_async(kCpu, w.data(), g.data(), m.data(), v.data(), 1, p);
+  const double m2 = 0.113, v2 = 0.999 * 0.00036 + 0.001 * 0.59 * 0.59;
+  const double w2 = 0.9 - 0.1 * (m2 / (1 - 0.81)) / std::sqrt(v2 / (1 - 0.998001));
+  CHECK(m[0] == doctest::Approx(m2));
+  CHECK(v[0] == doctest::Approx(v2));
+  CHECK(w[0] == doctest::Approx(w2).epsilon(1e-5));
+  CHECK_THROWS_AS(adam_step_async(kCpu, w.data(), g.data(), m.data(), v.data(), 1, AdamParams{.step = 0}),
+                  InvalidInput);
+}
+
+TEST_CASE("inv_sqrt_degree gives 0 for a zero degree") {
+  const std::vector<RowOffset> offsets = {0, 0, 3, 4, 4};
+  std::vector<float> d(4);
+  inv_sqrt_degree_async(kCpu, offsets.data(), 4, 0.0f, d.data());
+  CHECK(d[0] == 0.0f);
+  CHECK(d[1] == doctest::Approx(1.0 / std::sqrt(3.0)));
+  CHECK(d[2] == 1.0f);
+  CHECK(d[3] == 0.0f);
+  inv_sqrt_degree_async(kCpu, offsets.data(), 4, 1.0f, d.data());
+  CHECK(d[0] == 1.0f);
+  CHECK(d[1] == 0.5f);
+  CHECK(d[2] == doctest::Approx(1.0 / std::sqrt(2.0)));
+}
+
+TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
+  const std::int64_t width = 20;
+  const auto src = random_floats(5 * width, 71);
+  const std::vector<NodeId> idx = {3, 0, 3, 4, 3};
+  std::vector<float> gathered(5 * width);
+  gather_rows_async(kCpu, src.data(), idx.data(), 5, width, gathered.data());
+  for (std::int64_t i = 0; i < 5; ++i)
+    for (std::int64_t c = 0; c < width; ++c)
+      REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
+  std::vector<float> dst(5 * width, 1.0f);
+  scatter_add_rows_async(kCpu, src.data(), idx.data(), 5, width, dst.data());
+  for (std::int64_t r = 0; r < 5; ++r) {
+    for (std::int64_t c = 0; c < width; ++c) {
+      double want = 1.0;
+      for (std::int64_t i = 0; i < 5; ++i)
+        if (idx[static_cast<std::size_t>(i)] == r) want += src[static_cast<std::size_t>(i * width + c)];
+      REQUIRE(dst[static_cast<std::size_t>(r * width + c)] == doctest::Approx(want).epsilon(1e-6));
+    }
+  }
+}
+
+TEST_CASE("column_sum, sum and sum_squares match double sums") {
+  const std::int64_t rows = 40000, width = 5;  // more rows than one reduction chunk
+  const auto x = random_floats(static_cast<std::size_t>(rows * width), 81);
+  std::vector<float> cols(width);
+  column_sum_async(kCpu, x.data(), rows, width, cols.data());
+  double total = 0.0, squares = 0.0;
+  for (std::int64_t c = 0; c < width; ++c) {
+    double s = 0.0;
+    for (std::int64_t i = 0; i < rows; ++i) s += x[static_cast<std::size_t>(i * width + c)];
+    CHECK(cols[static_cast<std::size_t>(c)] == doctest::Approx(s).epsilon(1e-6));
+  }
+  for (float v : x) {
+    total += v;
+    squares += static_cast<double>(v) * v;
+  }
+  float out = 0.0f;
+  sum_async(kCpu, x.data(), rows * width, &out);
+  CHECK(out == doctest::Approx(total).epsilon(1e-6));
+  sum_squares_async(kCpu, x.data(), rows * width, &out);
+  CHECK(out == doctest::Approx(squares).epsilon(1e-6));
+  sum_async(kCpu, nullptr, 0, &out);
+  CHECK(out == 0.0f);
+  std::vector<float> zero_rows(3, kNaN);
+  column_sum_async(kCpu, nullptr, 0, 3, zero_rows.data());
+  CHECK(zero_rows == std::vector<float>(3, 0.0f));
+}
+
+TEST_CASE("copy_async and memset_zero_async move host bytes") {
+  std::vector<float> a = {1, 2, 3}, b(3, 7.0f);
+  copy_async(kCpu, b.data(), a.data(), 3 * sizeof(float));
+  CHECK(b == a);
+  memset_zero_async(kCpu, b.data(), 2 * sizeof(float));
+  CHECK(b == std::vector<float>{0, 0, 3});
+  synchronize(kCpu);
+}
+
+TEST_CASE("kernel entry points reject bad sizes with InvalidInput") {
+  std::vector<float> buf(16);
+  const HostCsr a = random_csr(4, 4, 1, 91);
+  CHECK_THROWS_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, buf.data(), 2, buf.data(), 4, 4), InvalidInput);
+  CHECK_THROWS_AS(gemm_async(kCpu, false, false, 2, 2, -1, 1.0f, buf.data(), 2, buf.data(), 2, 0.0f, buf.data(), 2),
+                  InvalidInput);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, buf.data(), nullptr, -3, 2, buf.data()), InvalidInput);
+}
+
+TEST_CASE("every memory category has a name") {
+  for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c)
+    CHECK(std::string(memory_category_name(static_cast<MemoryCategory>(c))) != "unknown");
+  CHECK(std::string(memory_category_name(MemoryCategory::kWorkspace)) == "workspace");
+}

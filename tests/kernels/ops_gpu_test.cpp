@@ -1,0 +1,424 @@
+// Every CUDA kernel against the CPU implementation on the same random inputs (TEST_SUITE("gpu"): needs a GPU and
+// fails loudly without one). Tolerances are explicit: sums are compared relative to the sum of the magnitudes of
+// their terms (1e-5 for fp32, widened by the n * 2^-24 recursive-summation bound for very long sums).
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <vector>
+
+#include "device_fixture.hpp"
+#include "kernels/core/error.hpp"
+#include "kernels/core/philox.hpp"
+#include "kernels/ops.hpp"
+#include "ops_reference.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::kernels;
+using namespace gcnpart::testing;
+
+namespace {
+
+const Context kCpu{};
+constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
+
+/// A CSR matrix copied to the device.
+struct DeviceCsr {
+  DeviceBuffer<RowOffset> offsets;
+  DeviceBuffer<NodeId> cols;
+  DeviceBuffer<float> values;
+  std::int64_t rows, num_cols;
+  explicit DeviceCsr(const HostCsr& a)
+      : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols) {}
+  [[nodiscard]] CsrView view(bool with_values = true) const {
+    return CsrView{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr};
+  }
+};
+
+DeviceBuffer<float> nan_buffer(std::size_t n) {
+  DeviceBuffer<float> b(n);
+  GCNPART_CUDA_TRY(cudaMemset(b.data(), 0xff, n * sizeof(float)));  // all-ones bits: NaN
+  return b;
+}
+
+/// max over elements of |got - want| / (rtol * magnitude + atol); <= 1 passes, +inf for a NaN.
+double worst_vs(const std::vector<float>& got, std::int64_t ld_got, const std::vector<float>& want,
+                std::int64_t ld_want, const std::vector<double>& magnitude, std::int64_t rows, std::int64_t width,
+                double rtol, double atol = 1e-30) {
+  double worst = 0.0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t c = 0; c < width; ++c) {
+      const double g = got[static_cast<std::size_t>(i * ld_got + c)];
+      const double w = want[static_cast<std::size_t>(i * ld_want + c)];
+      if (std::isnan(g) != std::isnan(w)) return std::numeric_limits<double>::infinity();
+      if (std::isnan(g)) continue;
+      worst = std::max(worst, std::abs(g - w) / (rtol * magnitude[static_cast<std::size_t>(i * width + c)] + atol));
+    }
+  }
+  return worst;
+}
+
+std::int64_t max_degree(const HostCsr& a) {
+  std::int64_t d = 0;
+  for (std::int64_t i = 0; i < a.rows; ++i) d = std::max(d, a.offsets[i + 1] - a.offsets[i]);
+  return d;
+}
+
+enum class SpmmPath { kOwn, kOwnMisaligned, kCusparseOnce };
+
+/// Runs one SpMM configuration on both backends and compares.
+void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::int64_t width, bool with_values,
+                  bool with_scales, std::int64_t pad, std::uint64_t seed, SpmmPath path = SpmmPath::kOwn) {
+  const std::int64_t ldx = width + pad, ldy = width + pad;
+  const std::int64_t shift = path == SpmmPath::kOwnMisaligned ? 1 : 0;  // X one float off 16-byte alignment
+  const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
+  const auto rs = random_floats(static_cast<std::size_t>(a.rows), seed + 1, 0.2f, 1.0f);
+  const auto cs = random_floats(static_cast<std::size_t>(a.cols), seed + 2, 0.2f, 1.0f);
+  const DeviceBuffer<float> dx(x), drs(rs), dcs(cs);
+  auto dy = nan_buffer(static_cast<std::size_t>(a.rows * ldy));
+  const float* row_scale = with_scales ? rs.data() : nullptr;
+  const float* col_scale = with_scales ? cs.data() : nullptr;
+  spmm_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
+             dx.data() + shift, ldx, dy.data(), ldy, width,
+             path == SpmmPath::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn);
+  std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
+  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data() + shift, ldx, y.data(), ldy, width);
+  const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
+                                  std::vector<float>(x.begin() + shift, x.end()), ldx, width);
+  CHECK(worst_vs(dy.to_host(), ldy, y, ldy, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
+}
+
+}  // namespace
+
+TEST_SUITE("gpu") {
+
+TEST_CASE("CUDA SpMM matches the CPU kernel over widths, empty rows, null scales and seeds") {
+  DeviceFixture f;
+  for (std::uint64_t seed : {1u, 2u, 3u}) {
+    const HostCsr a = random_csr(1500, 1200, 8, seed, 0.1);
+    const DeviceCsr da(a);
+    for (std::int64_t width : {1, 2, 3, 4, 7, 16, 33, 40, 64, 128, 256, 516, 602}) {
+      for (bool with_values : {true, false}) {
+        for (bool with_scales : {true, false}) {
+          CAPTURE(seed);
+          CAPTURE(width);
+          CAPTURE(with_values);
+          CAPTURE(with_scales);
+          compare_spmm(f, a, da, width, with_values, with_scales, 0, seed * 100 + width);
+          compare_spmm(f, a, da, width, with_values, with_scales, 4, seed * 200 + width);  // padded, still aligned
+        }
+      }
+      compare_spmm(f, a, da, width, true, true, 1, seed * 300 + width);                     // odd leading dims
+      compare_spmm(f, a, da, width, true, true, 0, seed * 400 + width, SpmmPath::kOwnMisaligned);
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA SpMM shares rows longer than one lane group's limit across the block") {
+  DeviceFixture f;
+  // Rows at, just past and far past the long-row threshold (2048), two of them in the same block, plus a row with
+  // 10^5 neighbours.
+  const HostCsr a = random_csr(3000, 120000, 4, 7, 0.1,
+                               {{5, 2048}, {6, 2049}, {9, 5000}, {700, 100000}, {2999, 4097}});
+  const DeviceCsr da(a);
+  for (std::int64_t width : {1, 7, 16, 64, 128, 516, 602}) {
+    CAPTURE(width);
+    compare_spmm(f, a, da, width, true, true, 0, 11 + width);
+    compare_spmm(f, a, da, width, false, false, 0, 12 + width);
+  }
+}
+
+TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
+  DeviceFixture f;
+  const HostCsr empty_rows = random_csr(100, 50, 3, 5, 1.0);
+  const DeviceCsr de(empty_rows);
+  compare_spmm(f, empty_rows, de, 16, true, true, 0, 1);
+  compare_spmm(f, empty_rows, de, 16, true, true, 0, 1, SpmmPath::kCusparseOnce);
+  const HostCsr none = random_csr(0, 0, 3, 5);
+  const DeviceCsr dn(none);
+  spmm_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  synchronize(f.ctx);
+}
+
+TEST_CASE("CusparseSpmm matches the CPU kernel for algorithms 0 to 3") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(2000, 1800, 10, 21, 0.1, {{100, 30000}});
+  const DeviceCsr da(a);
+  const auto rs = random_floats(static_cast<std::size_t>(a.rows), 22, 0.2f, 1.0f);
+  const auto cs = random_floats(static_cast<std::size_t>(a.cols), 23, 0.2f, 1.0f);
+  const DeviceBuffer<float> drs(rs), dcs(cs);
+  for (int algorithm : {0, 1, 2, 3}) {
+    for (std::int64_t width : {7, 16, 64}) {
+      CAPTURE(algorithm);
+      CAPTURE(width);
+      const auto x = random_floats(static_cast<std::size_t>(a.cols * width), 24 + width);
+      const DeviceBuffer<float> dx(x);
+      auto dy = nan_buffer(static_cast<std::size_t>(a.rows * width));  // beta = 0 must not read Y
+      {
+        CusparseSpmm plan(f.ctx, da.view(), drs.data(), dcs.data(), width, algorithm);
+        CHECK(plan.workspace_bytes() > 0);
+        plan.run_async(dx.data(), dy.data());
+        plan.run_async(dx.data(), dy.data());  // a second call reuses descriptors and buffer
+        synchronize(f.ctx);
+      }
+      std::vector<float> y(static_cast<std::size_t>(a.rows * width));
+      spmm_async(kCpu, a.view(), rs.data(), cs.data(), x.data(), width, y.data(), width, width);
+      const auto ref = reference_spmm(a, true, rs.data(), cs.data(), x, width, width);
+      CHECK(worst_vs(dy.to_host(), width, y, width, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <=
+            1.0);
+    }
+  }
+  CHECK_THROWS_AS(CusparseSpmm(f.ctx, da.view(), nullptr, nullptr, 8, 4), InvalidInput);
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("spmm_async with the cuSPARSE algorithm accepts padded leading dimensions") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(500, 400, 6, 31);
+  const DeviceCsr da(a);
+  compare_spmm(f, a, da, 16, true, true, 3, 32, SpmmPath::kCusparseOnce);
+  compare_spmm(f, a, da, 9, false, false, 0, 33, SpmmPath::kCusparseOnce);
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta 0 never reading C") {
+  DeviceFixture f;
+  struct Shape {
+    std::int64_t m, n, k;
+    double density;
+  };
+  for (const Shape s : {Shape{37, 19, 53, 1.0}, Shape{2708, 16, 1433, 0.013}, Shape{1, 1, 1, 1.0}}) {
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        for (float beta : {0.0f, 0.5f}) {
+          CAPTURE(s.m);
+          CAPTURE(ta);
+          CAPTURE(tb);
+          CAPTURE(beta);
+          const std::int64_t lda = (ta ? s.m : s.k) + 1, ldb = (tb ? s.k : s.n) + 2, ldc = s.n + 3;
+          auto a = random_floats(static_cast<std::size_t>((ta ? s.k : s.m) * lda), 41);
+          if (s.density < 1.0) {
+            std::mt19937_64 gen(42);
+            std::bernoulli_distribution keep(s.density);
+            for (auto& v : a) v = keep(gen) ? v : 0.0f;
+          }
+          const auto b = random_floats(static_cast<std::size_t>((tb ? s.n : s.k) * ldb), 43);
+          auto c = random_floats(static_cast<std::size_t>(s.m * ldc), 44);
+          if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);
+          const DeviceBuffer<float> da(a), db(b);
+          DeviceBuffer<float> dc(c);
+          const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, a, lda, b, ldb, beta, c, ldc);
+          gemm_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+          gemm_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-5) <= 1.0);
+          if (beta == 0.0f) {  // TF32 tensor cores: 10-bit mantissa inputs
+            Context tf32 = f.ctx;
+            tf32.tf32 = true;
+            gemm_async(tf32, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+            CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-3) <= 1.0);
+          }
+        }
+      }
+    }
+  }
+  // k = 0 scales C; beta = 0 then writes zeros over NaN.
+  auto dc = nan_buffer(6);
+  gemm_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc.data(), 3);
+  CHECK(dc.to_host() == std::vector<float>(6, 0.0f));
+}
+
+TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bit") {
+  DeviceFixture f;
+  const std::int64_t rows = 3001, width = 37;
+  const auto z = random_floats(static_cast<std::size_t>(rows * width), 51);
+  const auto bias = random_floats(static_cast<std::size_t>(width), 52);
+  std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(5 * i + 1);
+  const DeviceBuffer<float> dz(z), dbias(bias);
+  const DeviceBuffer<NodeId> dids(ids);
+  for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+    for (bool relu : {false, true}) {
+      for (bool use_ids : {false, true}) {
+        CAPTURE(p);
+        CAPTURE(relu);
+        CAPTURE(use_ids);
+        Dropout d;
+        d.p = p;
+        d.key = rng::stream_key(7, rng::kDropout, 2, 1);
+        d.global_offset = 12345;
+        Dropout dd = d;
+        if (use_ids) {
+          d.global_ids = ids.data();
+          dd.global_ids = dids.data();
+        }
+        std::vector<float> out(z.size());
+        DeviceBuffer<float> dout(z.size());
+        bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, out.data());
+        bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+        CHECK(dout.to_host() == out);
+        dropout_async(kCpu, z.data(), rows, width, d, out.data());
+        dropout_async(f.ctx, dz.data(), rows, width, dd, dout.data());
+        CHECK(dout.to_host() == out);
+        if (relu) {
+          // Backward from the relu output just computed, in place on the device copy of dh.
+          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+          const DeviceBuffer<float> dh_host_out(out);
+          const auto dh = random_floats(z.size(), 53);
+          DeviceBuffer<float> ddh(dh);
+          std::vector<float> dzz(z.size());
+          bias_act_dropout_backward_async(kCpu, out.data(), dh.data(), rows, width, true, p, dzz.data());
+          bias_act_dropout_backward_async(f.ctx, dh_host_out.data(), ddh.data(), rows, width, true, p, ddh.data());
+          CHECK(ddh.to_host() == dzz);
+        }
+      }
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and count_correct agrees") {
+  DeviceFixture f;
+  for (std::int64_t classes : {1, 7, 40, 100}) {
+    const std::int64_t num_rows = 2500;
+    CAPTURE(classes);
+    auto logits = random_floats(static_cast<std::size_t>(num_rows * classes), 61 + classes, -4.0f, 4.0f);
+    for (std::int64_t i = 0; i < num_rows; i += 7) logits[static_cast<std::size_t>(i * classes)] = 1.0f;  // ties
+    for (std::int64_t i = 0; i < num_rows; i += 7)
+      logits[static_cast<std::size_t>(i * classes + classes / 2)] = 1.0f;
+    std::vector<std::int32_t> labels(static_cast<std::size_t>(num_rows));
+    std::mt19937_64 gen(62);
+    for (auto& l : labels) l = static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(classes));
+    std::vector<NodeId> rows;
+    for (std::int64_t i = 0; i < num_rows; i += 3) rows.push_back(static_cast<NodeId>(i));
+    const auto count = static_cast<std::int64_t>(rows.size());
+    const DeviceBuffer<float> dlogits(logits);
+    const DeviceBuffer<std::int32_t> dlabels(labels);
+    const DeviceBuffer<NodeId> drows(rows);
+    auto dgrad = nan_buffer(logits.size());
+    DeviceBuffer<float> dloss(1);
+    DeviceBuffer<std::int64_t> dcorrect(1);
+    const float scale = 1.0f / static_cast<float>(count);
+    std::vector<float> grad(logits.size(), kNaN);
+    float loss = 0.0f;
+    softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), count, scale,
+                                &loss, grad.data());
+    softmax_cross_entropy_async(f.ctx, dlogits.data(), num_rows, classes, dlabels.data(), drows.data(), count, scale,
+                                dloss.data(), dgrad.data());
+    CHECK(dloss.to_host()[0] == doctest::Approx(loss).epsilon(1e-5));
+    const auto g = dgrad.to_host();
+    double worst = 0.0;
+    for (std::size_t t = 0; t < g.size(); ++t) worst = std::max(worst, static_cast<double>(std::abs(g[t] - grad[t])));
+    CHECK(worst <= 1e-6 * scale * 10);
+    std::int64_t correct = -1;
+    count_correct_async(kCpu, logits.data(), classes, labels.data(), rows.data(), count, &correct);
+    count_correct_async(f.ctx, dlogits.data(), classes, dlabels.data(), drows.data(), count, dcorrect.data());
+    CHECK(dcorrect.to_host()[0] == correct);
+  }
+  // An out-of-range label cannot throw on the device: the loss is NaN instead.
+  const DeviceBuffer<float> dlogits(std::vector<float>(8, 0.0f));
+  const DeviceBuffer<std::int32_t> dlabels(std::vector<std::int32_t>{0, 9});
+  const DeviceBuffer<NodeId> drows(std::vector<NodeId>{0, 1});
+  DeviceBuffer<float> dloss(1);
+  softmax_cross_entropy_async(f.ctx, dlogits.data(), 2, 4, dlabels.data(), drows.data(), 2, 1.0f, dloss.data(),
+                              nullptr);
+  CHECK(std::isnan(dloss.to_host()[0]));
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernels") {
+  DeviceFixture f;
+  const std::int64_t n = 100003;
+  auto w = random_floats(n, 71), g = random_floats(n, 72), m = random_floats(n, 73, -0.1f, 0.1f),
+       v = random_floats(n, 74, 0.0f, 0.01f);
+  DeviceBuffer<float> dw(w), dm(m), dv(v);
+  const DeviceBuffer<float> dg(g);
+  AdamParams p;
+  p.weight_decay = 5e-4f;
+  for (std::int64_t step = 1; step <= 3; ++step) {
+    p.step = step;
+    adam_step_async(kCpu, w.data(), g.data(), m.data(), v.data(), n, p);
+    adam_step_async(f.ctx, dw.data(), dg.data(), dm.data(), dv.data(), n, p);
+  }
+  const auto hw = dw.to_host(), hm = dm.to_host(), hv = dv.to_host();
+  for (std::int64_t i = 0; i < n; i += 97) {
+    REQUIRE(hw[static_cast<std::size_t>(i)] == doctest::Approx(w[static_cast<std::size_t>(i)]).epsilon(1e-6));
+    REQUIRE(hm[static_cast<std::size_t>(i)] == doctest::Approx(m[static_cast<std::size_t>(i)]).epsilon(1e-6));
+    REQUIRE(hv[static_cast<std::size_t>(i)] == doctest::Approx(v[static_cast<std::size_t>(i)]).epsilon(1e-6));
+  }
+
+  const HostCsr a = random_csr(5000, 5000, 5, 75, 0.2);
+  const DeviceCsr da(a);
+  for (float extra : {0.0f, 1.0f}) {
+    std::vector<float> d(5000);
+    DeviceBuffer<float> dd(5000);
+    inv_sqrt_degree_async(kCpu, a.offsets.data(), 5000, extra, d.data());
+    inv_sqrt_degree_async(f.ctx, da.offsets.data(), 5000, extra, dd.data());
+    CHECK(dd.to_host() == d);
+  }
+
+  const std::int64_t width = 19, src_rows = 300, count = 5000;
+  const auto src = random_floats(static_cast<std::size_t>(count * width), 76);
+  std::vector<NodeId> idx(count);
+  std::mt19937_64 gen(77);
+  for (auto& i : idx) i = static_cast<NodeId>(gen() % src_rows);  // many repeats
+  const DeviceBuffer<float> dsrc(src);
+  const DeviceBuffer<NodeId> didx(idx);
+  std::vector<float> gathered(static_cast<std::size_t>(count * width));
+  DeviceBuffer<float> dgathered(gathered.size());
+  gather_rows_async(kCpu, src.data(), idx.data(), count, width, gathered.data());
+  gather_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dgathered.data());
+  CHECK(dgathered.to_host() == gathered);
+  std::vector<float> acc(static_cast<std::size_t>(src_rows * width), 0.5f);
+  DeviceBuffer<float> dacc(acc);
+  scatter_add_rows_async(kCpu, src.data(), idx.data(), count, width, acc.data());
+  scatter_add_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dacc.data());
+  const auto hacc = dacc.to_host();
+  for (std::size_t t = 0; t < acc.size(); ++t) REQUIRE(hacc[t] == doctest::Approx(acc[t]).epsilon(1e-5).scale(1e-5));
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA reductions match the CPU sums") {
+  DeviceFixture f;
+  for (std::int64_t rows : {0, 1, 1000, 70001, 3000000}) {
+    for (std::int64_t width : {1, 16, 45}) {
+      if (rows * width > 20000000) continue;
+      CAPTURE(rows);
+      CAPTURE(width);
+      const auto x = random_floats(static_cast<std::size_t>(rows * width), 81, 0.0f, 1.0f);
+      const DeviceBuffer<float> dx(x);
+      std::vector<float> cols(static_cast<std::size_t>(width));
+      DeviceBuffer<float> dcols(cols.size());
+      column_sum_async(kCpu, x.data(), rows, width, cols.data());
+      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      const auto hc = dcols.to_host();
+      for (std::size_t c = 0; c < cols.size(); ++c) CHECK(hc[c] == doctest::Approx(cols[c]).epsilon(1e-5));
+      float s = 0.0f, s2 = 0.0f;
+      DeviceBuffer<float> ds(1), ds2(1);
+      sum_async(kCpu, x.data(), rows * width, &s);
+      sum_async(f.ctx, dx.data(), rows * width, ds.data());
+      sum_squares_async(kCpu, x.data(), rows * width, &s2);
+      sum_squares_async(f.ctx, dx.data(), rows * width, ds2.data());
+      CHECK(ds.to_host()[0] == doctest::Approx(s).epsilon(1e-5));
+      CHECK(ds2.to_host()[0] == doctest::Approx(s2).epsilon(1e-5));
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("copy_async moves bytes both ways and memset_zero_async clears them on the device") {
+  DeviceFixture f;
+  const std::vector<float> host = {1.0f, 2.0f, 3.0f, 4.0f};
+  DeviceBuffer<float> d(4);
+  copy_async(f.ctx, d.data(), host.data(), 4 * sizeof(float));
+  memset_zero_async(f.ctx, d.data() + 1, sizeof(float));
+  std::vector<float> back(4, 0.0f);
+  copy_async(f.ctx, back.data(), d.data(), 4 * sizeof(float));
+  synchronize(f.ctx);
+  CHECK(back == std::vector<float>{1.0f, 0.0f, 3.0f, 4.0f});
+}
+
+}  // TEST_SUITE("gpu")
