@@ -88,19 +88,28 @@ __global__ void bias_act_dropout_kernel(const float* z, const float* bias, std::
   const std::int64_t n = rows * blocks_per_row;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
     const std::int64_t row = t / blocks_per_row, block = t - row * blocks_per_row;
-    rng::Philox4 r{};
-    if (drop) r = dropout_draw(d.key, dropout_global_node(d, row), block);
     const std::int64_t c0 = block * kDropoutColumnsPerDraw;
+    float v[kDropoutColumnsPerDraw];
+    bool any = false;
 #pragma unroll
     for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
-      const std::int64_t c = c0 + u;
-      if (c < width) {
-        float v = z[row * width + c] + (bias != nullptr ? bias[c] : 0.0f);
-        if (relu) v = v > 0.0f ? v : 0.0f;
-        if (drop) v = dropout_word_keeps(r.v[u], keep_probability) ? v * scale : 0.0f;
-        out[row * width + c] = v;
+      float x = 0.0f;
+      if (c0 + u < width) {
+        x = z[row * width + c0 + u] + (bias != nullptr ? bias[c0 + u] : 0.0f);
+        if (relu) x = x > 0.0f ? x : 0.0f;
       }
+      v[u] = x;
+      any = any || x != 0.0f;
     }
+    if (drop && any) {  // an all-zero block is zero either way: no draw (see dropout_mask.hpp)
+      const rng::Philox4 r = dropout_draw(d.key, dropout_global_node(d, row), block);
+#pragma unroll
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+        v[u] = dropout_word_keeps(r.v[u], keep_probability) ? v[u] * scale : 0.0f;
+    }
+#pragma unroll
+    for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+      if (c0 + u < width) out[row * width + c0 + u] = v[u];
   }
 }
 

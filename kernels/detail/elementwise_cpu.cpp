@@ -12,18 +12,22 @@
 #include "kernels/core/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/dropout_mask.hpp"
+#include "kernels/detail/nonzero_scan.hpp"
 
 namespace gcnpart::kernels::detail::cpu {
 namespace {
 
 constexpr std::int64_t kReduceChunk = 1 << 14;  // elements per partial sum
 constexpr std::int64_t kColumnBlock = 16;        // columns per task in the order-preserving scatter-add
+// Loops over fewer elements than this run on the calling thread: a parallel region costs microseconds, more
+// when several virtual devices share the cores.
+constexpr std::int64_t kParallelMinWork = 1 << 15;
 
 template <class F>
 double chunked_sum(std::int64_t n, F&& term) {
   const std::int64_t chunks = (n + kReduceChunk - 1) / kReduceChunk;
   std::vector<double> partial(static_cast<std::size_t>(chunks), 0.0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (std::int64_t ch = 0; ch < chunks; ++ch) {
     const std::int64_t end = std::min(n, (ch + 1) * kReduceChunk);
     double s = 0.0;
@@ -46,7 +50,7 @@ void memset_zero(const Context&, void* dst, std::size_t bytes) { std::memset(dst
 void column_sum(const Context&, const float* x, std::int64_t rows, std::int64_t width, float* out) {
   const std::int64_t chunks = (rows + kReduceChunk - 1) / kReduceChunk;
   std::vector<double> partial(static_cast<std::size_t>(chunks * width), 0.0);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (chunks > 1)
   for (std::int64_t ch = 0; ch < chunks; ++ch) {
     double* p = partial.data() + ch * width;
     const std::int64_t end = std::min(rows, (ch + 1) * kReduceChunk);
@@ -67,20 +71,42 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
-#pragma omp parallel for schedule(static)
+  constexpr std::int64_t kDraw = kDropoutColumnsPerDraw;
+#pragma omp parallel for schedule(static) if (rows * width > kParallelMinWork)
   for (std::int64_t i = 0; i < rows; ++i) {
-    const std::int64_t node = drop ? dropout_global_node(d, i) : 0;
-    for (std::int64_t c0 = 0; c0 < width; c0 += kDropoutColumnsPerDraw) {
-      rng::Philox4 r{};
-      if (drop) r = dropout_draw(d.key, node, c0 / kDropoutColumnsPerDraw);
-      const std::int64_t c1 = std::min(width, c0 + kDropoutColumnsPerDraw);
-      for (std::int64_t c = c0; c < c1; ++c) {
-        float v = z[i * width + c] + (bias != nullptr ? bias[c] : 0.0f);
-        if (relu) v = v > 0.0f ? v : 0.0f;
-        if (drop) v = dropout_word_keeps(r.v[c - c0], keep_probability) ? v * scale : 0.0f;
-        out[i * width + c] = v;
+    const float* zr = z + i * width;
+    float* orow = out + i * width;
+    // Pass 1, vectorised: bias and activation (out may alias z: element-wise in place).
+    if (bias != nullptr && relu) {
+      for (std::int64_t c = 0; c < width; ++c) {
+        const float v = zr[c] + bias[c];
+        orow[c] = v > 0.0f ? v : 0.0f;
       }
+    } else if (bias != nullptr) {
+      for (std::int64_t c = 0; c < width; ++c) orow[c] = zr[c] + bias[c];
+    } else if (relu) {
+      for (std::int64_t c = 0; c < width; ++c) orow[c] = zr[c] > 0.0f ? zr[c] : 0.0f;
+    } else if (orow != zr) {
+      std::memcpy(orow, zr, static_cast<std::size_t>(width) * sizeof(float));
     }
+    if (!drop) continue;
+    // Pass 2: one Philox draw per block of four columns holding a non-zero; all-zero blocks stay as they are
+    // (see dropout_mask.hpp), which skips almost all the work on sparse input features.
+    const std::int64_t node = dropout_global_node(d, i);
+    auto apply_block = [&](std::int64_t block) {
+      const rng::Philox4 r = dropout_draw(d.key, node, block);
+      const std::int64_t c0 = block * kDraw, n = std::min(kDraw, width - c0);
+      for (std::int64_t u = 0; u < n; ++u)
+        orow[c0 + u] = dropout_word_keeps(r.v[u], keep_probability) ? orow[c0 + u] * scale : 0.0f;
+    };
+    std::int64_t last_block = -1;
+    for_each_nonzero(orow, width, [&](std::int64_t c, float) {
+      const std::int64_t block = c / kDraw;
+      if (block != last_block) {  // non-zeros come in increasing order: each block once
+        apply_block(block);
+        last_block = block;
+      }
+    });
   }
 }
 
@@ -92,7 +118,7 @@ void bias_act_dropout_backward(const Context&, const float* h, const float* dh, 
     if (dz != dh) std::memcpy(dz, dh, static_cast<std::size_t>(n) * sizeof(float));
     return;
   }
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) dz[i] = h[i] > 0.0f ? dh[i] * scale : 0.0f;
 }
 
@@ -110,7 +136,7 @@ void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num
   }
   if (grad != nullptr) std::memset(grad, 0, static_cast<std::size_t>(num_rows * classes) * sizeof(float));
   std::vector<float> row_loss(static_cast<std::size_t>(count));
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count * classes > kParallelMinWork)
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t r = rows[t];
     const float* l = logits + r * classes;
@@ -135,7 +161,7 @@ void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num
 void count_correct(const Context&, const float* logits, std::int64_t classes, const std::int32_t* labels,
                    const NodeId* rows, std::int64_t count, std::int64_t* correct) {
   std::int64_t hits = 0;
-#pragma omp parallel for schedule(static) reduction(+ : hits)
+#pragma omp parallel for schedule(static) reduction(+ : hits) if (count * classes > kParallelMinWork)
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t r = rows[t];
     const float* l = logits + r * classes;
@@ -149,7 +175,7 @@ void count_correct(const Context&, const float* logits, std::int64_t classes, co
 
 void adam_step(const Context&, float* w, const float* g, float* m, float* v, std::int64_t n, const AdamParams& p) {
   const AdamCorrections bc = adam_corrections(p);
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) {
     const float gi = g[i] + p.weight_decay * w[i];
     const float mi = p.beta1 * m[i] + (1.0f - p.beta1) * gi;
@@ -163,7 +189,7 @@ void adam_step(const Context&, float* w, const float* g, float* m, float* v, std
 }
 
 void inv_sqrt_degree(const Context&, const RowOffset* row_offsets, std::int64_t n, float extra, float* dinv) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) {
     const float d = static_cast<float>(row_offsets[i + 1] - row_offsets[i]) + extra;
     dinv[i] = d > 0.0f ? 1.0f / std::sqrt(d) : 0.0f;
@@ -172,7 +198,7 @@ void inv_sqrt_degree(const Context&, const RowOffset* row_offsets, std::int64_t 
 
 void gather_rows(const Context&, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
                  float* dst) {
-#pragma omp parallel for schedule(static)
+#pragma omp parallel for schedule(static) if (count * width > kParallelMinWork)
   for (std::int64_t i = 0; i < count; ++i)
     std::memcpy(dst + i * width, src + static_cast<std::int64_t>(idx[i]) * width,
                 static_cast<std::size_t>(width) * sizeof(float));
@@ -183,7 +209,7 @@ void scatter_add_rows(const Context&, const float* src, const NodeId* idx, std::
   // Tasks own column blocks and walk the rows in order: no races with repeated indices, and every element is
   // summed in index order whatever the thread count.
   const std::int64_t blocks = (width + kColumnBlock - 1) / kColumnBlock;
-#pragma omp parallel for schedule(static) if (count * width > (1 << 16))
+#pragma omp parallel for schedule(static) if (count * width > kParallelMinWork)
   for (std::int64_t b = 0; b < blocks; ++b) {
     const std::int64_t c0 = b * kColumnBlock, c1 = std::min(width, c0 + kColumnBlock);
     for (std::int64_t i = 0; i < count; ++i) {

@@ -8,6 +8,8 @@ namespace gcnpart::kernels::detail::cpu {
 namespace {
 // Rows per dynamic chunk: small enough that one very long row does not hold up a large share of the rest.
 constexpr int kRowsPerChunk = 32;
+// Products with fewer (rows + entries) x width than this run on the calling thread.
+constexpr std::int64_t kParallelMinWork = 1 << 15;
 }  // namespace
 
 void spmm(const Context&, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
@@ -15,7 +17,7 @@ void spmm(const Context&, const CsrView& a, const float* row_scale, const float*
   const RowOffset* const offsets = a.row_offsets;
   const NodeId* const cols = a.col_ids;
   const float* const values = a.values;
-#pragma omp parallel for schedule(dynamic, kRowsPerChunk)
+#pragma omp parallel for schedule(dynamic, kRowsPerChunk) if ((a.num_rows + a.num_entries()) * width > kParallelMinWork)
   for (std::int64_t i = 0; i < a.num_rows; ++i) {
     float* __restrict yr = y + i * ldy;
     for (std::int64_t c = 0; c < width; ++c) yr[c] = 0.0f;
