@@ -1,0 +1,656 @@
+#include "datasets/loaders.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "datasets/error_matchers.hpp"
+#include "datasets/gcsr.hpp"
+#include "kernels/core/error.hpp"
+#include "test_support.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::datasets;
+using gcnpart::testing::data_dir;
+using gcnpart::testing::message_of;
+using gcnpart::testing::test_data;
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// Row u of the CSR as a vector.
+std::vector<NodeId> row(const Csr& g, std::int64_t u) {
+  return {g.col_ids.begin() + g.row_offsets[u], g.col_ids.begin() + g.row_offsets[u + 1]};
+}
+
+std::vector<float> row_values(const Csr& g, std::int64_t u) {
+  return {g.values.begin() + g.row_offsets[u], g.values.begin() + g.row_offsets[u + 1]};
+}
+
+void write_file(const fs::path& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// A writable copy of tests/data/ogb/tiny with raw/<stem>.csv.gz replaced by a plain raw/<stem>.csv.
+struct TinyCopy {
+  gcnpart::testing::TempDir tmp;
+  fs::path dir;
+  TinyCopy() {
+    dir = tmp.path / "tiny";
+    fs::copy(test_data("ogb/tiny"), dir, fs::copy_options::recursive);
+  }
+  void replace(const std::string& stem, const std::string& content) const {
+    fs::remove(dir / "raw" / (stem + ".csv.gz"));
+    write_file(dir / "raw" / (stem + ".csv"), content);
+  }
+  [[nodiscard]] std::string path() const { return dir.string(); }
+};
+
+template <class Error = InvalidInput>
+std::string load_error(const std::string& path, const LoadOptions& options = {}) {
+  return message_of<Error>([&] { (void)load_dataset(path, options); });
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------------------------------------ detection
+
+TEST_CASE("detect_format tells formats apart by path, folder layout and first bytes") {
+  CHECK(detect_format("demo") == Format::kDemo);
+  CHECK(detect_format(test_data("ogb/tiny")) == Format::kOgb);
+  CHECK(detect_format(test_data("snap/small.txt")) == Format::kSnap);
+  CHECK(detect_format(test_data("snap/sparse_ids.txt.gz")) == Format::kSnap);
+  CHECK(detect_format(test_data("metis/small.graph")) == Format::kMetis);
+  CHECK(detect_format(test_data("mtx/pattern_general.mtx")) == Format::kMatrixMarket);
+  CHECK(detect_format(test_data("mtx/real_symmetric.mtx.gz")) == Format::kMatrixMarket);
+
+  gcnpart::testing::TempDir tmp;
+  write_file(tmp.file("whatever.gcsr"), "not read: the extension decides");
+  CHECK(detect_format(tmp.file("whatever.gcsr")) == Format::kGcsr);
+  write_file(tmp.file("a.dat"), "%%MatrixMarket matrix coordinate pattern general\n2 2 1\n1 2\n");
+  write_file(tmp.file("b.dat"), "% METIS\n2 1\n2\n1\n");
+  write_file(tmp.file("c.dat"), "# SNAP\n0 1\n");
+  write_file(tmp.file("d.dat"), "0 1\n");
+  CHECK(detect_format(tmp.file("a.dat")) == Format::kMatrixMarket);
+  CHECK(detect_format(tmp.file("b.dat")) == Format::kMetis);
+  CHECK(detect_format(tmp.file("c.dat")) == Format::kSnap);
+  CHECK_MESSAGE_HAS(message_of<InvalidInput>([&] { (void)detect_format(tmp.file("d.dat")); }),
+                    "cannot tell the file format");
+  CHECK_MESSAGE_HAS(message_of<InvalidInput>([&] { (void)detect_format(tmp.path.string()); }),
+                    "unrecognised directory");
+  CHECK_MESSAGE_HAS(message_of<IoError>([&] { (void)detect_format(tmp.file("missing.txt")); }), "missing.txt");
+  CHECK(std::string(format_name(Format::kMatrixMarket)) == "mtx");
+  CHECK(std::string(format_name(Format::kOgb)) == "ogb");
+}
+
+TEST_CASE("a missing file is an IoError naming it, whatever the loader") {
+  gcnpart::testing::TempDir tmp;
+  const std::string missing = tmp.file("nope.txt");
+  CHECK_MESSAGE_HAS(message_of<IoError>([&] { (void)load_snap(missing); }), "nope.txt");
+  CHECK_MESSAGE_HAS(message_of<IoError>([&] { (void)load_metis(tmp.file("x.graph")); }), "x.graph");
+  CHECK_MESSAGE_HAS(message_of<IoError>([&] { (void)load_matrix_market(tmp.file("x.mtx")); }), "x.mtx");
+  CHECK_MESSAGE_HAS(message_of<IoError>([&] { (void)load_ogb(tmp.file("noogb")); }), "noogb");
+  CHECK_MESSAGE_HAS(load_error<IoError>(missing), "nope.txt");
+}
+
+// ------------------------------------------------------------------------------------------------ SNAP
+
+TEST_CASE("SNAP loader reads comments, mixed whitespace, loops and duplicates and says what it removed") {
+  const Dataset ds = load_snap(test_data("snap/small.txt"));
+  CHECK(ds.name == "small");
+  CHECK(ds.num_nodes() == 5);
+  CHECK(ds.graph.num_edges() == 8);  // path 0-1-2-3-4, both directions
+  CHECK(row(ds.graph, 0) == std::vector<NodeId>{1});
+  CHECK(row(ds.graph, 2) == std::vector<NodeId>{1, 3});
+  CHECK(row(ds.graph, 4) == std::vector<NodeId>{3});
+  CHECK(ds.build_stats.input_edges == 7);
+  CHECK(ds.build_stats.self_loops_removed == 1);
+  CHECK(ds.build_stats.after_symmetrize == 12);
+  CHECK(ds.build_stats.duplicates_removed == 4);
+  CHECK(ds.build_stats.output_edges == 8);
+  CHECK(ds.graph.is_symmetric());
+  CHECK_FALSE(ds.has_features());
+  CHECK_FALSE(ds.has_labels());
+  CHECK_MESSAGE_HAS(ds.provenance, "1 self loops removed");
+  CHECK_MESSAGE_HAS(ds.provenance, "4 duplicates removed");
+  CHECK_MESSAGE_HAS(ds.provenance, "already 0..N-1");
+  CHECK_NOTHROW(ds.validate());
+}
+
+TEST_CASE("SNAP loader keeps edges directed when not asked to symmetrise") {
+  LoadOptions o;
+  o.symmetrize = false;
+  const Dataset ds = load_snap(test_data("snap/small.txt"), o);
+  CHECK(ds.graph.num_edges() == 5);  // 0->1, 1->0, 1->2, 2->3, 3->4 (loop and duplicate dropped)
+  CHECK(row(ds.graph, 1) == std::vector<NodeId>{0, 2});
+  CHECK(row(ds.graph, 4).empty());
+}
+
+TEST_CASE("SNAP loader maps sparse 64-bit ids to 0..N-1 in ascending order and reads gzip") {
+  const Dataset ds = load_snap(test_data("snap/sparse_ids.txt.gz"));
+  CHECK(ds.name == "sparse_ids");
+  CHECK(ds.num_nodes() == 4);  // 7 -> 0, 10 -> 1, 42 -> 2, 10^12 -> 3
+  CHECK(row(ds.graph, 0) == std::vector<NodeId>{1, 2});
+  CHECK(row(ds.graph, 1) == std::vector<NodeId>{0, 3});
+  CHECK(row(ds.graph, 3) == std::vector<NodeId>{1, 2});
+  CHECK_MESSAGE_HAS(ds.provenance, "(gzip)");
+  CHECK_MESSAGE_HAS(ds.provenance, "mapped in ascending order");
+}
+
+TEST_CASE("SNAP loader accepts CRLF line ends and a last line without a newline") {
+  const Dataset ds = load_snap(test_data("snap/crlf_no_final_newline.txt"));
+  CHECK(ds.num_nodes() == 3);
+  CHECK(ds.graph.num_edges() == 4);
+}
+
+TEST_CASE("SNAP loader gives structure-only graphs synthetic features only when asked") {
+  LoadOptions o;
+  o.synthetic_features = 4;
+  o.synthetic_classes = 2;
+  o.seed = 7;
+  const Dataset ds = load_dataset(test_data("snap/small.txt"), o);
+  CHECK(ds.num_features == 4);
+  CHECK(ds.features.size() == 20);
+  CHECK(ds.labels.size() == 5);
+  CHECK(ds.num_classes == 2);
+  CHECK_MESSAGE_HAS(ds.provenance, "synthetic features");
+  o.synthetic_classes = 0;
+  CHECK_MESSAGE_HAS(message_of<InvalidInput>([&] { (void)load_snap(test_data("snap/small.txt"), o); }),
+                    "synthetic_classes");
+}
+
+TEST_CASE("SNAP loader names file:line:column and the bad value of every malformed line") {
+  std::string msg = load_error(test_data("snap/bad_token.txt"));
+  CHECK_MESSAGE_HAS(msg, "bad_token.txt:2:3: bad integer: got 'x2'");
+  CHECK_MESSAGE_HAS(msg, "non-negative integer node id");
+
+  msg = load_error(test_data("snap/bad_count.txt"));
+  CHECK_MESSAGE_HAS(msg, "bad_count.txt:1:19");
+  CHECK_MESSAGE_HAS(msg, "got '5', expected 2 data lines");
+
+  CHECK_MESSAGE_HAS(load_error(test_data("snap/extra_field.txt")), "extra_field.txt:2:5: unexpected extra field: got '3'");
+  CHECK_MESSAGE_HAS(load_error(test_data("snap/negative_id.txt")), "negative_id.txt:2:3: negative node id: got '-1'");
+  CHECK_MESSAGE_HAS(load_error(test_data("snap/missing_id.txt")), "missing_id.txt:2:2: missing value");
+  CHECK_MESSAGE_HAS(load_error(test_data("snap/overflow_id.txt")),
+                    "overflow_id.txt:2:3: bad integer: got '99999999999999999999'");
+  CHECK_MESSAGE_HAS(load_error(test_data("snap/empty.txt")), "empty.txt:2: empty graph");
+}
+
+TEST_CASE("SNAP loader refuses truncated and corrupt gzip files") {
+  std::string msg = load_error(test_data("snap/truncated.txt.gz"));
+  CHECK_MESSAGE_HAS(msg, "truncated.txt.gz:");
+  CHECK_MESSAGE_HAS(msg, "unexpected end of compressed data");
+  msg = load_error(test_data("snap/corrupt.txt.gz"));
+  CHECK_MESSAGE_HAS(msg, "corrupt.txt.gz:");
+  CHECK_MESSAGE_HAS(msg, "corrupt compressed data");
+}
+
+// ------------------------------------------------------------------------------------------------ METIS
+
+TEST_CASE("METIS loader reads comments, leading and trailing spaces and an empty line for an isolated vertex") {
+  const Dataset ds = load_metis(test_data("metis/small.graph"));
+  CHECK(ds.name == "small");
+  CHECK(ds.num_nodes() == 5);
+  CHECK(ds.graph.num_edges() == 8);
+  CHECK(row(ds.graph, 0) == std::vector<NodeId>{1, 2});
+  CHECK(row(ds.graph, 2) == std::vector<NodeId>{0, 1, 3});
+  CHECK(row(ds.graph, 4).empty());
+  CHECK(ds.build_stats.input_edges == 8);
+  CHECK(ds.build_stats.output_edges == 8);
+  CHECK_NOTHROW(ds.validate());
+  CHECK(load_metis(test_data("metis/explicit_fmt.graph")).graph.num_edges() == 4);
+}
+
+TEST_CASE("METIS loader skips vertex weights and sizes and keeps edge weights") {
+  const Dataset ds = load_metis(test_data("metis/weighted.graph"));
+  CHECK(ds.num_nodes() == 4);
+  REQUIRE(ds.graph.weighted());
+  CHECK(row(ds.graph, 1) == std::vector<NodeId>{0, 2});
+  CHECK(row_values(ds.graph, 1) == std::vector<float>{5, 2});
+  CHECK(row_values(ds.graph, 3) == std::vector<float>{7});
+  CHECK_MESSAGE_HAS(ds.provenance, "fmt 011 ncon 2");
+
+  const Dataset sized = load_metis(test_data("metis/vertex_sizes.graph"));
+  CHECK(sized.num_nodes() == 3);
+  CHECK(row(sized.graph, 1) == std::vector<NodeId>{0, 2});
+  CHECK_FALSE(sized.graph.weighted());
+}
+
+TEST_CASE("METIS loader names file:line:column and the bad value of every malformed input") {
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/bad_id.graph")),
+                    "bad_id.graph:3:3: neighbour id out of range: got '4', expected a neighbour id in 1..3");
+  std::string msg = load_error(test_data("metis/bad_count.graph"));
+  CHECK_MESSAGE_HAS(msg, "bad_count.graph:1:3: adjacency entries do not match");
+  CHECK_MESSAGE_HAS(msg, "got '4 entries', expected 2 x m = 6");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/too_few_lines.graph")),
+                    "too_few_lines.graph:3: file ends before all vertex lines: got '2 vertex lines', expected 4");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/too_many_lines.graph")),
+                    "too_many_lines.graph:4:1: more lines than the header's n vertices: got '1'");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/bad_token.graph")), "bad_token.graph:3:3: bad integer: got '3x'");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/negative.graph")), "negative.graph:1:1: negative");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/empty.graph")), "empty.graph:1:1: empty graph");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/bad_fmt.graph")), "bad_fmt.graph:1:5: bad fmt field");
+  CHECK_MESSAGE_HAS(load_error(test_data("metis/nan_weight.graph")),
+                    "nan_weight.graph:3:9: non-finite edge weight: got 'nan'");
+}
+
+TEST_CASE("METIS loader refuses a header claiming absurd sizes before allocating") {
+  std::string msg = load_error(test_data("metis/absurd_nodes.graph"));
+  CHECK_MESSAGE_HAS(msg, "absurd_nodes.graph:1:1: too many nodes");
+  CHECK_MESSAGE_HAS(msg, "got '1000000000000'");
+  msg = load_error(test_data("metis/absurd_for_file.graph"));
+  CHECK_MESSAGE_HAS(msg, "absurd_for_file.graph:1:1: vertex count n larger than the file can hold");
+  CHECK_MESSAGE_HAS(msg, "got '2000000000'");
+}
+
+// ------------------------------------------------------------------------------------------------ Matrix Market
+
+TEST_CASE("Matrix Market loader reads pattern general matrices as directed entries, symmetrised") {
+  const Dataset ds = load_matrix_market(test_data("mtx/pattern_general.mtx"));
+  CHECK(ds.name == "pattern_general");
+  CHECK(ds.num_nodes() == 4);
+  CHECK(ds.graph.num_edges() == 8);  // the 4-cycle
+  CHECK(row(ds.graph, 0) == std::vector<NodeId>{1, 3});
+  CHECK_FALSE(ds.graph.weighted());
+  LoadOptions o;
+  o.symmetrize = false;
+  CHECK(load_matrix_market(test_data("mtx/pattern_general.mtx"), o).graph.num_edges() == 4);
+}
+
+TEST_CASE("Matrix Market loader mirrors a symmetric file's triangle and keeps values as weights") {
+  LoadOptions o;
+  o.symmetrize = false;  // a symmetric file is mirrored regardless
+  const Dataset ds = load_matrix_market(test_data("mtx/real_symmetric.mtx.gz"), o);
+  CHECK(ds.num_nodes() == 3);
+  CHECK(ds.graph.num_edges() == 4);  // 1-2, 2-3 both ways; the diagonal entry is a dropped self loop
+  CHECK(ds.build_stats.self_loops_removed == 1);
+  CHECK(row(ds.graph, 1) == std::vector<NodeId>{0, 2});
+  CHECK(row_values(ds.graph, 1) == std::vector<float>{0.5f, 1.5f});
+
+  const Dataset ints = load_matrix_market(test_data("mtx/integer_general.mtx"));
+  CHECK(ints.graph.num_edges() == 6);
+  CHECK(row_values(ints.graph, 0) == std::vector<float>{4, 7});
+}
+
+TEST_CASE("Matrix Market loader rejects array, complex, hermitian and non-square matrices clearly") {
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/array.mtx")),
+                    "array.mtx:1:23: dense 'array' format is not a graph: got 'array'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/complex.mtx")),
+                    "complex.mtx:1:34: complex values cannot be edge weights: got 'complex'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/hermitian.mtx")),
+                    "hermitian.mtx:1:39: unsupported symmetry for a graph: got 'hermitian'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/not_square.mtx")),
+                    "not_square.mtx:2:3: a graph's adjacency matrix must be square: got '4 columns', expected 3");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/no_banner.mtx")), "no_banner.mtx:1:1: missing Matrix Market banner");
+}
+
+TEST_CASE("Matrix Market loader names file:line:column of bad indices, values and entry counts") {
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/bad_index.mtx")),
+                    "bad_index.mtx:4:3: index out of range: got '5', expected an index in 1..4");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/too_few.mtx")),
+                    "too_few.mtx:4: file ends before all entries: got '2 entries', expected 3");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/too_many.mtx")),
+                    "too_many.mtx:4:1: more entries than the size line declares: got '2'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/inf_value.mtx")), "inf_value.mtx:4:5: non-finite value: got 'inf'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/absurd_rows.mtx")),
+                    "absurd_rows.mtx:2:1: too many nodes (rows on the size line): got '1000000000000'");
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/absurd_nnz.mtx")),
+                    "absurd_nnz.mtx:2:9: entry count nnz larger than the file can hold: got '900000000'");
+}
+
+// ------------------------------------------------------------------------------------------------ OGB
+
+TEST_CASE("OGB loader reads the tiny gzip folder: meta.csv, inverse edges, features, NaN label, split") {
+  const Dataset ds = load_ogb(test_data("ogb/tiny"));
+  CHECK(ds.name == "tiny");
+  CHECK(ds.num_nodes() == 6);
+  CHECK(ds.graph.num_edges() == 8);  // 4 stored edges, each with its reverse
+  CHECK(ds.graph.is_symmetric());
+  CHECK(row(ds.graph, 5).empty());
+  CHECK(ds.num_features == 3);
+  REQUIRE(ds.features.size() == 18);
+  CHECK(ds.features[0] == 0.0f);
+  CHECK(ds.features[1] == 1.5f);
+  CHECK(ds.features[2] == -2.0f);
+  CHECK(ds.features[3 * 3 + 1] == 1e-3f);
+  CHECK(ds.labels == std::vector<std::int32_t>{0, 1, 2, 1, 0, -1});
+  CHECK(ds.num_classes == 3);
+  CHECK(ds.split("train") == std::vector<NodeId>{0, 1});
+  CHECK(ds.split("valid") == std::vector<NodeId>{2, 3});
+  CHECK(ds.split("test") == std::vector<NodeId>{4});
+  CHECK_MESSAGE_HAS(ds.provenance, "add_inverse_edge=True (meta.csv)");
+  CHECK_MESSAGE_HAS(ds.provenance, "split 'random' (from meta.csv)");
+  CHECK_NOTHROW(ds.validate());
+  CHECK(load_dataset(test_data("ogb/tiny")).graph.col_ids == ds.graph.col_ids);
+}
+
+TEST_CASE("OGB loader takes the split folder the caller names and lists the folders when it is missing") {
+  LoadOptions o;
+  o.split = "other";
+  const Dataset ds = load_ogb(test_data("ogb/tiny"), o);
+  CHECK(ds.split("train") == std::vector<NodeId>{3, 4});
+  o.split = "nope";
+  const std::string msg = message_of<InvalidInput>([&] { (void)load_ogb(test_data("ogb/tiny"), o); });
+  CHECK_MESSAGE_HAS(msg, "no such split folder: got 'nope', expected one of: other, random");
+}
+
+TEST_CASE("OGB loader without meta.csv reads plain csv, float labels with NaN and the only split folder") {
+  const Dataset ds = load_ogb(test_data("ogb/directed"));
+  CHECK(ds.name == "directed");
+  CHECK(ds.num_nodes() == 4);
+  CHECK(ds.graph.num_edges() == 8);  // symmetrize defaults to true without meta.csv
+  CHECK(ds.labels == std::vector<std::int32_t>{1, -1, 0, 1});
+  CHECK(ds.num_classes == 2);  // max label + 1
+  CHECK_FALSE(ds.has_features());
+  CHECK(ds.split("train") == std::vector<NodeId>{0});
+  CHECK_MESSAGE_HAS(ds.provenance, "split 'time' (the only one)");
+  CHECK_NOTHROW(ds.validate());
+
+  LoadOptions o;
+  o.symmetrize = false;
+  const Dataset directed = load_ogb(test_data("ogb/directed"), o);
+  CHECK(directed.graph.num_edges() == 4);
+  CHECK(row(directed.graph, 3) == std::vector<NodeId>{2});
+  CHECK(row(directed.graph, 2) == std::vector<NodeId>{0});
+  CHECK_MESSAGE_HAS(directed.provenance, "kept directed as stored");
+}
+
+TEST_CASE("OGB loader follows add_inverse_edge=False and still symmetrises for GCN when asked, saying so") {
+  TinyCopy copy;
+  std::string meta;
+  {
+    std::ifstream in(copy.dir / "meta.csv");
+    meta.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  meta.replace(meta.find("add_inverse_edge,True"), 21, "add_inverse_edge,False");
+  write_file(copy.dir / "meta.csv", meta);
+  const Dataset sym = load_ogb(copy.path());
+  CHECK(sym.graph.num_edges() == 8);
+  CHECK_MESSAGE_HAS(sym.provenance, "add_inverse_edge=False (edges directed as stored), symmetrised anyway");
+  LoadOptions o;
+  o.symmetrize = false;
+  const Dataset dir = load_ogb(copy.path(), o);
+  CHECK(dir.graph.num_edges() == 4);
+  CHECK(row(dir.graph, 0) == std::vector<NodeId>{1});
+  CHECK(row(dir.graph, 1) == std::vector<NodeId>{2});
+}
+
+TEST_CASE("OGB loader names the count file and both counts when the counts disagree") {
+  {
+    TinyCopy copy;
+    copy.replace("num-edge-list", "5\n");
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "num-edge-list.csv:1:1: edge count does not match");
+    CHECK_MESSAGE_HAS(msg, "got '5', expected 4 rows in");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "7\n");
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "node-label.csv.gz");
+    CHECK_MESSAGE_HAS(msg, "label rows do not match num-node-list: got '6 rows', expected 7");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-feat", "0,0,0\n1,1,1\n2,2,2\n3,3,3\n4,4,4\n");
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "node-feat.csv:5: feature rows do not match num-node-list: got '5 rows', expected 6");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "6\n1\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "num-node-list.csv:2:1: more than one graph");
+  }
+}
+
+TEST_CASE("OGB loader names file:line:column and value of bad ids, labels and features") {
+  {
+    TinyCopy copy;
+    copy.replace("edge", "0,1\n0,9\n2,3\n3,4\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()),
+                      "edge.csv:2:3: node id out of range: got '9', expected a node id in 0..5");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("edge", "0,1\n0;1\n2,3\n3,4\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "edge.csv:2:1: bad integer: got '0;1'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-feat", "0,0,0\n1.0,nan,0.25\n0,0,0\n0,0,0\n0,0,0\n0,0,0\n");
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "node-feat.csv:2:5: non-finite feature at node 1 column 1: got 'nan'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-feat", "0,0,0\n1,-inf,0\n0,0,0\n0,0,0\n0,0,0\n0,0,0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "node-feat.csv:2:3: non-finite feature at node 1 column 1: got '-inf'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-feat", "0,0,0\n1,2\n0,0,0\n0,0,0\n0,0,0\n0,0,0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "node-feat.csv:2:4: feature row too short");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-feat", "0,0,0\n1,2,3,4\n0,0,0\n0,0,0\n0,0,0\n0,0,0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "node-feat.csv:2:7: feature row too long: got '4'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-label", "0\n1\n3\n1\n0\n0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "node-label.csv:3:1: label out of range: got '3', expected a class in 0..2");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("node-label", "0,1\n1,0\n0,0\n1,1\n0,0\n0,0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "node-label.csv:1:2: multi-task labels are not supported");
+  }
+  {
+    TinyCopy copy;
+    fs::remove(copy.dir / "split" / "random" / "test.csv.gz");
+    write_file(copy.dir / "split" / "random" / "test.csv", "4\n6\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "test.csv:2:1: node id out of range: got '6', expected a node id in 0..5");
+  }
+}
+
+TEST_CASE("OGB loader refuses absurd node counts before allocating and empty graphs") {
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "1000000000000\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "num-node-list.csv:1:1: too many nodes");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "2000000000\n");
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "num-node-list.csv:1:1: node count larger than the file can hold: got '2000000000'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-edge-list", "900000000000\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "edge count larger than the file can hold: got '900000000000'");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "0\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "num-node-list.csv:1:1: empty graph");
+  }
+  {
+    TinyCopy copy;
+    copy.replace("num-node-list", "-4\n");
+    CHECK_MESSAGE_HAS(load_error(copy.path()), "num-node-list.csv:1:1: negative count: got '-4'");
+  }
+}
+
+TEST_CASE("OGB loader raises IoError for a missing required file and InvalidInput for a truncated one") {
+  {
+    TinyCopy copy;
+    fs::remove(copy.dir / "raw" / "edge.csv.gz");
+    CHECK_MESSAGE_HAS(load_error<IoError>(copy.path()), "edge.csv.gz: missing required file");
+  }
+  {
+    TinyCopy copy;
+    fs::remove(copy.dir / "raw" / "node-feat.csv.gz");  // optional
+    CHECK_FALSE(load_ogb(copy.path()).has_features());
+  }
+  {
+    TinyCopy copy;
+    const fs::path gz = copy.dir / "raw" / "node-feat.csv.gz";
+    std::string bytes;
+    {
+      std::ifstream in(gz, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    write_file(gz, bytes.substr(0, bytes.size() - 6));
+    const std::string msg = load_error(copy.path());
+    CHECK_MESSAGE_HAS(msg, "node-feat.csv.gz:");
+    CHECK_MESSAGE_HAS(msg, "unexpected end of compressed data");
+  }
+}
+
+// ------------------------------------------------------------------------------------------------ dispatch
+
+TEST_CASE("load_dataset dispatches demo and .gcsr files") {
+  const Dataset demo = load_dataset("demo");
+  CHECK(demo.num_nodes() == 10000);
+  gcnpart::testing::TempDir tmp;
+  const Dataset tiny = load_ogb(test_data("ogb/tiny"));
+  save_gcsr(tiny, tmp.file("tiny.gcsr"));
+  const Dataset back = load_dataset(tmp.file("tiny.gcsr"));
+  CHECK(back.graph.col_ids == tiny.graph.col_ids);
+  CHECK(back.features == tiny.features);
+  CHECK(back.labels == tiny.labels);
+}
+
+// ------------------------------------------------------------------------------------------------ real data
+
+TEST_CASE("Cora loads with 2708 nodes, 10556 directed edges, 1433 features, 7 classes and a 140/500/1000 split") {
+  const Dataset ds = load_dataset(data_dir() + "/cora");
+  CHECK(ds.name == "cora");
+  CHECK(ds.num_nodes() == 2708);
+  CHECK(ds.graph.num_edges() == 10556);
+  CHECK(ds.build_stats.input_edges == 5278);
+  CHECK(ds.build_stats.self_loops_removed == 0);
+  CHECK(ds.graph.is_symmetric());
+  CHECK(ds.num_features == 1433);
+  CHECK(ds.num_classes == 7);
+  CHECK(ds.split("train").size() == 140);
+  CHECK(ds.split("valid").size() == 500);
+  CHECK(ds.split("test").size() == 1000);
+  std::vector<int> histogram(7, 0);
+  for (const auto l : ds.labels) ++histogram.at(static_cast<std::size_t>(l));
+  CHECK(histogram == std::vector<int>{351, 217, 418, 818, 426, 298, 180});
+  std::int64_t nonzeros = 0;
+  for (const float x : ds.features) nonzeros += x != 0.0f ? 1 : 0;
+  CHECK(nonzeros == 49216);
+  CHECK_NOTHROW(ds.validate());
+}
+
+TEST_CASE("CiteSeer loads with 3327 nodes, 9104 directed edges, 3703 features, 6 classes and 48 isolated nodes") {
+  const Dataset ds = load_dataset(data_dir() + "/citeseer");
+  CHECK(ds.num_nodes() == 3327);
+  CHECK(ds.graph.num_edges() == 9104);
+  CHECK(ds.num_features == 3703);
+  CHECK(ds.num_classes == 6);
+  CHECK(ds.split("train").size() == 120);
+  CHECK(ds.split("valid").size() == 500);
+  CHECK(ds.split("test").size() == 1000);
+  CHECK(degree_stats(ds.graph).isolated == 48);
+  std::int64_t nonzeros = 0;
+  for (const float x : ds.features) nonzeros += x != 0.0f ? 1 : 0;
+  CHECK(nonzeros == 105165);
+  CHECK_NOTHROW(ds.validate());
+}
+
+TEST_CASE("email-Enron loads with 36692 nodes and 367662 directed entries (183831 undirected)") {
+  const Dataset ds = load_dataset(data_dir() + "/snap/email-Enron.txt.gz");
+  CHECK(ds.name == "email-Enron");
+  CHECK(ds.num_nodes() == 36692);
+  CHECK(ds.graph.num_edges() == 367662);
+  CHECK(ds.build_stats.input_edges == 367662);
+  CHECK(ds.build_stats.self_loops_removed == 0);
+  CHECK(ds.build_stats.duplicates_removed == 367662);  // every line's reverse is itself a line
+  CHECK(ds.graph.is_symmetric());
+  CHECK_NOTHROW(ds.graph.validate("email-Enron"));
+}
+
+TEST_CASE("soc-Slashdot0902 symmetrised has 82168 nodes, 1008460 entries, 78303 self loops removed") {
+  const Dataset ds = load_dataset(data_dir() + "/snap/soc-Slashdot0902.txt.gz");
+  CHECK(ds.num_nodes() == 82168);
+  CHECK(ds.build_stats.input_edges == 948464);
+  CHECK(ds.build_stats.self_loops_removed == 78303);
+  CHECK(ds.graph.num_edges() == 1008460);
+  CHECK(ds.graph.num_edges() / 2 == 504230);
+  CHECK(ds.graph.is_symmetric());
+  CHECK_MESSAGE_HAS(ds.provenance, "78,303 self loops removed");
+}
+
+TEST_CASE("METIS 4elt has 15606 nodes and 45878 undirected edges, wing 62032 and 121544") {
+  const Dataset elt = load_dataset(data_dir() + "/metis/4elt.graph");
+  CHECK(elt.num_nodes() == 15606);
+  CHECK(elt.graph.num_edges() == 91756);
+  CHECK(elt.build_stats.input_edges == 91756);
+  CHECK(elt.graph.is_symmetric());
+  const DegreeStats d = degree_stats(elt.graph);
+  CHECK(d.min == 3);
+  CHECK(d.max == 10);
+  const Dataset wing = load_dataset(data_dir() + "/metis/wing.graph");
+  CHECK(wing.num_nodes() == 62032);
+  CHECK(wing.graph.num_edges() == 2 * 121544);
+  CHECK(degree_stats(wing.graph).min == 2);
+  CHECK(degree_stats(wing.graph).max == 4);
+}
+
+// ------------------------------------------------------------------------------------------------ robustness
+
+TEST_CASE("loaders either load or throw a typed error on randomly mutated inputs, never crash or hang") {
+  gcnpart::testing::TempDir tmp;
+  const std::vector<std::string> sources = {"snap/small.txt", "metis/small.graph", "metis/weighted.graph",
+                                            "mtx/pattern_general.mtx", "mtx/integer_general.mtx"};
+  const std::string alphabet = "0123456789 \t\n\r,-.#%eE+xn";
+  std::uint64_t state = 0x243F6A8885A308D3ull;  // fixed: the same mutations every run
+  auto next = [&state](std::uint64_t bound) {
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state % bound;
+  };
+  int loaded = 0, refused = 0;
+  for (const auto& rel : sources) {
+    std::string original;
+    {
+      std::ifstream in(test_data(rel), std::ios::binary);
+      original.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    const std::string name = fs::path(rel).filename().string();
+    for (int trial = 0; trial < 150; ++trial) {
+      std::string bytes = original;
+      const auto edits = 1 + next(3);
+      for (std::uint64_t k = 0; k < edits && !bytes.empty(); ++k) {
+        const auto at = static_cast<std::size_t>(next(bytes.size()));
+        switch (next(3)) {
+          case 0: bytes[at] = alphabet[next(alphabet.size())]; break;
+          case 1: bytes.erase(at, 1 + next(4)); break;
+          default: bytes.insert(at, 1, alphabet[next(alphabet.size())]); break;
+        }
+      }
+      const std::string path = tmp.file(name);
+      write_file(path, bytes);
+      try {
+        const Dataset ds = load_dataset(path);
+        CHECK_NOTHROW(ds.graph.validate(path));
+        ++loaded;
+      } catch (const InvalidInput&) {  // anything else (LogicError, std::bad_alloc...) fails the test
+        ++refused;
+      }
+    }
+  }
+  CHECK(loaded > 0);
+  CHECK(refused > 0);
+}
