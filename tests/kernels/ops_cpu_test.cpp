@@ -1,5 +1,6 @@
 // The CPU kernels (the reference backend) against naive double-precision computations.
 #include <doctest/doctest.h>
+#include <omp.h>
 
 #include <algorithm>
 #include <cmath>
@@ -403,6 +404,30 @@ TEST_CASE("kernel entry points reject bad sizes with InvalidInput") {
   CHECK_THROWS_AS(gemm_async(kCpu, false, false, 2, 2, -1, 1.0f, buf.data(), 2, buf.data(), 2, 0.0f, buf.data(), 2),
                   InvalidInput);
   CHECK_THROWS_AS(gather_rows_async(kCpu, buf.data(), nullptr, -3, 2, buf.data()), InvalidInput);
+}
+
+TEST_CASE("CPU kernels give bit-identical results for any thread count") {
+  const HostCsr a = random_csr(3000, 2000, 10, 95, 0.05, {{7, 20000}});
+  const auto x = random_floats(2000 * 16, 96);
+  const auto feats = random_floats(10000 * 210, 97);
+  const auto b = random_floats(10000 * 16, 98);
+  auto run = [&](int threads) {
+    omp_set_num_threads(threads);
+    std::vector<float> out(3000 * 16 + 210 * 16 + 12 * 16 + 2);
+    spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 16, out.data(), 16, 16);
+    gemm_async(kCpu, true, false, 210, 16, 10000, 1.0f, feats.data(), 210, b.data(), 16, 0.0f,
+               out.data() + 3000 * 16, 16);
+    gemm_async(kCpu, true, false, 12, 16, 10000, 1.0f, feats.data(), 210, b.data(), 16, 0.0f,
+               out.data() + 3000 * 16 + 210 * 16, 16);  // few columns: split over k
+    sum_async(kCpu, feats.data(), 10000 * 210, &out[out.size() - 2]);
+    column_sum_async(kCpu, feats.data(), 10000 * 210, 1, &out[out.size() - 1]);
+    return out;
+  };
+  const int saved = omp_get_max_threads();
+  const auto one = run(1), three = run(3), four = run(4);
+  omp_set_num_threads(saved);
+  CHECK(one == three);
+  CHECK(one == four);
 }
 
 TEST_CASE("every memory category has a name") {
