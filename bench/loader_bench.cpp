@@ -5,7 +5,8 @@
 //             compared, so this also checks load_snap), giving load_snap's own share = load_snap - build_csr,
 //   gcsr      save_gcsr and load_gcsr of the loaded dataset,
 // each the median of several runs after a warm-up read (the file is in the page cache: this measures parsing,
-// not the disk). Prints one JSON object; --out writes it to a file too.
+// not the disk), as wall-clock and as process CPU time (the dev machine's 2 cores are shared, so CPU time is the
+// steadier figure). Prints one JSON object; --out writes it to a file too.
 //
 //   loader_bench [--mb 300] [--file /tmp/gcnpart-loader-bench.txt] [--runs 3] [--commit abc123]
 //                [--machine "..."] [--out bench/results/loaders-cpu-DATE.json] [--keep]
@@ -17,6 +18,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <time.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -116,10 +118,32 @@ std::int64_t write_snap(const std::string& path, std::int64_t bytes, std::vector
 
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
-double median_of(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+/// Process CPU time (user + system, so page faults count): with one thread it is the work done, unaffected by
+/// other processes competing for the cores, which on a shared 2-core machine move the wall clock a lot.
+double cpu_seconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + 1e-9 * static_cast<double>(ts.tv_nsec);
 }
+
+/// Medians of wall-clock and CPU seconds over the runs of one measurement.
+struct Timing {
+  std::vector<double> wall, cpu;
+  template <class Fn>
+  void run(Fn&& fn) {
+    const double c0 = cpu_seconds();
+    const auto t0 = Clock::now();
+    fn();
+    wall.push_back(seconds_since(t0));
+    cpu.push_back(cpu_seconds() - c0);
+  }
+  [[nodiscard]] double wall_s() const { return median_of(wall); }
+  [[nodiscard]] double cpu_s() const { return median_of(cpu); }
+  static double median_of(std::vector<double> v) {
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  }
+};
 
 /// The tokenizer alone: every line, both ids, summed so nothing is optimised away.
 std::int64_t scan(const std::string& path) {
@@ -136,6 +160,14 @@ std::int64_t scan(const std::string& path) {
   return sum;
 }
 
+/// The 1-minute load average (other processes sharing the cores), or -1 where /proc is missing.
+double load_average() {
+  std::ifstream in("/proc/loadavg");
+  double v = -1;
+  in >> v;
+  return v;
+}
+
 std::string today() {
   const std::time_t t = std::time(nullptr);
   char s[16];
@@ -149,6 +181,7 @@ int main(int argc, char** argv) {
   try {
     const Args args = parse_args(argc, argv);
     omp_set_num_threads(1);
+    std::cerr << "load average at start: " << load_average() << "\n";
 
     const auto target = static_cast<std::int64_t>(args.mb * 1e6);
     auto t0 = Clock::now();
@@ -162,19 +195,13 @@ int main(int argc, char** argv) {
     // Warm-up: pull the file into the page cache.
     volatile std::int64_t sink = scan(args.file);
 
-    std::vector<double> scan_s, load_s;
-    for (int i = 0; i < args.runs; ++i) {
-      t0 = Clock::now();
-      sink = sink + scan(args.file);
-      scan_s.push_back(seconds_since(t0));
-    }
+    Timing scan_t, load_t, build_t, save_t, gload_t;
+    for (int i = 0; i < args.runs; ++i) scan_t.run([&] { sink = sink + scan(args.file); });
     Dataset ds;
     for (int i = 0; i < args.runs; ++i) {
-      t0 = Clock::now();
-      ds = gcnpart::datasets::load_snap(args.file);
-      load_s.push_back(seconds_since(t0));
+      ds = Dataset{};  // free the previous result outside the timed region
+      load_t.run([&] { ds = gcnpart::datasets::load_snap(args.file); });
     }
-    const double scan_med = median_of(scan_s), load_med = median_of(load_s);
 
     // The edge list load_snap must hand to build_csr: generated ids mapped ascending to 0..N-1.
     gcnpart::datasets::EdgeList expected;
@@ -194,36 +221,39 @@ int main(int argc, char** argv) {
       gen_src = {};
       gen_dst = {};
     }
-    std::vector<double> build_s;
     for (int i = 0; i < args.runs; ++i) {
-      t0 = Clock::now();
-      const gcnpart::datasets::Csr csr = gcnpart::datasets::build_csr(expected);
-      build_s.push_back(seconds_since(t0));
+      gcnpart::datasets::Csr csr;
+      build_t.run([&] { csr = gcnpart::datasets::build_csr(expected); });
       if (csr.row_offsets != ds.graph.row_offsets || csr.col_ids != ds.graph.col_ids)
         throw gcnpart::Error("load_snap's CSR differs from build_csr on the generated edge list");
     }
     expected = {};
-    const double build_med = median_of(build_s);
-    const double own_med = load_med - build_med;
-    std::cerr << "scan " << mb / scan_med << " MB/s, load_snap " << mb / load_med << " MB/s (" << ds.num_nodes()
-              << " nodes, " << ds.graph.num_edges() << " entries), of which build_csr " << build_med
-              << " s: parse + remap " << mb / own_med << " MB/s\n";
+    const double own_wall = load_t.wall_s() - build_t.wall_s();
+    const double own_cpu = load_t.cpu_s() - build_t.cpu_s();
+    std::cerr << "scan " << mb / scan_t.wall_s() << " MB/s, load_snap " << mb / load_t.wall_s() << " MB/s ("
+              << ds.num_nodes() << " nodes, " << ds.graph.num_edges() << " entries), of which build_csr "
+              << build_t.wall_s() << " s: parse + remap " << mb / own_wall << " MB/s (wall clock; CPU time: scan "
+              << mb / scan_t.cpu_s() << ", load_snap " << mb / load_t.cpu_s() << ", parse + remap " << mb / own_cpu
+              << " MB/s)\n";
 
     const std::string gcsr_path = args.file + ".gcsr";
-    std::vector<double> save_s, gload_s;
     for (int i = 0; i < args.runs; ++i) {
-      t0 = Clock::now();
-      gcnpart::datasets::save_gcsr(ds, gcsr_path);
-      save_s.push_back(seconds_since(t0));
-      t0 = Clock::now();
-      const Dataset back = gcnpart::datasets::load_gcsr(gcsr_path, true);
-      gload_s.push_back(seconds_since(t0));
+      save_t.run([&] { gcnpart::datasets::save_gcsr(ds, gcsr_path); });
+      Dataset back;
+      gload_t.run([&] { back = gcnpart::datasets::load_gcsr(gcsr_path, true); });
       if (back.graph.num_edges() != ds.graph.num_edges()) throw gcnpart::Error("gcsr round trip lost edges");
     }
     const double gcsr_mb = static_cast<double>(std::filesystem::file_size(gcsr_path)) / 1e6;
     std::filesystem::remove(gcsr_path);
     if (!args.keep) std::filesystem::remove(args.file);
 
+    auto figure = [&](const char* name, double megabytes, double wall, double cpu, bool last = false) {
+      std::ostringstream f;
+      f.precision(4);
+      f << "    \"" << name << "\": {\"wall_seconds\": " << wall << ", \"mb_per_s\": " << megabytes / wall
+        << ", \"cpu_seconds\": " << cpu << ", \"cpu_mb_per_s\": " << megabytes / cpu << "}" << (last ? "\n" : ",\n");
+      return f.str();
+    };
     std::ostringstream j;
     j.precision(4);
     j << "{\n"
@@ -235,22 +265,21 @@ int main(int argc, char** argv) {
       << "  \"runs\": " << args.runs << ",\n"
       << "  \"input\": {\"format\": \"snap\", \"compressed\": false, \"bytes\": " << bytes << ", \"lines\": " << lines
       << ", \"nodes\": " << ds.num_nodes() << ", \"csr_entries\": " << ds.graph.num_edges() << "},\n"
-      << "  \"scan_seconds\": " << scan_med << ",\n"
-      << "  \"scan_mb_per_s\": " << mb / scan_med << ",\n"
-      << "  \"load_snap_seconds\": " << load_med << ",\n"
-      << "  \"load_snap_mb_per_s\": " << mb / load_med << ",\n"
-      << "  \"build_csr_seconds\": " << build_med << ",\n"
-      << "  \"load_snap_without_build_csr_seconds\": " << own_med << ",\n"
-      << "  \"load_snap_without_build_csr_mb_per_s\": " << mb / own_med << ",\n"
+      << "  \"results\": {\n"
+      << figure("scan", mb, scan_t.wall_s(), scan_t.cpu_s())
+      << figure("load_snap", mb, load_t.wall_s(), load_t.cpu_s())
+      << figure("build_csr_alone", mb, build_t.wall_s(), build_t.cpu_s())
+      << figure("load_snap_without_build_csr", mb, own_wall, own_cpu)
+      << figure("save_gcsr", gcsr_mb, save_t.wall_s(), save_t.cpu_s())
+      << figure("load_gcsr", gcsr_mb, gload_t.wall_s(), gload_t.cpu_s(), true)
+      << "  },\n"
       << "  \"gcsr_bytes\": " << static_cast<std::int64_t>(gcsr_mb * 1e6) << ",\n"
-      << "  \"save_gcsr_seconds\": " << median_of(save_s) << ",\n"
-      << "  \"save_gcsr_mb_per_s\": " << gcsr_mb / median_of(save_s) << ",\n"
-      << "  \"load_gcsr_seconds\": " << median_of(gload_s) << ",\n"
-      << "  \"load_gcsr_mb_per_s\": " << gcsr_mb / median_of(gload_s) << ",\n"
-      << "  \"load_snap_vs_load_gcsr\": " << load_med / median_of(gload_s) << ",\n"
+      << "  \"load_snap_over_load_gcsr_wall\": " << load_t.wall_s() / gload_t.wall_s() << ",\n"
+      << "  \"load_average_1min_at_end\": " << load_average() << ",\n"
       << "  \"notes\": \"MB = 1e6 bytes of text; page-cached file; scan = TextReader + from_chars of both ids; "
          "load_snap = parse + id remap + build_csr (symmetrise, drop loops, dedupe) on 1 OpenMP thread; "
          "load_snap_without_build_csr = load_snap minus build_csr timed alone on the identical edge list; "
+         "cpu_* = process CPU time (user + system), robust to other processes sharing the 2 cores; "
          "gcsr timed with checksum verification\"\n"
       << "}\n";
     std::cout << j.str();

@@ -142,6 +142,18 @@ TEST_CASE("SNAP loader maps sparse 64-bit ids to 0..N-1 in ascending order and r
   CHECK_MESSAGE_HAS(ds.provenance, "mapped in ascending order");
 }
 
+TEST_CASE("SNAP loader maps dense ids with gaps across 64-bit word boundaries in ascending order") {
+  gcnpart::testing::TempDir tmp;
+  write_file(tmp.file("gaps.txt"), "63 64\n64\t130\n130 3\n");
+  const Dataset ds = load_snap(tmp.file("gaps.txt"));
+  CHECK(ds.num_nodes() == 4);  // 3 -> 0, 63 -> 1, 64 -> 2, 130 -> 3
+  CHECK(row(ds.graph, 0) == std::vector<NodeId>{3});
+  CHECK(row(ds.graph, 1) == std::vector<NodeId>{2});
+  CHECK(row(ds.graph, 2) == std::vector<NodeId>{1, 3});
+  CHECK(row(ds.graph, 3) == std::vector<NodeId>{0, 2});
+  CHECK_MESSAGE_HAS(ds.provenance, "mapped in ascending order");
+}
+
 TEST_CASE("SNAP loader accepts CRLF line ends and a last line without a newline") {
   const Dataset ds = load_snap(test_data("snap/crlf_no_final_newline.txt"));
   CHECK(ds.num_nodes() == 3);
