@@ -56,7 +56,20 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   col_ids_ = upload(res_, problem.graph.col_ids, MemoryCategory::kGraph);
   dinv_row_ = upload(res_, problem.dinv_row, MemoryCategory::kGraph);
   dinv_col_ = upload(res_, problem.dinv_col, MemoryCategory::kGraph);
-  features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
+  {
+    std::int64_t nonzeros = 0;
+#pragma omp parallel for reduction(+ : nonzeros)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(problem.features.size()); ++i)
+      nonzeros += problem.features[i] != 0.0f ? 1 : 0;
+    const double density =
+        problem.features.empty() ? 1.0 : static_cast<double>(nonzeros) / static_cast<double>(problem.features.size());
+    sparse_input_ = density <= config_.sparse_features_below && dims_[0] > dims_[1];
+  }
+  if (sparse_input_) {
+    upload_sparse_features();
+  } else {
+    features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
+  }
   labels_ = upload(res_, problem.labels, MemoryCategory::kFeatures);
   global_ids_ = upload(res_, problem.global_ids, MemoryCategory::kGraph);
   split_rows_[kTrain] = upload(res_, problem.train_rows, MemoryCategory::kFeatures);
@@ -104,8 +117,12 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   // Activations saved for backward.
   inputs_.resize(static_cast<std::size_t>(L));
   aggregated_.resize(static_cast<std::size_t>(L));
-  if (config_.dropout > 0)
+  if (config_.dropout > 0 && !sparse_input_)
     inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+  if (config_.dropout > 0 && sparse_input_) {
+    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
+    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+  }
   for (int l = 1; l < L; ++l) inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
   for (int l = 0; l < L; ++l)
     if (layers_[l].aggregate_first)
@@ -136,6 +153,57 @@ GcnModel::~GcnModel() {
   }
 }
 
+kernels::Dropout GcnModel::input_dropout(int epoch, float p) const {
+  kernels::Dropout d;
+  d.p = p;
+  d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), 0);
+  d.global_ids = global_ids_.data();
+  return d;
+}
+
+void GcnModel::upload_sparse_features() {
+  const std::int64_t n = cols_, f = problem_.num_features;
+  const auto& x = problem_.features;
+  std::vector<RowOffset> offsets(static_cast<std::size_t>(n) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    RowOffset c = 0;
+    for (std::int64_t j = 0; j < f; ++j) c += x[i * f + j] != 0.0f ? 1 : 0;
+    offsets[i + 1] = offsets[i] + c;
+  }
+  const std::int64_t nnz = offsets[n];
+  std::vector<NodeId> cols(static_cast<std::size_t>(nnz));
+  std::vector<float> vals(static_cast<std::size_t>(nnz));
+  std::vector<RowOffset> t_offsets(static_cast<std::size_t>(f) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    RowOffset o = offsets[i];
+    for (std::int64_t j = 0; j < f; ++j) {
+      if (x[i * f + j] == 0.0f) continue;
+      cols[o] = static_cast<NodeId>(j);
+      vals[o] = x[i * f + j];
+      ++o;
+      ++t_offsets[j + 1];
+    }
+  }
+  for (std::int64_t j = 0; j < f; ++j) t_offsets[j + 1] += t_offsets[j];
+  std::vector<NodeId> t_cols(static_cast<std::size_t>(nnz));
+  std::vector<float> t_vals(static_cast<std::size_t>(nnz));
+  std::vector<RowOffset> cursor(t_offsets.begin(), t_offsets.end() - 1);
+  for (std::int64_t i = 0; i < n; ++i)
+    for (RowOffset e = offsets[i]; e < offsets[i + 1]; ++e) {
+      const RowOffset o = cursor[cols[e]]++;
+      t_cols[o] = static_cast<NodeId>(i);
+      t_vals[o] = vals[e];
+    }
+  x_offsets_ = upload(res_, offsets, MemoryCategory::kFeatures);
+  x_cols_ = upload(res_, cols, MemoryCategory::kFeatures);
+  x_vals_ = upload(res_, vals, MemoryCategory::kFeatures);
+  xt_offsets_ = upload(res_, t_offsets, MemoryCategory::kFeatures);
+  xt_cols_ = upload(res_, t_cols, MemoryCategory::kFeatures);
+  xt_vals_ = upload(res_, t_vals, MemoryCategory::kFeatures);
+  x_view_ = CsrView{n, f, x_offsets_.data(), x_cols_.data(), x_vals_.data()};
+  xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data()};
+}
+
 void GcnModel::spmm(const float* x, float* y, std::int64_t width) {
   const Context& ctx = res_.context();
   if (auto it = cusparse_.find(width); it != cusparse_.end()) {
@@ -157,8 +225,10 @@ void GcnModel::forward(bool training, int epoch) {
     d.global_ids = global_ids_.data();
     return d;
   };
+  last_epoch_ = epoch;
+  last_p_ = p;
   const float* x = features_.data();
-  if (p > 0) {
+  if (p > 0 && !sparse_input_) {
     kernels::dropout_async(ctx, features_.data(), cols_, dims_[0], dropout_for(0), inputs_[0].data());
     x = inputs_[0].data();
   }
@@ -167,7 +237,16 @@ void GcnModel::forward(bool training, int epoch) {
     const float* w = params_.data() + ly.w_offset;
     const float* b = params_.data() + ly.b_offset;
     float* z = (l == L - 1) ? logits_.data() : inputs_[l + 1].data();
-    if (ly.aggregate_first) {
+    if (l == 0 && sparse_input_) {
+      // Z = Â (dropout(X) W) with X sparse: dropout on the stored values, then a sparse x dense product.
+      CsrView xv = x_view_;
+      if (p > 0) {
+        kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
+        xv.values = xd_vals_.data();
+      }
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, kernels::SpmmAlgo::kOwn);
+      spmm(tmp_.data(), z, ly.out);
+    } else if (ly.aggregate_first) {
       spmm(x, aggregated_[l].data(), ly.in);
       kernels::gemm_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated_[l].data(), ly.in, w, ly.out, 0.0f,
                           z, ly.out);
@@ -231,8 +310,19 @@ void GcnModel::backward_async(Communicator* comm) {
     } else {
       // Z = Â (X W): dP = Â^T G = Â G; dW = X^T dP; dX = dP W^T.
       spmm(g, tmp_.data(), ly.out);
-      kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
-                          ly.out);
+      if (l == 0 && sparse_input_) {
+        // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
+        CsrView xt = xt_view_;
+        if (last_p_ > 0) {
+          kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
+          xt.values = xtd_vals_.data();
+        }
+        kernels::spmm_async(ctx, xt, nullptr, nullptr, tmp_.data(), ly.out, dw, ly.out, ly.out,
+                            kernels::SpmmAlgo::kOwn);
+      } else {
+        kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
+                            ly.out);
+      }
       if (l > 0)
         kernels::gemm_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, tmp_.data(), ly.out, w, ly.out, 0.0f, g_next,
                             ly.in);

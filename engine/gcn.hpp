@@ -27,6 +27,9 @@ struct GcnConfig {
   std::uint64_t seed = 1;
   kernels::SpmmAlgo spmm = kernels::SpmmAlgo::kAuto;
   bool tf32 = false;
+  /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
+  /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
+  double sparse_features_below = 0.1;
 
   /// Layer widths: features, hidden x (layers-1), classes.
   [[nodiscard]] std::vector<std::int64_t> dims(std::int64_t features, std::int64_t classes) const;
@@ -79,6 +82,8 @@ class GcnModel {
     bool decay = false;                       ///< L2 weight decay on W
   };
   void forward(bool training, int epoch);
+  void upload_sparse_features();
+  [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
   void backward_async(Communicator* comm);
   void adam_async();
   std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
@@ -94,7 +99,15 @@ class GcnModel {
   Buffer<RowOffset> row_offsets_;
   Buffer<NodeId> col_ids_;
   Buffer<float> dinv_row_, dinv_col_;
-  Buffer<float> features_;
+  Buffer<float> features_;  ///< dense input features (empty when the sparse path is used)
+  // Sparse input features X (cols x F) and X^T (F x cols), stored values and their dropped-out copies.
+  bool sparse_input_ = false;
+  Buffer<RowOffset> x_offsets_, xt_offsets_;
+  Buffer<NodeId> x_cols_, xt_cols_;
+  Buffer<float> x_vals_, xt_vals_, xd_vals_, xtd_vals_;
+  CsrView x_view_{}, xt_view_{};
+  int last_epoch_ = 0;
+  float last_p_ = 0.0f;
   Buffer<std::int32_t> labels_;
   Buffer<NodeId> global_ids_;
   Buffer<NodeId> split_rows_[3];

@@ -35,10 +35,14 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
     const auto t1 = std::chrono::steady_clock::now();
     report.epoch_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
     report.train_loss.push_back(mean(loss_sum, problem.global_train));
+    report.epochs_run = epoch + 1;
+    if (!config.evaluate_every_epoch && config.early_stopping == 0) {
+      if (on_epoch) on_epoch(epoch, report.train_loss.back(), 0.0, 0.0);
+      continue;
+    }
     const EvalResult ev = model.evaluate();
     const double vloss = mean(ev.loss_sum[1], problem.global_valid);
     report.valid_loss.push_back(vloss);
-    report.epochs_run = epoch + 1;
     if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, mean(ev.correct[1], problem.global_valid));
     if (config.early_stopping > 0) {
       if (vloss < best_valid) {

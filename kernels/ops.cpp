@@ -125,6 +125,15 @@ void bias_act_dropout_backward_async(const Context& ctx, const float* h, const f
   GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h, dh, rows, width, relu, p, dz));
 }
 
+void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
+                              float* out) {
+  expect_dropout(dropout);
+  if (a.num_rows == 0 || a.num_entries() == 0) return;
+  GCNPART_EXPECTS(a.values != nullptr && out != nullptr, "dropout_csr_values_async needs values and an output");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(dropout_csr_values(ctx, a, transposed, dropout, out));
+}
+
 void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
                    float* out) {
   bias_act_dropout_async(ctx, x, nullptr, rows, width, false, dropout, out);

@@ -84,6 +84,13 @@ void bias_act_dropout_async(const Context& ctx, const float* z, const float* bia
 void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
                                      std::int64_t width, bool relu, float p, float* dz);
 
+/// Dropout on the stored values of a sparse matrix whose rows (or, with `transposed`, columns) are nodes and whose
+/// other index is the feature column: out[e] = keep(node, feature) ? a.values[e] / (1 - p) : 0, with the mask of
+/// the dense dropout bit for bit. For sparse input features (bag-of-words) this replaces a dense N x F dropout.
+/// d.global_ids maps the local node index (row, or column id when transposed) to the global node.
+void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
+                              float* out);
+
 /// out = dropout(x) (input-feature dropout); out may alias x.
 void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
                    float* out);

@@ -35,6 +35,8 @@
                         std::int64_t width, float* dst);                                                           \
   void sum(const Context& ctx, const float* x, std::int64_t n, float* out);                                       \
   void sum_squares(const Context& ctx, const float* x, std::int64_t n, float* out);                               \
+  void dropout_csr_values(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,          \
+                          float* out);                                                                            \
   void synchronize(const Context& ctx);                                                                            \
   void copy(const Context& ctx, void* dst, const void* src, std::size_t bytes);                                    \
   void memset_zero(const Context& ctx, void* dst, std::size_t bytes);

@@ -216,7 +216,25 @@ __global__ void scatter_add_rows_kernel(const float* src, const NodeId* idx, std
   }
 }
 
+/// One thread per row (rows of input-feature matrices are short): the mask of the dense dropout, per stored entry.
+__global__ void dropout_csr_values_kernel(CsrView a, bool transposed, Dropout d, float scale, float* out) {
+  for (std::int64_t r = global_thread(); r < a.num_rows; r += grid_stride()) {
+    for (RowOffset e = a.row_offsets[r]; e < a.row_offsets[r + 1]; ++e) {
+      const std::int64_t c = a.col_ids[e];
+      const std::int64_t node = dropout_global_node(d, transposed ? c : r);
+      const bool keep = d.p == 0.0f || dropout_element_keeps(d.key, d.p, node, transposed ? r : c);
+      out[e] = keep ? a.values[e] * scale : 0.0f;
+    }
+  }
+}
+
 }  // namespace
+
+void dropout_csr_values(const Context& ctx, const CsrView& a, bool transposed, const Dropout& d, float* out) {
+  const float scale = d.p > 0.0f ? dropout_scale(d.p) : 1.0f;
+  dropout_csr_values_kernel<<<elementwise_blocks(a.num_rows, 128), 128, 0, ctx.stream>>>(a, transposed, d, scale, out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
 
 // ------------------------------------------------------------------------------------------------ stream helpers
 

@@ -110,6 +110,20 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
   }
 }
 
+void dropout_csr_values(const Context&, const CsrView& a, bool transposed, const Dropout& d, float* out) {
+  const float scale = d.p > 0.0f ? dropout_scale(d.p) : 1.0f;
+#pragma omp parallel for schedule(dynamic, 256) if (a.num_entries() > kParallelMinWork)
+  for (std::int64_t r = 0; r < a.num_rows; ++r) {
+    for (RowOffset e = a.row_offsets[r]; e < a.row_offsets[r + 1]; ++e) {
+      const std::int64_t c = a.col_ids[e];
+      const std::int64_t node = dropout_global_node(d, transposed ? c : r);
+      const std::int64_t feature = transposed ? r : c;
+      const bool keep = d.p == 0.0f || dropout_element_keeps(d.key, d.p, node, feature);
+      out[e] = keep ? a.values[e] * scale : 0.0f;
+    }
+  }
+}
+
 void bias_act_dropout_backward(const Context&, const float* h, const float* dh, std::int64_t rows,
                                std::int64_t width, bool relu, float p, float* dz) {
   const std::int64_t n = rows * width;
