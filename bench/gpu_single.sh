@@ -13,11 +13,11 @@ g=build/gpu/tools/gcnpart
 data=${GCNPART_DATA:-../shared/datasets}
 for ds in cora citeseer; do
   for spmm in own cusparse; do
-    $g -q train "$data/$ds" --device cuda --runs 10 --spmm $spmm --json "$out/train-$ds-$spmm.json" 2>&1 | tail -4
+    $g -q train "$data/$ds" --device cuda --runs 10 --spmm $spmm --json "$out/train-$ds-$spmm.json" 2>&1 | tail -6
   done
 done
 $g -q generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40 -o /tmp/rmat18.gcsr
 for spmm in own cusparse; do
   $g -q train /tmp/rmat18.gcsr --device cuda --hidden 256 --layers 3 --epochs 100 --spmm $spmm \
-     --json "$out/train-rmat18-$spmm.json" 2>&1 | tail -4
+     --json "$out/train-rmat18-$spmm.json" 2>&1 | tail -6
 done

@@ -33,7 +33,21 @@ TrackingMemoryResource::TrackingMemoryResource(MemorySpace space, int device, st
   stats_.limit = limit_bytes;
 }
 
-TrackingMemoryResource::~TrackingMemoryResource() = default;
+TrackingMemoryResource::~TrackingMemoryResource() { release_cache(); }
+
+void TrackingMemoryResource::release_cache() noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  release_cache_locked();
+}
+
+void TrackingMemoryResource::release_cache_locked() noexcept {
+  if (cache_.empty()) return;
+  cudaSetDevice(device_);
+  cudaDeviceSynchronize();
+  for (auto& [bytes, p] : cache_) cudaFree(p);
+  cache_.clear();
+  stats_.cached = 0;
+}
 
 void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory category) {
   if (bytes == 0) return nullptr;
@@ -54,9 +68,18 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
   if (space_ == MemorySpace::kHost) {
     p = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
     if (p == nullptr) throw oom("the host allocator refused");
+  } else if (auto it = cache_.find(bytes); it != cache_.end()) {
+    p = it->second;
+    cache_.erase(it);
+    stats_.cached -= b;
   } else {
     cudaSetDevice(device_);
-    const cudaError_t err = cudaMalloc(&p, bytes);
+    cudaError_t err = cudaMalloc(&p, bytes);
+    if (err != cudaSuccess && !cache_.empty()) {
+      (void)cudaGetLastError();
+      release_cache_locked();
+      err = cudaMalloc(&p, bytes);
+    }
     if (err != cudaSuccess) {
       (void)cudaGetLastError();  // clear the sticky-free error state of a failed allocation
       std::size_t free_b = 0, total_b = 0;
@@ -79,16 +102,14 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
 
 void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept {
   if (p == nullptr) return;
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    stats_.current -= static_cast<std::int64_t>(bytes);
-    stats_.current_by[idx(category)] -= static_cast<std::int64_t>(bytes);
-  }
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.current -= static_cast<std::int64_t>(bytes);
+  stats_.current_by[idx(category)] -= static_cast<std::int64_t>(bytes);
   if (space_ == MemorySpace::kHost) {
     std::free(p);
   } else {
-    cudaSetDevice(device_);
-    cudaFree(p);
+    cache_.emplace(bytes, p);
+    stats_.cached += static_cast<std::int64_t>(bytes);
   }
 }
 

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "kernels/core/memory.hpp"
@@ -26,10 +27,14 @@ struct MemoryStats {
   CategoryBytes peak_by{};        ///< each category's own peak (not simultaneous)
   std::int64_t allocations = 0;   ///< number of allocate() calls
   std::int64_t limit = 0;         ///< 0 = none
+  std::int64_t cached = 0;        ///< device blocks freed by their owner and kept for reuse (not in `current`)
 };
 
 /// Allocates host memory (64-byte aligned) or CUDA device memory (cudaMalloc on `device`), tracks it, and
-/// enforces an optional cap. Thread-safe.
+/// enforces an optional cap. Thread-safe. Freed device blocks are cached by exact size and handed out again
+/// (cudaFree synchronises the whole device; per-call workspaces would otherwise stall every epoch); cached
+/// blocks are not counted as in use, are released when cudaMalloc fails, and reuse is stream-ordered because
+/// each device runs one stream.
 class TrackingMemoryResource final : public Allocator {
  public:
   /// `name` appears in errors ("cuda:0", "cpu:1"). limit_bytes = 0: no cap.
@@ -50,6 +55,8 @@ class TrackingMemoryResource final : public Allocator {
   void set_limit(std::int64_t limit_bytes);
   /// A hint appended to out-of-memory messages (e.g. what `gcnpart fit` suggests).
   void set_oom_hint(std::string hint);
+  /// Frees the cached device blocks.
+  void release_cache() noexcept;
   [[nodiscard]] const std::string& name() const noexcept { return name_; }
   [[nodiscard]] int device() const noexcept { return device_; }
 
@@ -60,6 +67,8 @@ class TrackingMemoryResource final : public Allocator {
   std::string oom_hint_;
   mutable std::mutex mutex_;
   MemoryStats stats_;
+  std::unordered_multimap<std::size_t, void*> cache_;
+  void release_cache_locked() noexcept;
 };
 
 /// An owning, move-only typed buffer from a TrackingMemoryResource (host or device memory, as the resource).

@@ -51,8 +51,8 @@ void row_normalize(std::vector<float>& features, std::int64_t rows, std::int64_t
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < rows; ++i) {
     float* r = features.data() + i * cols;
-    double s = 0;
-    for (std::int64_t j = 0; j < cols; ++j) s += r[j];
+    double s = 0;  // L1 norm: the row sum for non-negative features (bag-of-words), safe for signed ones
+    for (std::int64_t j = 0; j < cols; ++j) s += std::fabs(r[j]);
     if (s == 0) continue;
     const float inv = static_cast<float>(1.0 / s);
     for (std::int64_t j = 0; j < cols; ++j) r[j] *= inv;

@@ -34,7 +34,8 @@ struct LocalProblem {
 /// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).
 datasets::Csr with_self_loops(const datasets::Csr& g);
 
-/// Row-normalises features in place (each row divided by its sum; zero rows stay zero), as in Kipf & Welling.
+/// Row-normalises features in place: each row divided by its L1 norm (its sum for the non-negative bag-of-words
+/// features of Kipf & Welling; signed features keep their signs); zero rows stay zero.
 void row_normalize(std::vector<float>& features, std::int64_t rows, std::int64_t cols);
 
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,

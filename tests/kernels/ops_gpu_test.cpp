@@ -377,7 +377,8 @@ TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernel
   scatter_add_rows_async(kCpu, src.data(), idx.data(), count, width, acc.data());
   scatter_add_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dacc.data());
   const auto hacc = dacc.to_host();
-  for (std::size_t t = 0; t < acc.size(); ++t) REQUIRE(hacc[t] == doctest::Approx(acc[t]).epsilon(1e-5).scale(1e-5));
+  // Atomic adds sum in any order: compare with an absolute tolerance on the scale of the summands (~1).
+  for (std::size_t t = 0; t < acc.size(); ++t) REQUIRE(hacc[t] == doctest::Approx(acc[t]).epsilon(1e-5).scale(1.0));
   CHECK(f.allocator.in_use() == 0);
 }
 
