@@ -31,8 +31,11 @@ nlohmann::json dataset_summary(const datasets::Dataset& ds, double load_seconds)
   std::int64_t labelled = 0;
   for (auto l : ds.labels) labelled += l >= 0 ? 1 : 0;
   j["labelled_nodes"] = labelled;
-  nlohmann::json splits = nlohmann::json::object();
-  for (const auto& [name, ids] : ds.splits) splits[name] = ids.size();
+  nlohmann::json splits = nlohmann::json::array();  // train, valid, test first, then any others
+  for (const char* name : {"train", "valid", "test"})
+    if (auto it = ds.splits.find(name); it != ds.splits.end()) splits.push_back({{"name", name}, {"size", it->second.size()}});
+  for (const auto& [name, ids] : ds.splits)
+    if (name != "train" && name != "valid" && name != "test") splits.push_back({{"name", name}, {"size", ids.size()}});
   j["splits"] = splits;
   j["bytes"] = {{"csr", ds.graph.bytes()}, {"features", ds.feature_bytes()},
                 {"labels", static_cast<std::int64_t>(ds.labels.size() * sizeof(std::int32_t))}};
@@ -64,8 +67,9 @@ void print_summary(const nlohmann::json& j) {
   std::printf("features     %s\n", i64("features").c_str());
   std::printf("classes      %s (%s labelled nodes)\n", i64("classes").c_str(), i64("labelled_nodes").c_str());
   std::string splits;
-  for (const auto& [name, n] : j["splits"].items())
-    splits += (splits.empty() ? "" : " / ") + name + " " + with_commas(n.get<std::int64_t>());
+  for (const auto& s : j["splits"])
+    splits += (splits.empty() ? "" : " / ") + s["name"].get<std::string>() + " " +
+              with_commas(s["size"].get<std::int64_t>());
   std::printf("splits       %s\n", splits.empty() ? "none" : splits.c_str());
   const auto& b = j["bytes"];
   std::printf("bytes        CSR %s, features %s\n", human_bytes(b["csr"].get<double>()).c_str(),
