@@ -1,0 +1,107 @@
+// Partitioners and strategy plans. A plan says, for every device, which nodes it holds, its local graph (or the
+// gather matrices), its normalisation, and what the split costs (lost edges, halo growth, table bytes). It is
+// computed once, can be saved and loaded, and is independent of the executor.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "datasets/csr.hpp"
+
+namespace gcnpart::partition {
+
+enum class Partitioner { kMetis, kRandom, kRange };
+enum class Objective { kCut, kVolume };
+
+struct PartitionOptions {
+  Partitioner method = Partitioner::kMetis;
+  std::uint64_t seed = 1;
+  double imbalance = 1.03;  ///< max part weight / mean (METIS ufactor = 1000 * (imbalance - 1))
+  Objective objective = Objective::kCut;
+};
+
+/// part_of[v] in [0, parts) for every node.
+struct Partition {
+  int parts = 1;
+  std::vector<std::int32_t> part_of;
+  std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts
+  std::int64_t comm_volume = 0;  ///< sum over nodes of the number of other parts among its neighbours (METIS' volume)
+  double seconds = 0;            ///< time to partition
+};
+
+/// Partitions a symmetric graph without self loops. METIS_PartGraphKway for kMetis (deterministic for a seed),
+/// a keyed hash for kRandom, contiguous id ranges of equal size for kRange. parts == 1 gives one part.
+/// @throws InvalidInput for parts < 1 or > nodes; METIS failures as Error.
+Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});
+
+enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
+[[nodiscard]] const char* strategy_name(Strategy s);
+/// "single", "drop", "halo", "gather", "pipeline". @throws InvalidInput naming the parameter.
+Strategy parse_strategy(const std::string& name, const std::string& parameter = "--strategy");
+
+/// What one device holds.
+struct DevicePlan {
+  /// Global ids of the local nodes: the device's own part first (ascending), then halo ring 1, ring 2, ...
+  /// (each ring ascending). drop / gather / pipeline: own part only (pipeline: every node).
+  std::vector<NodeId> local_nodes;
+  std::int64_t num_inner = 0;              ///< nodes of the own part
+  std::vector<std::int64_t> ring_sizes;    ///< halo: nodes first reached at hop 1..layers (empty otherwise)
+  /// drop / halo / pipeline: square local graph over local_nodes in local numbering, WITH a self loop on every node
+  /// (the structure of Â; rows sorted). drop: the subgraph induced by the own part. halo: the subgraph induced by
+  /// all local nodes (rows of the outermost ring are truncated; that is exact for `layers` layers).
+  datasets::Csr local_graph;
+  /// D^-1/2 of every local node, self loop counted: subgraph degrees (drop), full-graph degrees (halo, pipeline).
+  std::vector<float> dinv;
+  /// gather: rows = own nodes, columns = table slots (slot of node v = part(v) * table_block + local index of v
+  /// in its part), self loops included; and its transpose (rows = all table slots, columns = own rows).
+  datasets::Csr gather_forward, gather_backward;
+  /// gather: D^-1/2 (full graph, self loop counted) of the own nodes; the table's is Plan::table_dinv.
+  std::vector<float> dinv_own;
+};
+
+/// The split's price, per device and in total. Edges are undirected unless said.
+struct PlanMetrics {
+  std::int64_t nodes = 0, edges = 0;        ///< of the whole graph
+  std::int64_t edge_cut = 0;                ///< undirected edges between parts
+  std::int64_t comm_volume = 0;
+  std::int64_t lost_edges = 0;              ///< drop: = edge_cut; exact strategies: 0
+  double lost_fraction = 0;
+  std::vector<std::int64_t> inner_nodes;    ///< per device
+  std::vector<std::int64_t> local_nodes;    ///< per device (inner + halo)
+  std::vector<std::int64_t> local_edges;    ///< per device: directed entries of its local matrix, self loops excluded
+  std::vector<std::vector<std::int64_t>> halo_per_hop;  ///< [device][hop-1]: nodes first reached at that hop
+  double replication_factor = 1;            ///< sum of local nodes / nodes
+  std::int64_t replicated_edges = 0;        ///< sum of local directed entries - graph's directed entries
+  std::int64_t table_rows = 0;              ///< gather: rows of the table on every device (parts * table_block)
+  std::int64_t index_bytes = 0;             ///< gather: bytes of the gather matrices, max over devices
+  double node_imbalance = 1, edge_imbalance = 1;  ///< max / mean over devices
+  double plan_seconds = 0, partition_seconds = 0;
+};
+
+struct Plan {
+  Strategy strategy = Strategy::kSingle;
+  int parts = 1;
+  int layers = 2;
+  Partitioner partitioner = Partitioner::kMetis;
+  Partition partition;
+  std::vector<DevicePlan> devices;
+  std::int64_t table_block = 0;     ///< gather: slots per device = max own-part size
+  std::vector<float> table_dinv;    ///< gather: D^-1/2 per table slot (0 for padding slots)
+  std::vector<NodeId> table_nodes;  ///< gather: global node of each slot (-1 for padding)
+  PlanMetrics metrics;
+};
+
+/// Builds the plan of `strategy` for `parts` devices and `layers` GCN layers from a symmetric graph without self
+/// loops. Deterministic for a seed. pipeline: every device holds the whole graph (parts = stages).
+Plan make_plan(const datasets::Csr& graph, Strategy strategy, int parts, int layers,
+               const PartitionOptions& options = {});
+
+/// Metrics only (no per-device arrays kept): what `compare` needs for large graphs.
+PlanMetrics plan_metrics(const datasets::Csr& graph, Strategy strategy, const Partition& partition, int layers);
+
+/// Saves / loads a plan (versioned binary, atomic write, checked on load). @throws IoError / InvalidInput.
+void save_plan(const Plan& plan, const std::string& path);
+Plan load_plan(const std::string& path);
+
+}  // namespace gcnpart::partition
