@@ -40,8 +40,8 @@ enum Split { kTrain = 0, kValid = 1, kTest = 2 };
 
 }  // namespace
 
-GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config)
-    : res_(res), problem_(problem), config_(config) {
+GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config, Communicator* comm)
+    : res_(res), problem_(problem), comm_(comm), config_(config) {
   config_.validate();
   GCNPART_EXPECTS(problem.num_rows == problem.num_cols, "GcnModel trains on a square local graph");
   res_.activate();
@@ -51,11 +51,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   dims_ = config_.dims(problem.num_features, problem.num_classes);
   const int L = config_.layers;
 
-  // Graph, normalisation and data.
-  row_offsets_ = upload(res_, problem.graph.row_offsets, MemoryCategory::kGraph);
-  col_ids_ = upload(res_, problem.graph.col_ids, MemoryCategory::kGraph);
-  dinv_row_ = upload(res_, problem.dinv_row, MemoryCategory::kGraph);
-  dinv_col_ = upload(res_, problem.dinv_col, MemoryCategory::kGraph);
+  // Data (the graph and its normalisation go to the aggregation, below).
   {
     std::int64_t nonzeros = 0;
 #pragma omp parallel for reduction(+ : nonzeros)
@@ -75,11 +71,6 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   split_rows_[kTrain] = upload(res_, problem.train_rows, MemoryCategory::kFeatures);
   split_rows_[kValid] = upload(res_, problem.valid_rows, MemoryCategory::kFeatures);
   split_rows_[kTest] = upload(res_, problem.test_rows, MemoryCategory::kFeatures);
-  graph_view_.num_rows = rows_;
-  graph_view_.num_cols = cols_;
-  graph_view_.row_offsets = row_offsets_.data();
-  graph_view_.col_ids = col_ids_.data();
-  graph_view_.values = nullptr;
 
   // Parameters: Glorot-uniform weights from (seed, layer, index) alone, zero biases.
   layers_.resize(static_cast<std::size_t>(L));
@@ -136,13 +127,10 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace);
   scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
 
-  if (config_.spmm == kernels::SpmmAlgo::kCusparse && ctx.is_cuda()) {
-    for (int l = 0; l < L; ++l) {
-      const std::int64_t w = layers_[l].aggregate_first ? layers_[l].in : layers_[l].out;
-      if (cusparse_.count(w) == 0)
-        cusparse_[w] = std::make_unique<kernels::CusparseSpmm>(ctx, graph_view_, dinv_row_.data(), dinv_col_.data(), w);
-    }
-  }
+  std::vector<std::int64_t> widths;
+  for (int l = 0; l < L; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, *std::max_element(widths.begin(), widths.end()),
+                                  widths);
   res_.synchronize();
 }
 
@@ -204,15 +192,6 @@ void GcnModel::upload_sparse_features() {
   xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data()};
 }
 
-void GcnModel::spmm(const float* x, float* y, std::int64_t width) {
-  const Context& ctx = res_.context();
-  if (auto it = cusparse_.find(width); it != cusparse_.end()) {
-    it->second->run_async(x, y);
-    return;
-  }
-  kernels::spmm_async(ctx, graph_view_, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width, config_.spmm);
-}
-
 void GcnModel::forward(bool training, int epoch) {
   const Context& ctx = res_.context();
   const int L = config_.layers;
@@ -245,14 +224,14 @@ void GcnModel::forward(bool training, int epoch) {
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, kernels::SpmmAlgo::kOwn);
-      spmm(tmp_.data(), z, ly.out);
+      aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
-      spmm(x, aggregated_[l].data(), ly.in);
+      aggregation_->forward(x, aggregated_[l].data(), ly.in);
       kernels::gemm_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated_[l].data(), ly.in, w, ly.out, 0.0f,
                           z, ly.out);
     } else {
       kernels::gemm_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, tmp_.data(), ly.out);
-      spmm(tmp_.data(), z, ly.out);
+      aggregation_->forward(tmp_.data(), z, ly.out);
     }
     const bool last = l == L - 1;
     kernels::Dropout next = last ? kernels::Dropout{} : dropout_for(l + 1);
@@ -261,20 +240,20 @@ void GcnModel::forward(bool training, int epoch) {
   }
 }
 
-double GcnModel::forward_backward(int epoch, Communicator* comm) {
+double GcnModel::forward_backward(int epoch) {
   res_.activate();
   forward(true, epoch);
-  backward_async(comm);
+  backward_async();
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
   res_.synchronize();
   return loss;
 }
 
-double GcnModel::train_step(int epoch, Communicator* comm) {
+double GcnModel::train_step(int epoch) {
   res_.activate();
   forward(true, epoch);
-  backward_async(comm);
+  backward_async();
   adam_async();
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
@@ -282,13 +261,14 @@ double GcnModel::train_step(int epoch, Communicator* comm) {
   return loss;
 }
 
-void GcnModel::backward_async(Communicator* comm) {
+void GcnModel::backward_async() {
   const Context& ctx = res_.context();
   const int L = config_.layers;
   const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
   const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
   kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(), split_rows_[kTrain].data(),
                                        n_train, scale, scalar_f_.data(), grad_a_.data());
+  if (comm_ != nullptr) comm_->allreduce_sum(ctx, scalar_f_.data(), 1);
   float* g = grad_a_.data();
   float* g_next = grad_b_.data();
   for (int l = L - 1; l >= 0; --l) {
@@ -305,11 +285,11 @@ void GcnModel::backward_async(Communicator* comm) {
       if (l > 0) {
         kernels::gemm_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, tmp_.data(),
                             ly.in);
-        spmm(tmp_.data(), g_next, ly.in);
+        aggregation_->backward(tmp_.data(), g_next, ly.in);
       }
     } else {
       // Z = Â (X W): dP = Â^T G = Â G; dW = X^T dP; dX = dP W^T.
-      spmm(g, tmp_.data(), ly.out);
+      aggregation_->backward(g, tmp_.data(), ly.out);
       if (l == 0 && sparse_input_) {
         // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
         CsrView xt = xt_view_;
@@ -333,7 +313,7 @@ void GcnModel::backward_async(Communicator* comm) {
       std::swap(g, g_next);
     }
   }
-  if (comm != nullptr) comm->allreduce_sum(ctx, grads_.data(), num_params_);
+  if (comm_ != nullptr) comm_->allreduce_sum(ctx, grads_.data(), num_params_);
 }
 
 void GcnModel::adam_async() {
@@ -362,6 +342,10 @@ EvalResult GcnModel::evaluate() {
                                          split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
     kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
                                  split_rows_[s].size(), scalar_i_.data() + s);
+  }
+  if (comm_ != nullptr) {
+    comm_->allreduce_sum(ctx, scalar_f_.data(), 3);
+    comm_->allreduce_sum(ctx, scalar_i_.data(), 3);
   }
   float losses[3];
   std::int64_t correct[3];

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "engine/aggregation.hpp"
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
 #include "engine/problem.hpp"
@@ -37,7 +38,7 @@ struct GcnConfig {
   void validate() const;
 };
 
-/// Losses and accuracies of one evaluation (counts are this device's; sums are reduced by the trainer).
+/// Losses and accuracies of one evaluation, summed over all devices.
 struct EvalResult {
   double loss_sum[3] = {0, 0, 0};       ///< train, valid, test: summed cross-entropy
   std::int64_t correct[3] = {0, 0, 0};  ///< train, valid, test
@@ -47,19 +48,21 @@ class GcnModel {
  public:
   /// Uploads the problem and allocates weights, optimiser state and activations through the device's tracked
   /// memory. Weights are initialised (Glorot uniform) from the seed alone, so every device starts equal.
-  GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config);
+  /// comm: the group of devices this one trains with (null for a single device); gradients, losses and
+  /// accuracy counts are summed over it, and the gather strategy communicates through it.
+  GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config, Communicator* comm = nullptr);
   ~GcnModel();
   GcnModel(const GcnModel&) = delete;
   GcnModel& operator=(const GcnModel&) = delete;
 
   /// One training step: forward with dropout, loss, backward, gradient all-reduce (if comm), Adam.
-  /// Returns this device's summed training loss (sum over its train rows of the cross-entropy); the global
-  /// mean is the sum over devices divided by problem.global_train. Synchronises.
-  double train_step(int epoch, Communicator* comm);
+  /// Returns the training loss summed over the training rows of all devices (divide by global_train for the
+  /// mean). Synchronises.
+  double train_step(int epoch);
 
   /// Forward (dropout as in training for `epoch`) and backward without the optimiser step; the gradients are
   /// then available from gradients(). Returns the summed training loss. Synchronises.
-  double forward_backward(int epoch, Communicator* comm);
+  double forward_backward(int epoch);
   /// Gradients of the last forward_backward / train_step, shaped like parameters().
   [[nodiscard]] std::vector<std::vector<float>> gradients();
 
@@ -84,21 +87,19 @@ class GcnModel {
   void forward(bool training, int epoch);
   void upload_sparse_features();
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
-  void backward_async(Communicator* comm);
+  void backward_async();
   void adam_async();
   std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
-  void spmm(const float* x, float* y, std::int64_t width);
 
   Resources& res_;
   const LocalProblem& problem_;
+  Communicator* comm_;
+  std::unique_ptr<Aggregation> aggregation_;
   GcnConfig config_;
   std::vector<std::int64_t> dims_;
   std::int64_t rows_, cols_;
   std::int64_t step_ = 0;
-  // Graph and data on the device.
-  Buffer<RowOffset> row_offsets_;
-  Buffer<NodeId> col_ids_;
-  Buffer<float> dinv_row_, dinv_col_;
+  // Data on the device (the graph lives in aggregation_).
   Buffer<float> features_;  ///< dense input features (empty when the sparse path is used)
   // Sparse input features X (cols x F) and X^T (F x cols), stored values and their dropped-out copies.
   bool sparse_input_ = false;
@@ -111,7 +112,6 @@ class GcnModel {
   Buffer<std::int32_t> labels_;
   Buffer<NodeId> global_ids_;
   Buffer<NodeId> split_rows_[3];
-  CsrView graph_view_{};
   // Parameters, gradients, Adam state: one flat buffer each, so the gradient all-reduce is one call.
   std::vector<Layer> layers_;
   std::int64_t num_params_ = 0;
@@ -122,7 +122,6 @@ class GcnModel {
   Buffer<float> logits_, tmp_, grad_a_, grad_b_;
   Buffer<float> scalar_f_;
   Buffer<std::int64_t> scalar_i_;
-  std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;  ///< per width, spmm == kCusparse
 };
 
 }  // namespace gcnpart::engine

@@ -29,6 +29,15 @@ struct LocalProblem {
   std::vector<NodeId> train_rows, valid_rows, test_rows;
   /// Size of each split over all devices (normalises the loss so that the sum over devices is the mean).
   std::int64_t global_train = 0, global_valid = 0, global_test = 0;
+
+  /// Gather strategy: the rows are this device's own nodes; aggregation reads a table of every device's rows
+  /// (parts x table_block slots), filled by an all-gather before each aggregation. `graph` is then unused.
+  bool gather = false;
+  int parts = 1;
+  std::int64_t table_block = 0;
+  datasets::Csr gather_forward;   ///< own rows x table slots (self loops included)
+  datasets::Csr gather_backward;  ///< table slots x own rows (its transpose)
+  std::vector<float> table_dinv;  ///< D^-1/2 per slot
 };
 
 /// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).

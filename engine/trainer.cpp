@@ -31,7 +31,7 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
   int since_best = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
-    const double loss_sum = model.train_step(epoch, nullptr);
+    const double loss_sum = model.train_step(epoch);
     const auto t1 = std::chrono::steady_clock::now();
     report.epoch_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
     report.train_loss.push_back(mean(loss_sum, problem.global_train));

@@ -90,7 +90,7 @@ void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std
   cfg.seed = 5;
   Resources res(Device{});
   GcnModel model(res, p, cfg);
-  const double loss_sum = model.forward_backward(0, nullptr);
+  const double loss_sum = model.forward_backward(0);
   const auto grads = model.gradients();
   const auto params = model.parameters();
   std::vector<std::vector<double>> dp;
@@ -128,7 +128,7 @@ TEST_CASE("tracked peak equals an independent count of the bytes the model holds
   Resources res(Device{});
   {
     GcnModel model(res, p, cfg);
-    (void)model.train_step(0, nullptr);
+    (void)model.train_step(0);
     (void)model.evaluate();
     const std::int64_t n = p.num_rows, e = p.graph.num_edges(), f = 12, h = 8, c = 4;
     const std::int64_t graph = (n + 1) * 8 + e * 4 + 2 * n * 4 + n * 4;  // offsets, cols, dinv x2, global ids

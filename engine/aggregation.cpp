@@ -1,0 +1,117 @@
+#include "engine/aggregation.hpp"
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::engine {
+
+namespace {
+
+template <typename T>
+Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
+  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
+  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
+  return b;
+}
+
+struct DeviceCsr {
+  Buffer<RowOffset> offsets;
+  Buffer<NodeId> cols;
+  CsrView view{};
+  DeviceCsr(Resources& res, const datasets::Csr& g, std::int64_t num_cols) {
+    offsets = upload(res, g.row_offsets, MemoryCategory::kGraph);
+    cols = upload(res, g.col_ids, MemoryCategory::kGraph);
+    view = CsrView{g.num_nodes, num_cols, offsets.data(), cols.data(), nullptr};
+  }
+};
+
+/// Single device, drop and halo: Â is the device's own symmetric matrix, so the transpose is Â again.
+class LocalAggregation final : public Aggregation {
+ public:
+  LocalAggregation(Resources& res, const LocalProblem& p, kernels::SpmmAlgo algo,
+                   const std::vector<std::int64_t>& widths)
+      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo) {
+    dinv_row_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
+    dinv_col_ = upload(res, p.dinv_col, MemoryCategory::kGraph);
+    if (algo == kernels::SpmmAlgo::kCusparse && res.context().is_cuda())
+      for (auto w : widths)
+        if (cusparse_.count(w) == 0)
+          cusparse_[w] = std::make_unique<kernels::CusparseSpmm>(res.context(), graph_.view, dinv_row_.data(),
+                                                                 dinv_col_.data(), w);
+  }
+  void forward(const float* x, float* y, std::int64_t width) override { run(x, y, width); }
+  void backward(const float* dy, float* dx, std::int64_t width) override { run(dy, dx, width); }
+
+ private:
+  void run(const float* x, float* y, std::int64_t width) {
+    if (auto it = cusparse_.find(width); it != cusparse_.end()) {
+      it->second->run_async(x, y);
+      return;
+    }
+    kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
+                        algo_);
+  }
+  Resources& res_;
+  DeviceCsr graph_;
+  Buffer<float> dinv_row_, dinv_col_;
+  kernels::SpmmAlgo algo_;
+  std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
+};
+
+/// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
+/// table with the transposed matrix and reduce-scatters each block back to its owner.
+class GatherAggregation final : public Aggregation {
+ public:
+  GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, kernels::SpmmAlgo algo,
+                    std::int64_t max_width)
+      : res_(res),
+        comm_(comm),
+        rows_(p.num_rows),
+        block_(p.table_block),
+        parts_(p.parts),
+        forward_(res, p.gather_forward, p.table_block * p.parts),
+        backward_(res, p.gather_backward, p.num_rows),
+        algo_(algo == kernels::SpmmAlgo::kCusparse ? kernels::SpmmAlgo::kOwn : algo) {
+    GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
+    dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
+    table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
+    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication);
+    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication);
+    kernels::memset_zero_async(res.context(), staging_.data(), staging_.bytes());
+  }
+
+  void forward(const float* x, float* y, std::int64_t width) override {
+    const auto& ctx = res_.context();
+    kernels::copy_async(ctx, staging_.data(), x, static_cast<std::size_t>(rows_ * width) * sizeof(float));
+    comm_->all_gather(ctx, staging_.data(), block_ * width, table_.data());
+    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
+                        width, algo_);
+  }
+
+  void backward(const float* dy, float* dx, std::int64_t width) override {
+    const auto& ctx = res_.context();
+    kernels::spmm_async(ctx, backward_.view, table_dinv_.data(), dinv_own_.data(), dy, width, table_.data(), width,
+                        width, algo_);
+    comm_->reduce_scatter_sum(ctx, table_.data(), block_ * width, staging_.data());
+    kernels::copy_async(ctx, dx, staging_.data(), static_cast<std::size_t>(rows_ * width) * sizeof(float));
+  }
+
+ private:
+  Resources& res_;
+  Communicator* comm_;
+  std::int64_t rows_, block_;
+  int parts_;
+  DeviceCsr forward_, backward_;
+  kernels::SpmmAlgo algo_;
+  Buffer<float> dinv_own_, table_dinv_, staging_, table_;
+};
+
+}  // namespace
+
+std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
+                                              kernels::SpmmAlgo algo, std::int64_t max_width,
+                                              const std::vector<std::int64_t>& spmm_widths) {
+  if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width);
+  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths);
+}
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,32 @@
+// How a device computes Â·X for its rows and the transpose for backward. Local: one SpMM with the device's own
+// (symmetric) Â. Gather: all-gather every device's rows into a table, SpMM from the table; backward SpMMs into
+// the table and reduce-scatters it back to the owners.
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "engine/communicator.hpp"
+#include "engine/memory.hpp"
+#include "engine/problem.hpp"
+#include "engine/resources.hpp"
+#include "kernels/ops.hpp"
+
+namespace gcnpart::engine {
+
+class Aggregation {
+ public:
+  virtual ~Aggregation() = default;
+  /// y (rows x width) = Â x (x: rows x width, the device's rows). Asynchronous except for communication.
+  virtual void forward(const float* x, float* y, std::int64_t width) = 0;
+  /// dx (rows x width) = Â^T dy.
+  virtual void backward(const float* dy, float* dx, std::int64_t width) = 0;
+};
+
+/// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
+/// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
+std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
+                                              kernels::SpmmAlgo algo, std::int64_t max_width,
+                                              const std::vector<std::int64_t>& spmm_widths);
+
+}  // namespace gcnpart::engine

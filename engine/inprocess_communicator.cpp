@@ -1,0 +1,93 @@
+#include "engine/inprocess_communicator.hpp"
+
+#include <cstring>
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::engine {
+
+InProcessGroup::InProcessGroup(int size)
+    : size_(size), barrier_(size), slots_(static_cast<std::size_t>(size), nullptr) {
+  GCNPART_EXPECTS(size >= 1, "an in-process group needs at least one rank");
+}
+
+InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> group, int rank)
+    : group_(std::move(group)), rank_(rank) {
+  GCNPART_EXPECTS(rank_ >= 0 && rank_ < group_->size(), "rank out of range");
+}
+
+namespace {
+void expect_host(const kernels::Context& ctx) {
+  GCNPART_EXPECTS(ctx.backend == kernels::Backend::kCpu,
+                  "the in-process communicator serves virtual CPU devices; GPUs use the NCCL communicator");
+}
+std::int64_t ring_share(std::int64_t bytes, int k) { return k <= 1 ? 0 : bytes * (k - 1) / k; }
+}  // namespace
+
+// Protocol of every collective: post the buffer, barrier, read what the others posted into private memory,
+// barrier (nobody reads any more), then write the own buffer. The next collective's first barrier orders the
+// writes before anyone reads again.
+template <typename T>
+void InProcessCommunicator::allreduce(const kernels::Context& ctx, T* data, std::int64_t count) {
+  expect_host(ctx);
+  auto& g = *group_;
+  const int k = g.size();
+  if (k == 1) return;
+  g.slots_[static_cast<std::size_t>(rank_)] = data;
+  g.barrier_.arrive_and_wait();
+  std::vector<T> sum(static_cast<std::size_t>(count), T{});
+  for (int r = 0; r < k; ++r) {
+    const T* src = static_cast<const T*>(g.slots_[static_cast<std::size_t>(r)]);
+    for (std::int64_t i = 0; i < count; ++i) sum[i] += src[i];
+  }
+  g.barrier_.arrive_and_wait();
+  std::memcpy(data, sum.data(), static_cast<std::size_t>(count) * sizeof(T));
+  bytes_sent_ += 2 * ring_share(count * static_cast<std::int64_t>(sizeof(T)), k);
+}
+
+void InProcessCommunicator::allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
+  allreduce(ctx, data, count);
+}
+
+void InProcessCommunicator::allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
+  allreduce(ctx, data, count);
+}
+
+void InProcessCommunicator::all_gather(const kernels::Context& ctx, const float* send, std::int64_t count,
+                                       float* recv) {
+  expect_host(ctx);
+  auto& g = *group_;
+  const int k = g.size();
+  g.slots_[static_cast<std::size_t>(rank_)] = send;
+  g.barrier_.arrive_and_wait();
+  for (int r = 0; r < k; ++r)
+    std::memcpy(recv + static_cast<std::int64_t>(r) * count, g.slots_[static_cast<std::size_t>(r)],
+                static_cast<std::size_t>(count) * sizeof(float));
+  g.barrier_.arrive_and_wait();
+  bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
+}
+
+void InProcessCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
+                                               float* recv) {
+  expect_host(ctx);
+  auto& g = *group_;
+  const int k = g.size();
+  g.slots_[static_cast<std::size_t>(rank_)] = send;
+  g.barrier_.arrive_and_wait();
+  std::vector<float> sum(static_cast<std::size_t>(count), 0.0f);
+  const std::int64_t offset = static_cast<std::int64_t>(rank_) * count;
+  for (int r = 0; r < k; ++r) {
+    const float* src = static_cast<const float*>(g.slots_[static_cast<std::size_t>(r)]) + offset;
+    for (std::int64_t i = 0; i < count; ++i) sum[i] += src[i];
+  }
+  g.barrier_.arrive_and_wait();
+  std::memcpy(recv, sum.data(), static_cast<std::size_t>(count) * sizeof(float));
+  bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
+}
+
+void InProcessCommunicator::barrier(const kernels::Context& ctx) {
+  expect_host(ctx);
+  group_->barrier_.arrive_and_wait();
+}
+
+}  // namespace gcnpart::engine
