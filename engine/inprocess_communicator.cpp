@@ -6,9 +6,36 @@
 
 namespace gcnpart::engine {
 
-InProcessGroup::InProcessGroup(int size)
-    : size_(size), barrier_(size), slots_(static_cast<std::size_t>(size), nullptr) {
+InProcessGroup::InProcessGroup(int size) : size_(size), slots_(static_cast<std::size_t>(size), nullptr) {
   GCNPART_EXPECTS(size >= 1, "an in-process group needs at least one rank");
+}
+
+void InProcessGroup::abort(int failed_rank) noexcept {
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (failed_rank_ < 0) failed_rank_ = failed_rank;
+  cv_.notify_all();
+}
+
+bool InProcessGroup::aborted() const noexcept {
+  std::lock_guard<std::mutex> lock(const_cast<std::mutex&>(mutex_));
+  return failed_rank_ >= 0;
+}
+
+void InProcessGroup::arrive_and_wait() {
+  std::unique_lock<std::mutex> lock(mutex_);
+  auto fail = [&] {
+    return Error("collective aborted: virtual device " + std::to_string(failed_rank_) + " failed");
+  };
+  if (failed_rank_ >= 0) throw fail();
+  const std::uint64_t gen = generation_;
+  if (++waiting_ == size_) {
+    waiting_ = 0;
+    ++generation_;
+    cv_.notify_all();
+    return;
+  }
+  cv_.wait(lock, [&] { return generation_ != gen || failed_rank_ >= 0; });
+  if (generation_ == gen) throw fail();
 }
 
 InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> group, int rank)
@@ -34,13 +61,13 @@ void InProcessCommunicator::allreduce(const kernels::Context& ctx, T* data, std:
   const int k = g.size();
   if (k == 1) return;
   g.slots_[static_cast<std::size_t>(rank_)] = data;
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   std::vector<T> sum(static_cast<std::size_t>(count), T{});
   for (int r = 0; r < k; ++r) {
     const T* src = static_cast<const T*>(g.slots_[static_cast<std::size_t>(r)]);
     for (std::int64_t i = 0; i < count; ++i) sum[i] += src[i];
   }
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   std::memcpy(data, sum.data(), static_cast<std::size_t>(count) * sizeof(T));
   bytes_sent_ += 2 * ring_share(count * static_cast<std::int64_t>(sizeof(T)), k);
 }
@@ -59,11 +86,11 @@ void InProcessCommunicator::all_gather(const kernels::Context& ctx, const float*
   auto& g = *group_;
   const int k = g.size();
   g.slots_[static_cast<std::size_t>(rank_)] = send;
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   for (int r = 0; r < k; ++r)
     std::memcpy(recv + static_cast<std::int64_t>(r) * count, g.slots_[static_cast<std::size_t>(r)],
                 static_cast<std::size_t>(count) * sizeof(float));
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
 }
 
@@ -73,21 +100,21 @@ void InProcessCommunicator::reduce_scatter_sum(const kernels::Context& ctx, cons
   auto& g = *group_;
   const int k = g.size();
   g.slots_[static_cast<std::size_t>(rank_)] = send;
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   std::vector<float> sum(static_cast<std::size_t>(count), 0.0f);
   const std::int64_t offset = static_cast<std::int64_t>(rank_) * count;
   for (int r = 0; r < k; ++r) {
     const float* src = static_cast<const float*>(g.slots_[static_cast<std::size_t>(r)]) + offset;
     for (std::int64_t i = 0; i < count; ++i) sum[i] += src[i];
   }
-  g.barrier_.arrive_and_wait();
+  g.arrive_and_wait();
   std::memcpy(recv, sum.data(), static_cast<std::size_t>(count) * sizeof(float));
   bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
 }
 
 void InProcessCommunicator::barrier(const kernels::Context& ctx) {
   expect_host(ctx);
-  group_->barrier_.arrive_and_wait();
+  group_->arrive_and_wait();
 }
 
 }  // namespace gcnpart::engine

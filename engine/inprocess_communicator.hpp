@@ -2,7 +2,9 @@
 // Sums run in rank order, so every rank gets bit-identical results whatever the thread timing.
 #pragma once
 
-#include <barrier>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
 #include <memory>
 #include <vector>
 
@@ -15,11 +17,20 @@ class InProcessGroup {
  public:
   explicit InProcessGroup(int size);
   [[nodiscard]] int size() const noexcept { return size_; }
+  /// A failing rank calls this: every rank waiting now or later in a collective throws instead of hanging.
+  void abort(int failed_rank) noexcept;
+  [[nodiscard]] bool aborted() const noexcept;
 
  private:
   friend class InProcessCommunicator;
+  /// Waits until all ranks arrive. @throws Error if the group was aborted.
+  void arrive_and_wait();
   int size_;
-  std::barrier<> barrier_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int waiting_ = 0;
+  std::uint64_t generation_ = 0;
+  int failed_rank_ = -1;
   std::vector<const void*> slots_;
 };
 
