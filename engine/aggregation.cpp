@@ -1,5 +1,9 @@
 #include "engine/aggregation.hpp"
 
+#include <cuda_runtime_api.h>
+
+#include <string>
+
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
@@ -25,6 +29,8 @@ struct DeviceCsr {
 };
 
 /// Single device, drop and halo: Â is the device's own symmetric matrix, so the transpose is Â again.
+/// With SpmmAlgo::kAuto on a GPU, the first call at each width times the own kernel against cuSPARSE (CSR ALG2 and
+/// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
 class LocalAggregation final : public Aggregation {
  public:
   LocalAggregation(Resources& res, const LocalProblem& p, kernels::SpmmAlgo algo,
@@ -43,18 +49,66 @@ class LocalAggregation final : public Aggregation {
 
  private:
   void run(const float* x, float* y, std::int64_t width) {
+    if (algo_ == kernels::SpmmAlgo::kAuto && res_.context().is_cuda() && tuned_.count(width) == 0) tune(x, y, width);
     if (auto it = cusparse_.find(width); it != cusparse_.end()) {
       it->second->run_async(x, y);
       return;
     }
     kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        algo_);
+                        kernels::SpmmAlgo::kOwn);
   }
+
+  /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
+  void tune(const float* x, float* y, std::int64_t width) {
+    const auto& ctx = res_.context();
+    constexpr int kRepeats = 3;
+    cudaEvent_t start, stop;
+    cudaEventCreate(&start);
+    cudaEventCreate(&stop);
+    auto time = [&](const auto& call) {
+      call();  // warm-up
+      cudaEventRecord(start, ctx.stream);
+      for (int i = 0; i < kRepeats; ++i) call();
+      cudaEventRecord(stop, ctx.stream);
+      cudaEventSynchronize(stop);
+      float ms = 0;
+      cudaEventElapsedTime(&ms, start, stop);
+      return ms / kRepeats;
+    };
+    float best = time([&] {
+      kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
+                          kernels::SpmmAlgo::kOwn);
+    });
+    std::string choice = "own";
+    for (int alg : {2, 3}) {
+      try {
+        auto plan = std::make_unique<kernels::CusparseSpmm>(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(),
+                                                            width, alg);
+        const float ms = time([&] { plan->run_async(x, y); });
+        if (ms < best) {
+          best = ms;
+          choice = "cusparse-alg" + std::to_string(alg);
+          cusparse_[width] = std::move(plan);
+        }
+      } catch (const DeviceError&) {
+        // An algorithm cuSPARSE does not support for this shape is simply not a candidate.
+      }
+    }
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+    tuned_[width] = choice;
+  }
+
   Resources& res_;
   DeviceCsr graph_;
   Buffer<float> dinv_row_, dinv_col_;
   kernels::SpmmAlgo algo_;
   std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
+  std::map<std::int64_t, std::string> tuned_;
+
+
+ public:
+  [[nodiscard]] std::map<std::int64_t, std::string> spmm_choices() const override { return tuned_; }
 };
 
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the

@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
@@ -21,6 +22,8 @@ class Aggregation {
   virtual void forward(const float* x, float* y, std::int64_t width) = 0;
   /// dx (rows x width) = Â^T dy.
   virtual void backward(const float* dy, float* dx, std::int64_t width) = 0;
+  /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
+  [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 };
 
 /// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).

@@ -74,6 +74,8 @@ class GcnModel {
   /// Replaces the parameters (same shapes). @throws InvalidInput on a shape mismatch.
   void set_parameters(const std::vector<std::vector<float>>& params);
   [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  /// The SpMM chosen per width by the autotuner (GPU, SpmmAlgo::kAuto).
+  [[nodiscard]] std::map<std::int64_t, std::string> spmm_choices() const { return aggregation_->spmm_choices(); }
   /// Host copy of the logits of the last forward (rows x classes).
   [[nodiscard]] std::vector<float> logits();
 

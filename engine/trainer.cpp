@@ -60,6 +60,7 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
     report.loss[s] = mean(ev.loss_sum[s], totals[s]);
   }
   report.parameters = model.parameters();
+  report.spmm_choices = model.spmm_choices();
   report.memory = res.memory().stats();
   if (device.is_cuda()) report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
   return report;

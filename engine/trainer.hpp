@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,7 @@ struct RunReport {
   MemoryStats memory;                 ///< tracked memory of the device over the run
   std::int64_t driver_peak_bytes = 0; ///< cudaMemGetInfo used bytes after set-up (CUDA only)
   std::vector<std::vector<float>> parameters;  ///< final weights
+  std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU)
 };
 
 /// Called after every epoch: (epoch, train loss, valid loss, valid accuracy).

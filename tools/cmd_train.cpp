@@ -7,6 +7,7 @@
 #include <memory>
 #include <numeric>
 
+#include "engine/distributed.hpp"
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "kernels/core/error.hpp"
@@ -25,10 +26,13 @@ struct TrainOptions {
   DataOptions data;
   std::string device = "cpu";
   int runs = 1;
-  std::string spmm = "own";
+  std::string spmm = "auto";
   std::string json, save, load, memory_limit;
   bool no_normalize = false;
   engine::TrainConfig config;
+  std::string strategy = "single";
+  int parts = 1;
+  std::string partitioner = "metis";
 };
 
 struct MeanStd {
@@ -67,7 +71,9 @@ nlohmann::json memory_json(const engine::MemoryStats& m) {
 }
 
 void run_train(TrainOptions& o) {
-  o.config.model.spmm = o.spmm == "cusparse" ? kernels::SpmmAlgo::kCusparse : kernels::SpmmAlgo::kOwn;
+  o.config.model.spmm = o.spmm == "cusparse" ? kernels::SpmmAlgo::kCusparse
+                        : o.spmm == "own"    ? kernels::SpmmAlgo::kOwn
+                                             : kernels::SpmmAlgo::kAuto;
   o.config.normalize_features = !o.no_normalize;
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   if (o.runs < 1) throw InvalidInput::parameter("--runs", std::to_string(o.runs), ">= 1");
@@ -91,6 +97,58 @@ void run_train(TrainOptions& o) {
   std::fprintf(stderr, "gcnpart train: %s (%s nodes, %s edges) on %s, GCN %s, %d epochs x %d run%s\n",
                ds.name.c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
                device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
+
+  const partition::Strategy strategy = partition::parse_strategy(o.strategy);
+  if (strategy != partition::Strategy::kSingle) {
+    if (device.is_cuda())
+      throw InvalidInput::parameter("--device", o.device,
+                                    "cpu for a multi-device strategy (virtual CPU devices); multi-GPU runs come "
+                                    "with the NCCL communicator");
+    if (o.parts < 1) throw InvalidInput::parameter("--parts", std::to_string(o.parts), ">= 1");
+    partition::PartitionOptions popt;
+    popt.method = o.partitioner == "random" ? partition::Partitioner::kRandom
+                  : o.partitioner == "range" ? partition::Partitioner::kRange
+                                             : partition::Partitioner::kMetis;
+    const auto plan = partition::make_plan(ds.graph, strategy, o.parts, o.config.model.layers, popt);
+    std::vector<double> acc;
+    Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
+    engine::DistributedReport last;
+    for (int r = 0; r < o.runs; ++r) {
+      engine::TrainConfig cfg = o.config;
+      cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
+      cfg.load_weights = o.load;
+      last = engine::train_distributed(ds, plan, cfg, [&](int epoch, double loss, double, double vacc) {
+        char status[128];
+        std::snprintf(status, sizeof status, "run %d/%d loss %.4f val acc %.1f%%", r + 1, o.runs, loss, 100 * vacc);
+        progress.update(static_cast<std::int64_t>(r) * o.config.epochs + epoch + 1, status);
+      });
+      acc.push_back(last.accuracy[2]);
+    }
+    progress.finish();
+    const MeanStd a = mean_std(acc);
+    std::printf("strategy     %s on %d virtual CPU devices (%s partition): %s lost edges (%.2f %%), replication %.3f\n",
+                o.strategy.c_str(), o.parts, o.partitioner.c_str(), with_commas(plan.metrics.lost_edges).c_str(),
+                100 * plan.metrics.lost_fraction, plan.metrics.replication_factor);
+    std::printf("accuracy     test %.2f ± %.2f %%   (last run: train %.2f %%, valid %.2f %%)\n", 100 * a.mean,
+                100 * a.std, 100 * last.accuracy[0], 100 * last.accuracy[1]);
+    std::printf("epoch time   %.3f ms median (slowest device)\n", 1e3 * median(last.epoch_seconds));
+    for (std::size_t d = 0; d < last.memory.size(); ++d)
+      std::printf("device %zu     peak %s, sent %s per epoch\n", d,
+                  human_bytes(static_cast<double>(last.memory[d].peak)).c_str(),
+                  human_bytes(static_cast<double>(last.bytes_sent_per_epoch[d])).c_str());
+    if (!o.save.empty()) engine::save_weights(o.save, dims, last.parameters);
+    if (!o.json.empty()) {
+      nlohmann::json mem = nlohmann::json::array();
+      for (const auto& m : last.memory) mem.push_back(memory_json(m));
+      write_json(o.json, {{"command", "train"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT},
+                          {"dataset", ds.name}, {"strategy", o.strategy}, {"parts", o.parts},
+                          {"partitioner", o.partitioner}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
+                          {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
+                          {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
+                          {"lost_edges", plan.metrics.lost_edges}});
+    }
+    return;
+  }
 
   std::vector<engine::RunReport> reports;
   Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
@@ -134,6 +192,11 @@ void run_train(TrainOptions& o) {
   }
   std::printf("peak memory  %s tracked on %s (%s)\n", human_bytes(static_cast<double>(mem.peak)).c_str(),
               device.name().c_str(), breakdown.c_str());
+  if (!reports.front().spmm_choices.empty()) {
+    std::string s;
+    for (const auto& [w, c] : reports.front().spmm_choices) s += (s.empty() ? "" : ", ") + std::string("width ") + std::to_string(w) + ": " + c;
+    std::printf("spmm         %s (autotuned)\n", s.c_str());
+  }
   if (device.is_cuda())
     std::printf("driver view  %s in use on the device after set-up (cudaMemGetInfo, includes CUDA context and "
                 "libraries)\n",
@@ -169,6 +232,9 @@ void run_train(TrainOptions& o) {
                     {"epoch_seconds", {{"mean", t.mean}, {"std", t.std}, {"median", median(times)}}},
                     {"memory", memory_json(mem)},
                     {"driver_used_bytes", reports.front().driver_peak_bytes}};
+    nlohmann::json choices = nlohmann::json::object();
+    for (const auto& [w, c] : reports.front().spmm_choices) choices[std::to_string(w)] = c;
+    j["spmm_choices"] = choices;
     nlohmann::json runs = nlohmann::json::array();
     for (const auto& rep : reports)
       runs.push_back({{"seed", rep.seed},
@@ -204,8 +270,9 @@ Command register_train(CLI::App& app) {
   cmd->add_flag("--no-normalize", o->no_normalize, "Do not row-normalise the input features");
   cmd->add_option("--seed", m.seed, "Seed of run 1 (run r uses seed + r - 1)")->capture_default_str();
   cmd->add_option("--runs", o->runs, "Independent runs (mean and std are reported)")->capture_default_str();
-  cmd->add_option("--spmm", o->spmm, "SpMM implementation")
-      ->check(CLI::IsMember({"own", "cusparse"}))
+  cmd->add_option("--spmm", o->spmm,
+                  "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
+      ->check(CLI::IsMember({"auto", "own", "cusparse"}))
       ->capture_default_str();
   cmd->add_flag("--tf32", m.tf32, "Allow TF32 tensor-core GEMMs on the GPU");
   cmd->add_option("--memory-limit", o->memory_limit,
@@ -213,6 +280,11 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
+  cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
+      ->check(CLI::IsMember({"single", "drop", "halo", "gather"}))->capture_default_str();
+  cmd->add_option("--parts", o->parts, "Number of (virtual) devices for --strategy")->capture_default_str();
+  cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
+      ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   return {cmd, [o] { run_train(*o); }};
 }
 
