@@ -23,6 +23,9 @@ class Communicator {
   /// recv[i] = sum over ranks r of send_of_rank_r[rank() * count + i]; send holds size() * count elements.
   virtual void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) = 0;
   virtual void barrier(const kernels::Context& ctx) = 0;
+  /// Waits for the work queued on ctx's stream, watching for a failed peer: a communicator whose peer died
+  /// aborts and throws within a bounded time instead of hanging.
+  virtual void synchronize(const kernels::Context& ctx) { kernels::synchronize(ctx); }
   /// Bytes this rank has sent so far, as a ring implementation sends them (allreduce 2(K-1)/K of the buffer,
   /// all-gather and reduce-scatter (K-1)/K of the gathered buffer).
   [[nodiscard]] virtual std::int64_t bytes_sent() const noexcept = 0;

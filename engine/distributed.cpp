@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstring>
+#include <atomic>
+#include <memory>
 #include <chrono>
 #include <cmath>
 #include <exception>
@@ -10,6 +13,8 @@
 #include <thread>
 
 #include "engine/inprocess_communicator.hpp"
+#include "engine/mpi_communicator.hpp"
+#include "engine/nccl_communicator.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
@@ -72,78 +77,197 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   return p;
 }
 
+namespace {
+
+/// What one rank measured, gathered into the report after the run.
+struct RankResult {
+  std::vector<double> step_seconds;
+  MemoryStats memory;
+  std::int64_t bytes_sent = 0, bytes_first_epoch = 0, driver_bytes = 0;
+};
+
+/// Trains rank `rank` of the plan with `comm`; rank 0 also fills the report's losses, accuracy and weights.
+void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const TrainConfig& config,
+              const EpochCallback& on_epoch, int rank, const Device& device, Communicator& comm,
+              DistributedReport& report, RankResult& mine) {
+  const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
+  Resources res(device, config.memory_limit);
+  GcnModel model(res, problem, config.model, &comm);
+  if (!config.load_weights.empty()) model.set_parameters(load_weights(config.load_weights, model.dims()));
+  if (device.is_cuda()) mine.driver_bytes = res.driver_used_bytes();
+  auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
+  double best = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+    const std::int64_t sent_before = comm.bytes_sent();
+    const auto t0 = std::chrono::steady_clock::now();
+    const double loss_sum = model.train_step(epoch);
+    mine.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    if (epoch == 0) mine.bytes_first_epoch = comm.bytes_sent() - sent_before;
+    double vloss = 0, vacc = 0;
+    const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
+    if (eval) {
+      const EvalResult ev = model.evaluate();
+      vloss = mean(ev.loss_sum[1], problem.global_valid);
+      vacc = mean(static_cast<double>(ev.correct[1]), problem.global_valid);
+    }
+    if (rank == 0) {
+      report.train_loss.push_back(mean(loss_sum, problem.global_train));
+      if (eval) report.valid_loss.push_back(vloss);
+      report.epochs_run = epoch + 1;
+      if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, vacc);
+    }
+    if (config.early_stopping > 0) {  // every rank sees the same all-reduced vloss, so all stop together
+      if (vloss < best) {
+        best = vloss;
+        since_best = 0;
+      } else if (++since_best >= config.early_stopping) {
+        break;
+      }
+    }
+  }
+  const EvalResult ev = model.evaluate();
+  auto params = model.parameters();
+  mine.memory = res.memory().stats();
+  mine.bytes_sent = comm.bytes_sent();
+  if (device.is_cuda()) mine.driver_bytes = std::max(mine.driver_bytes, res.driver_used_bytes());
+  if (rank == 0) {
+    const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
+    for (int s = 0; s < 3; ++s) {
+      report.accuracy[s] = mean(static_cast<double>(ev.correct[s]), totals[s]);
+      report.loss[s] = mean(ev.loss_sum[s], totals[s]);
+    }
+    report.parameters = std::move(params);
+  }
+}
+
+void fill_report(DistributedReport& report, const std::vector<RankResult>& results) {
+  const std::size_t k = results.size();
+  report.memory.resize(k);
+  report.bytes_sent.resize(k);
+  report.bytes_sent_per_epoch.resize(k);
+  report.driver_bytes.resize(k);
+  std::size_t epochs = 0;
+  for (std::size_t r = 0; r < k; ++r) {
+    report.memory[r] = results[r].memory;
+    report.bytes_sent[r] = results[r].bytes_sent;
+    report.bytes_sent_per_epoch[r] = results[r].bytes_first_epoch;
+    report.driver_bytes[r] = results[r].driver_bytes;
+    epochs = std::max(epochs, results[r].step_seconds.size());
+  }
+  report.epoch_seconds.clear();
+  for (std::size_t e = 0; e < epochs; ++e) {
+    double slowest = 0;
+    for (const auto& res : results)
+      if (e < res.step_seconds.size()) slowest = std::max(slowest, res.step_seconds[e]);
+    report.epoch_seconds.push_back(slowest);
+  }
+}
+
+/// Exchanges every rank's RankResult over MPI (fixed-size records: the epoch count is bounded by config).
+void mpi_gather_results(const RankResult& mine, std::vector<RankResult>& all, int max_epochs) {
+  struct Fixed {
+    MemoryStats memory;
+    std::int64_t bytes_sent, bytes_first_epoch, driver_bytes, epochs;
+  };
+  const std::size_t record = sizeof(Fixed) + static_cast<std::size_t>(max_epochs) * sizeof(double);
+  std::vector<char> out(record, 0), in(record * all.size(), 0);
+  Fixed f{mine.memory, mine.bytes_sent, mine.bytes_first_epoch, mine.driver_bytes,
+          static_cast<std::int64_t>(mine.step_seconds.size())};
+  std::memcpy(out.data(), &f, sizeof f);
+  std::memcpy(out.data() + sizeof f, mine.step_seconds.data(), mine.step_seconds.size() * sizeof(double));
+  mpi_allgather_bytes(out.data(), record, in.data());
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    Fixed g;
+    std::memcpy(&g, in.data() + r * record, sizeof g);
+    all[r].memory = g.memory;
+    all[r].bytes_sent = g.bytes_sent;
+    all[r].bytes_first_epoch = g.bytes_first_epoch;
+    all[r].driver_bytes = g.driver_bytes;
+    all[r].step_seconds.resize(static_cast<std::size_t>(g.epochs));
+    std::memcpy(all[r].step_seconds.data(), in.data() + r * record + sizeof g,
+                static_cast<std::size_t>(g.epochs) * sizeof(double));
+  }
+}
+
+bool is_abort_echo(const std::exception_ptr& e) {
+  try {
+    std::rethrow_exception(e);
+  } catch (const Error& err) {
+    return std::string(err.what()).rfind("collective aborted", 0) == 0;
+  } catch (...) {
+    return false;
+  }
+}
+
+}  // namespace
+
 DistributedReport train_distributed(const datasets::Dataset& ds, const partition::Plan& plan,
-                                    const TrainConfig& config, const EpochCallback& on_epoch) {
+                                    const TrainConfig& config, const EpochCallback& on_epoch,
+                                    const LaunchOptions& launch) {
   config.validate();
   if (plan.strategy == partition::Strategy::kPipeline)
     throw InvalidInput::parameter("--strategy", "pipeline", "drop, halo or gather (pipeline is not executable yet)");
   const int k = plan.parts;
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == k, "plan has one DevicePlan per part");
-  auto group = std::make_shared<InProcessGroup>(k);
+  const bool cuda = launch.backend == kernels::Backend::kCuda;
+  if (cuda) {
+    const int visible = cuda_device_count();
+    const int needed = launch.mpi ? 1 : k;
+    if (visible < needed)
+      throw InvalidInput::parameter("--gpus", std::to_string(k),
+                                    "at most the " + std::to_string(visible) + " visible CUDA devices");
+  }
   DistributedReport report;
   report.strategy = plan.strategy;
   report.parts = k;
-  report.memory.resize(static_cast<std::size_t>(k));
-  report.bytes_sent.resize(static_cast<std::size_t>(k));
-  report.bytes_sent_per_epoch.resize(static_cast<std::size_t>(k));
-  std::vector<std::vector<double>> step_seconds(static_cast<std::size_t>(k));
+
+  if (launch.mpi) {
+    // One process per device: this process is rank mpi_rank(); per-rank figures are exchanged over MPI.
+    const int rank = mpi_rank();
+    if (mpi_size() != k)
+      throw InvalidInput::parameter("--parts", std::to_string(k),
+                                    "the number of MPI ranks (" + std::to_string(mpi_size()) + ")");
+    RankResult mine;
+    std::unique_ptr<Communicator> comm;
+    Device device{launch.backend, rank};
+    if (cuda) {
+      device.index = mpi_local_rank() % cuda_device_count();
+      const NcclId id = mpi_broadcast_nccl_id();
+      comm = std::make_unique<NcclCommunicator>(id, rank, k, device.index);
+    } else {
+      comm = std::make_unique<MpiCommunicator>();
+    }
+    run_rank(ds, plan, config, rank == 0 ? on_epoch : EpochCallback{}, rank, device, *comm, report, mine);
+    std::vector<RankResult> all(static_cast<std::size_t>(k));
+    mpi_gather_results(mine, all, config.epochs);
+    fill_report(report, all);
+    return report;
+  }
+
+  std::vector<RankResult> results(static_cast<std::size_t>(k));
   std::vector<std::exception_ptr> errors(static_cast<std::size_t>(k));
+  auto group = cuda ? nullptr : std::make_shared<InProcessGroup>(k);
+  const NcclId nccl_id = cuda ? nccl_unique_id() : NcclId{};
+  std::atomic<bool> failed{false};
   const int threads_each = std::max(1, omp_get_max_threads() / k);
 
   auto worker = [&](int rank) {
     try {
       omp_set_num_threads(threads_each);
-      const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
-      InProcessCommunicator comm(group, rank);
-      Resources res(Device{kernels::Backend::kCpu, rank}, config.memory_limit);
-      GcnModel model(res, problem, config.model, &comm);
-      if (!config.load_weights.empty()) model.set_parameters(load_weights(config.load_weights, model.dims()));
-      auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
-      double best = std::numeric_limits<double>::infinity();
-      int since_best = 0;
-      for (int epoch = 0; epoch < config.epochs; ++epoch) {
-        const std::int64_t sent_before = comm.bytes_sent();
-        const auto t0 = std::chrono::steady_clock::now();
-        const double loss_sum = model.train_step(epoch);
-        step_seconds[rank].push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-        if (epoch == 0) report.bytes_sent_per_epoch[rank] = comm.bytes_sent() - sent_before;
-        double vloss = 0, vacc = 0;
-        const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
-        if (eval) {
-          const EvalResult ev = model.evaluate();
-          vloss = mean(ev.loss_sum[1], problem.global_valid);
-          vacc = mean(static_cast<double>(ev.correct[1]), problem.global_valid);
-        }
-        if (rank == 0) {
-          report.train_loss.push_back(mean(loss_sum, problem.global_train));
-          if (eval) report.valid_loss.push_back(vloss);
-          report.epochs_run = epoch + 1;
-          if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, vacc);
-        }
-        if (config.early_stopping > 0) {  // every device sees the same vloss, so all stop together
-          if (vloss < best) {
-            best = vloss;
-            since_best = 0;
-          } else if (++since_best >= config.early_stopping) {
-            break;
-          }
-        }
+      std::unique_ptr<Communicator> comm;
+      if (cuda) {
+        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank);
+        nccl->set_abort_flag(&failed);
+        comm = std::move(nccl);
+      } else {
+        comm = std::make_unique<InProcessCommunicator>(group, rank);
       }
-      const EvalResult ev = model.evaluate();
-      auto params = model.parameters();
-      report.memory[rank] = res.memory().stats();
-      report.bytes_sent[rank] = comm.bytes_sent();
-      if (rank == 0) {
-        const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
-        for (int s = 0; s < 3; ++s) {
-          report.accuracy[s] = mean(static_cast<double>(ev.correct[s]), totals[s]);
-          report.loss[s] = mean(ev.loss_sum[s], totals[s]);
-        }
-        report.parameters = std::move(params);
-      }
+      run_rank(ds, plan, config, on_epoch, rank, Device{launch.backend, rank}, *comm, report, results[rank]);
     } catch (...) {
       errors[rank] = std::current_exception();
-      group->abort(rank);
+      failed = true;
+      if (group) group->abort(rank);
     }
   };
 
@@ -151,26 +275,12 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
   for (int r = 1; r < k; ++r) pool.emplace_back(worker, r);
   worker(0);
   for (auto& t : pool) t.join();
-  // Report the root cause: the first device whose error is not the abort it caused in the others.
-  for (int r = 0; r < k; ++r) {
-    if (!errors[r]) continue;
-    try {
-      std::rethrow_exception(errors[r]);
-    } catch (const Error& e) {
-      if (std::string(e.what()).rfind("collective aborted", 0) == 0) continue;
-      throw;
-    }
-  }
+  // Report the root cause: the first error that is not the abort it caused in the others.
+  for (int r = 0; r < k; ++r)
+    if (errors[r] && !is_abort_echo(errors[r])) std::rethrow_exception(errors[r]);
   for (int r = 0; r < k; ++r)
     if (errors[r]) std::rethrow_exception(errors[r]);
-
-  const std::size_t epochs = step_seconds[0].size();
-  for (std::size_t e = 0; e < epochs; ++e) {
-    double slowest = 0;
-    for (int r = 0; r < k; ++r)
-      if (e < step_seconds[r].size()) slowest = std::max(slowest, step_seconds[r][e]);
-    report.epoch_seconds.push_back(slowest);
-  }
+  fill_report(report, results);
   return report;
 }
 

@@ -30,12 +30,21 @@ struct DistributedReport {
   std::vector<std::int64_t> bytes_sent;          ///< per device, whole run
   std::vector<std::int64_t> bytes_sent_per_epoch;  ///< per device, one training epoch (set-up and evaluation excluded)
   std::vector<std::vector<float>> parameters;    ///< final weights (device 0; all devices hold the same)
+  std::vector<std::int64_t> driver_bytes;        ///< per device: cudaMemGetInfo used bytes (CUDA only)
 };
 
-/// Trains under `plan` on plan.parts virtual CPU devices (threads). Every device starts from the same weights
-/// and applies the same all-reduced gradients, so halo and gather reproduce single-device training.
+/// How the devices are driven.
+struct LaunchOptions {
+  kernels::Backend backend = kernels::Backend::kCpu;  ///< virtual CPU devices or GPUs (NCCL)
+  bool mpi = false;  ///< one process per device started by mpirun (this process is one rank), else threads
+};
+
+/// Trains under `plan` on plan.parts devices: virtual CPU devices or GPUs, one thread each in this process, or
+/// (launch.mpi) this process as one rank of an mpirun job. Every device starts from the same weights and applies
+/// the same all-reduced gradients, so halo and gather reproduce single-device training.
 /// @throws the first device's error (the others are aborted, never left hanging).
 DistributedReport train_distributed(const datasets::Dataset& ds, const partition::Plan& plan,
-                                    const TrainConfig& config, const EpochCallback& on_epoch = {});
+                                    const TrainConfig& config, const EpochCallback& on_epoch = {},
+                                    const LaunchOptions& launch = {});
 
 }  // namespace gcnpart::engine

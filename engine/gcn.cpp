@@ -131,13 +131,21 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   for (int l = 0; l < L; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
   aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, *std::max_element(widths.begin(), widths.end()),
                                   widths);
-  res_.synchronize();
+  sync();
 }
 
 GcnModel::~GcnModel() {
   try {
     res_.synchronize();
   } catch (...) {
+  }
+}
+
+void GcnModel::sync() {
+  if (comm_ != nullptr) {
+    comm_->synchronize(res_.context());
+  } else {
+    res_.synchronize();
   }
 }
 
@@ -246,7 +254,7 @@ double GcnModel::forward_backward(int epoch) {
   backward_async();
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
-  res_.synchronize();
+  sync();
   return loss;
 }
 
@@ -257,7 +265,7 @@ double GcnModel::train_step(int epoch) {
   adam_async();
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
-  res_.synchronize();
+  sync();
   return loss;
 }
 
@@ -351,7 +359,7 @@ EvalResult GcnModel::evaluate() {
   std::int64_t correct[3];
   kernels::copy_async(ctx, losses, scalar_f_.data(), sizeof losses);
   kernels::copy_async(ctx, correct, scalar_i_.data(), sizeof correct);
-  res_.synchronize();
+  sync();
   EvalResult r;
   for (int s = 0; s < 3; ++s) {
     r.loss_sum[s] = losses[s];
@@ -363,7 +371,7 @@ EvalResult GcnModel::evaluate() {
 std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_buffer) {
   std::vector<float> flat(static_cast<std::size_t>(num_params_));
   kernels::copy_async(res_.context(), flat.data(), flat_buffer.data(), flat_buffer.bytes());
-  res_.synchronize();
+  sync();
   std::vector<std::vector<float>> out;
   for (const Layer& ly : layers_) {
     out.emplace_back(flat.begin() + ly.w_offset, flat.begin() + ly.w_offset + ly.in * ly.out);
@@ -392,13 +400,13 @@ void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
     std::copy(params[2 * l + 1].begin(), params[2 * l + 1].end(), flat.begin() + ly.b_offset);
   }
   kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
-  res_.synchronize();
+  sync();
 }
 
 std::vector<float> GcnModel::logits() {
   std::vector<float> out(static_cast<std::size_t>(logits_.size()));
   kernels::copy_async(res_.context(), out.data(), logits_.data(), logits_.bytes());
-  res_.synchronize();
+  sync();
   return out;
 }
 

@@ -87,6 +87,7 @@ class GcnModel {
     bool decay = false;                       ///< L2 weight decay on W
   };
   void forward(bool training, int epoch);
+  void sync();
   void upload_sparse_features();
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
   void backward_async();

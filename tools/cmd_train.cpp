@@ -8,6 +8,7 @@
 #include <numeric>
 
 #include "engine/distributed.hpp"
+#include "engine/mpi_communicator.hpp"
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "kernels/core/error.hpp"
@@ -31,8 +32,9 @@ struct TrainOptions {
   bool no_normalize = false;
   engine::TrainConfig config;
   std::string strategy = "single";
-  int parts = 1;
+  int parts = 0;  // 0: --gpus, the MPI world size, or 1
   std::string partitioner = "metis";
+  int gpus = 0;
 };
 
 struct MeanStd {
@@ -99,12 +101,21 @@ void run_train(TrainOptions& o) {
                device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
 
   const partition::Strategy strategy = partition::parse_strategy(o.strategy);
+  engine::LaunchOptions launch;
+  launch.backend = device.backend;
+  launch.mpi = engine::launched_under_mpi();
+  if (launch.mpi) {
+    engine::mpi_init();
+    if (strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
+      throw InvalidInput::parameter("--strategy", "single", "drop, halo or gather when started by mpirun with " +
+                                                               std::to_string(engine::mpi_size()) + " ranks");
+    if (o.parts == 0) o.parts = engine::mpi_size();
+  }
+  if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
+  const bool root = !launch.mpi || engine::mpi_rank() == 0;
   if (strategy != partition::Strategy::kSingle) {
-    if (device.is_cuda())
-      throw InvalidInput::parameter("--device", o.device,
-                                    "cpu for a multi-device strategy (virtual CPU devices); multi-GPU runs come "
-                                    "with the NCCL communicator");
     if (o.parts < 1) throw InvalidInput::parameter("--parts", std::to_string(o.parts), ">= 1");
+    if (!root) std::freopen("/dev/null", "w", stdout);
     partition::PartitionOptions popt;
     popt.method = o.partitioner == "random" ? partition::Partitioner::kRandom
                   : o.partitioner == "range" ? partition::Partitioner::kRange
@@ -117,17 +128,24 @@ void run_train(TrainOptions& o) {
       engine::TrainConfig cfg = o.config;
       cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
       cfg.load_weights = o.load;
-      last = engine::train_distributed(ds, plan, cfg, [&](int epoch, double loss, double, double vacc) {
-        char status[128];
-        std::snprintf(status, sizeof status, "run %d/%d loss %.4f val acc %.1f%%", r + 1, o.runs, loss, 100 * vacc);
-        progress.update(static_cast<std::int64_t>(r) * o.config.epochs + epoch + 1, status);
-      });
+      last = engine::train_distributed(
+          ds, plan, cfg,
+          [&](int epoch, double loss, double, double vacc) {
+            char status[128];
+            std::snprintf(status, sizeof status, "run %d/%d loss %.4f val acc %.1f%%", r + 1, o.runs, loss,
+                          100 * vacc);
+            progress.update(static_cast<std::int64_t>(r) * o.config.epochs + epoch + 1, status);
+          },
+          launch);
       acc.push_back(last.accuracy[2]);
     }
     progress.finish();
     const MeanStd a = mean_std(acc);
-    std::printf("strategy     %s on %d virtual CPU devices (%s partition): %s lost edges (%.2f %%), replication %.3f\n",
-                o.strategy.c_str(), o.parts, o.partitioner.c_str(), with_commas(plan.metrics.lost_edges).c_str(),
+    const std::string where = std::string(device.is_cuda() ? "GPUs" : "virtual CPU devices") +
+                              (launch.mpi ? " (one MPI rank each)" : " (one thread each)");
+    std::printf("strategy     %s on %d %s, %s partition: %s lost edges (%.2f %%), replication %.3f\n",
+                o.strategy.c_str(), o.parts, where.c_str(), o.partitioner.c_str(),
+                with_commas(plan.metrics.lost_edges).c_str(),
                 100 * plan.metrics.lost_fraction, plan.metrics.replication_factor);
     std::printf("accuracy     test %.2f ± %.2f %%   (last run: train %.2f %%, valid %.2f %%)\n", 100 * a.mean,
                 100 * a.std, 100 * last.accuracy[0], 100 * last.accuracy[1]);
@@ -136,12 +154,15 @@ void run_train(TrainOptions& o) {
       std::printf("device %zu     peak %s, sent %s per epoch\n", d,
                   human_bytes(static_cast<double>(last.memory[d].peak)).c_str(),
                   human_bytes(static_cast<double>(last.bytes_sent_per_epoch[d])).c_str());
+    if (!root) return;
     if (!o.save.empty()) engine::save_weights(o.save, dims, last.parameters);
     if (!o.json.empty()) {
       nlohmann::json mem = nlohmann::json::array();
       for (const auto& m : last.memory) mem.push_back(memory_json(m));
       write_json(o.json, {{"command", "train"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT},
                           {"dataset", ds.name}, {"strategy", o.strategy}, {"parts", o.parts},
+                          {"device", device_name}, {"launch", launch.mpi ? "mpi" : "threads"},
+                          {"driver_bytes", last.driver_bytes}, {"valid_loss", last.valid_loss},
                           {"partitioner", o.partitioner}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
                           {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
                           {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
@@ -282,7 +303,8 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
       ->check(CLI::IsMember({"single", "drop", "halo", "gather"}))->capture_default_str();
-  cmd->add_option("--parts", o->parts, "Number of (virtual) devices for --strategy")->capture_default_str();
+  cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
+  cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   return {cmd, [o] { run_train(*o); }};
