@@ -14,6 +14,7 @@
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <cstdlib>
 
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/cuda_common.cuh"
@@ -37,6 +38,7 @@ struct SpmmArgs {
   float* y;
   std::int64_t ldy;
   std::int64_t width;
+  std::int64_t long_row;  // rows with more entries go to the block-wide phase
 };
 
 /// Loads, stores and arithmetic on one lane's slice of a row: a float, or a float4 (16-byte aligned).
@@ -139,7 +141,7 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs 
   // Phase 1: each group its own row, long rows set aside.
   if (row < s.num_rows) {
     const std::int64_t beg = __ldg(s.offsets + row), end = __ldg(s.offsets + row + 1);
-    if (end - beg > kLongRowEntries) {
+    if (end - beg > s.long_row) {
       if (lane == 0) long_rows[atomicAdd(&num_long, 1)] = static_cast<int>(row);
     } else {
       const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
@@ -216,9 +218,20 @@ bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 
 
 }  // namespace
 
+/// The long-row threshold: spmm_tuning::kLongRowEntries, or GCNPART_SPMM_LONG_ROW for tuning experiments.
+std::int64_t long_row_threshold() {
+  static const std::int64_t value = [] {
+    const char* env = std::getenv("GCNPART_SPMM_LONG_ROW");
+    const long long v = env != nullptr ? std::atoll(env) : 0;
+    return v > 0 ? static_cast<std::int64_t>(v) : kLongRowEntries;
+  }();
+  return value;
+}
+
 void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
           std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
-  const SpmmArgs s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x, ldx, y, ldy, width};
+  const SpmmArgs s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x,
+                   ldx,        y,             ldy,       width,    long_row_threshold()};
   const bool vec4 = width % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y);
   if (vec4) {
     launch_for_width<4>(s, ctx.stream);

@@ -123,3 +123,21 @@ TEST_CASE("a device that runs out of memory fails the run with its message inste
   const auto plan = partition::make_plan(cora().graph, Strategy::kHalo, 3, 2);
   CHECK_THROWS_AS(train_distributed(cora(), plan, cfg), OutOfMemory);
 }
+
+TEST_SUITE("gpu") {
+  TEST_CASE("halo and gather on every visible GPU through NCCL reproduce single-GPU losses on Cora") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const int gpus = cuda_device_count();
+    auto cfg = twenty_epochs(2);
+    const auto single = train_single(single_device_problem(cora(), true), Device::parse("cuda:0"), cfg);
+    LaunchOptions launch;
+    launch.backend = kernels::Backend::kCuda;
+    for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+      INFO(partition::strategy_name(s) << " on " << gpus << " GPU(s)");
+      const auto plan = partition::make_plan(cora().graph, s, gpus, 2);
+      const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
+      check_same_training(single, dist, 1e-4);
+      CHECK(dist.driver_bytes.size() == static_cast<std::size_t>(gpus));
+    }
+  }
+}
