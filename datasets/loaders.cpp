@@ -465,6 +465,14 @@ Dataset load_matrix_market(const std::string& path, const LoadOptions& options) 
   if (nnz < 0)
     throw InvalidInput(InputLocation{path, size_line, col_nnz}, "negative entry count", std::to_string(nnz), ">= 0");
   check_fits(InputLocation{path, size_line, col_nnz}, reader, nnz, 4, "entry count nnz");
+  // Rows take no bytes in the file, so the size line alone could ask for a CSR of 2^31 rows. Each entry touches at
+  // most two nodes; beyond that rows are isolated nodes, of which a generous number is allowed.
+  constexpr std::int64_t kIsolatedRowsAllowed = std::int64_t{1} << 20;
+  if (rows > 2 * nnz + kIsolatedRowsAllowed)
+    throw InvalidInput(InputLocation{path, size_line, col_rows}, "more rows than the entries can touch",
+                       std::to_string(rows),
+                       "at most 2 x nnz + " + std::to_string(kIsolatedRowsAllowed) + " = " +
+                           std::to_string(2 * nnz + kIsolatedRowsAllowed) + " (the rest would be isolated nodes)");
 
   EdgeList edges;
   edges.num_nodes = rows;

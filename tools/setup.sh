@@ -5,7 +5,8 @@ GCNPART_ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$GCNPART_ROOT"
 
 gcnpart_packages=(cmake ninja-build g++ ccache pkg-config zlib1g-dev libmetis-dev doctest-dev libcli11-dev
-                  nlohmann-json3-dev libopenmpi-dev openmpi-bin python3)
+                  nlohmann-json3-dev libopenmpi-dev openmpi-bin python3
+                  clang libclang-rt-14-dev libomp-dev)  # the last three for tools/fuzz
 
 gcnpart_install_missing() {
   local missing=()

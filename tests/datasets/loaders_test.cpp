@@ -313,6 +313,11 @@ TEST_CASE("Matrix Market loader names file:line:column of bad indices, values an
                     "absurd_rows.mtx:2:1: too many nodes (rows on the size line): got '1000000000000'");
   CHECK_MESSAGE_HAS(load_error(test_data("mtx/absurd_nnz.mtx")),
                     "absurd_nnz.mtx:2:9: entry count nnz larger than the file can hold: got '900000000'");
+  // Rows take no bytes: a size line of 2e9 rows and one entry used to allocate 16 GB of row offsets (fuzz_mtx's
+  // -malloc_limit_mb reports such an input as a crash).
+  CHECK_MESSAGE_HAS(load_error(test_data("mtx/absurd_rows_for_nnz.mtx")),
+                    "absurd_rows_for_nnz.mtx:2:1: more rows than the entries can touch: got '2000000000', expected at "
+                    "most 2 x nnz + 1048576 = 1048578");
 }
 
 // ------------------------------------------------------------------------------------------------ OGB
