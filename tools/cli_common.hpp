@@ -49,5 +49,6 @@ Command register_info(CLI::App& app);
 Command register_convert(CLI::App& app);
 Command register_generate(CLI::App& app);
 Command register_train(CLI::App& app);
+Command register_bench(CLI::App& app);
 
 }  // namespace gcnpart::cli

@@ -30,6 +30,7 @@ int main(int argc, char** argv) {
   commands.push_back(gcnpart::cli::register_convert(app));
   commands.push_back(gcnpart::cli::register_generate(app));
   commands.push_back(gcnpart::cli::register_train(app));
+  commands.push_back(gcnpart::cli::register_bench(app));
 
   try {
     app.parse(argc, argv);
