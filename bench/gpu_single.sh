@@ -12,12 +12,11 @@ ctest --preset gpu --output-on-failure 2>&1 | tee "$out/ctest_gpu.log" | tail -4
 g=build/gpu/tools/gcnpart
 data=${GCNPART_DATA:-../shared/datasets}
 for ds in cora citeseer; do
-  for spmm in own cusparse; do
-    $g -q train "$data/$ds" --device cuda --runs 10 --spmm $spmm --json "$out/train-$ds-$spmm.json" 2>&1 | tail -6
-  done
+  $g -q train "$data/$ds" --device cuda --runs 10 --json "$out/train-$ds.json" 2>&1 | tail -7
 done
+$g -q train "$data/cora" --device cuda --gpus 1 --strategy gather --epochs 50 --json "$out/train-cora-gather-nccl1.json" 2>&1 | tail -5
 $g -q generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40 -o /tmp/rmat18.gcsr
-for spmm in own cusparse; do
+for spmm in own cusparse auto; do
   $g -q train /tmp/rmat18.gcsr --device cuda --hidden 256 --layers 3 --epochs 100 --spmm $spmm \
      --json "$out/train-rmat18-$spmm.json" 2>&1 | tail -6
 done
