@@ -19,11 +19,19 @@ struct PartitionOptions {
   std::uint64_t seed = 1;
   double imbalance = 1.03;  ///< max part weight / mean (METIS ufactor = 1000 * (imbalance - 1))
   Objective objective = Objective::kCut;
+  /// METIS refinement passes per level (METIS_OPTION_NITER; METIS' default 10). Fewer: faster, a slightly worse cut.
+  int metis_iterations = 10;
+  /// Fraction of the undirected edges METIS sees: a symmetric sample keyed by (seed, edge); 1 = every edge.
+  /// METIS 5.1 keeps every level of its hierarchy (~8 bytes per entry per level) and coarsening hardly shrinks
+  /// power-law graphs, so on RMAT its memory is ~18x the CSR; a sample cuts memory and time in proportion.
+  /// The cut and volume reported are always those of the full graph.
+  double metis_edge_sample = 1.0;
 };
 
 /// part_of[v] in [0, parts) for every node.
 struct Partition {
   int parts = 1;
+  Partitioner method = Partitioner::kMetis;  ///< how part_of was computed
   std::vector<std::int32_t> part_of;
   std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts
   std::int64_t comm_volume = 0;  ///< sum over nodes of the number of other parts among its neighbours (METIS' volume)
@@ -32,7 +40,8 @@ struct Partition {
 
 /// Partitions a symmetric graph without self loops. METIS_PartGraphKway for kMetis (deterministic for a seed),
 /// a keyed hash for kRandom, contiguous id ranges of equal size for kRange. parts == 1 gives one part.
-/// @throws InvalidInput for parts < 1 or > nodes; METIS failures as Error.
+/// @throws InvalidInput for parts < 1 or > nodes, a graph with a self loop or a one-way edge (the node named), or
+/// more than 2^31 - 1 entries for METIS; METIS failures as Error (OutOfMemory for METIS_ERROR_MEMORY).
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});
 
 enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
@@ -52,6 +61,7 @@ struct DevicePlan {
   /// all local nodes (rows of the outermost ring are truncated; that is exact for `layers` layers).
   datasets::Csr local_graph;
   /// D^-1/2 of every local node, self loop counted: subgraph degrees (drop), full-graph degrees (halo, pipeline).
+  /// Empty for gather (dinv_own).
   std::vector<float> dinv;
   /// gather: rows = own nodes, columns = table slots (slot of node v = part(v) * table_block + local index of v
   /// in its part), self loops included; and its transpose (rows = all table slots, columns = own rows).
@@ -73,6 +83,7 @@ struct PlanMetrics {
   std::vector<std::vector<std::int64_t>> halo_per_hop;  ///< [device][hop-1]: nodes first reached at that hop
   double replication_factor = 1;            ///< sum of local nodes / nodes
   std::int64_t replicated_edges = 0;        ///< sum of local directed entries - graph's directed entries
+                                            ///< (drop: -2 x lost edges)
   std::int64_t table_rows = 0;              ///< gather: rows of the table on every device (parts * table_block)
   std::int64_t index_bytes = 0;             ///< gather: bytes of the gather matrices, max over devices
   double node_imbalance = 1, edge_imbalance = 1;  ///< max / mean over devices
@@ -96,6 +107,12 @@ struct Plan {
 /// loops. Deterministic for a seed. pipeline: every device holds the whole graph (parts = stages).
 Plan make_plan(const datasets::Csr& graph, Strategy strategy, int parts, int layers,
                const PartitionOptions& options = {});
+
+/// The same from a partition computed once (one METIS run for every strategy and layer count). single needs
+/// partition.parts == 1; pipeline uses partition.parts as its stage count and ignores part_of (its plan's
+/// partition puts every node in part 0: layers are split, not nodes).
+/// @throws InvalidInput when the partition does not fit the graph or layers < 1.
+Plan make_plan(const datasets::Csr& graph, Strategy strategy, const Partition& partition, int layers);
 
 /// Metrics only (no per-device arrays kept): what `compare` needs for large graphs.
 PlanMetrics plan_metrics(const datasets::Csr& graph, Strategy strategy, const Partition& partition, int layers);

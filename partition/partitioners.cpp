@@ -1,0 +1,148 @@
+// partition_graph: METIS k-way, a keyed hash and contiguous ranges; the cut and volume are always recomputed here.
+#include <metis.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <type_traits>
+
+#include "kernels/core/error.hpp"
+#include "kernels/core/philox.hpp"
+#include "partition/detail/plan_detail.hpp"
+#include "partition/plan.hpp"
+
+namespace gcnpart::partition {
+
+// The CSR's column array is handed to METIS as adjncy without a copy (METIS reads it only): that needs the
+// 32-bit idx_t of Debian's METIS 5.1 build.
+static_assert(std::is_same_v<idx_t, NodeId>, "gcnpart expects METIS built with IDXTYPEWIDTH 32 (Debian libmetis-dev)");
+
+namespace {
+
+const char* metis_status_name(int status) {
+  switch (status) {
+    case METIS_ERROR_INPUT: return "METIS_ERROR_INPUT";
+    case METIS_ERROR_MEMORY: return "METIS_ERROR_MEMORY";
+    default: return "METIS_ERROR";
+  }
+}
+
+void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& options, std::vector<std::int32_t>& part_of) {
+  if (graph.num_edges() > std::int64_t{std::numeric_limits<idx_t>::max()})
+    throw InvalidInput::parameter("graph", std::to_string(graph.num_edges()) + " directed entries",
+                                  "at most 2147483647 for METIS 5.1 with 32-bit idx_t (use the random or range "
+                                  "partitioner)");
+  const std::int64_t n = graph.num_nodes;
+  idx_t nvtxs = static_cast<idx_t>(n);
+  idx_t ncon = 1;
+  idx_t nparts = parts;
+  // METIS takes idx_t offsets: the int64 offsets are copied (4 bytes per node); the columns are not, unless sampled.
+  std::vector<idx_t> xadj(graph.row_offsets.size());
+  std::vector<idx_t> sampled;
+  auto* adjncy = const_cast<idx_t*>(graph.col_ids.data());  // read only by METIS (tests check the graph is intact)
+  if (options.metis_edge_sample >= 1.0) {
+#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
+    for (std::int64_t i = 0; i < static_cast<std::int64_t>(xadj.size()); ++i)
+      xadj[i] = static_cast<idx_t>(graph.row_offsets[i]);
+  } else {
+    // Edge {u, v} is kept when a hash of (seed, min, max) falls below the fraction: both directions agree.
+    const std::uint64_t key = rng::stream_key(options.seed, rng::kSampling, 0x4D455449ull /* "METI" */);
+    const auto threshold = static_cast<std::uint64_t>(std::ldexp(options.metis_edge_sample, 32));
+    const auto* off = graph.row_offsets.data();
+    const auto* col = graph.col_ids.data();
+    auto kept = [&](std::int64_t u, NodeId v) {
+      const auto a = static_cast<std::uint64_t>(std::min<std::int64_t>(u, v));
+      const auto b = static_cast<std::uint64_t>(std::max<std::int64_t>(u, v));
+      return (rng::mix64(key ^ rng::mix64(a << 32 | b)) & 0xffffffffull) < threshold;
+    };
+    std::vector<std::int64_t> count(static_cast<std::size_t>(n) + 1, 0);
+#pragma omp parallel for schedule(dynamic, 4096) if (graph.num_edges() > detail::kParallelMin)
+    for (std::int64_t u = 0; u < n; ++u)
+      for (RowOffset k = off[u]; k < off[u + 1]; ++k) count[u + 1] += kept(u, col[k]);
+    for (std::int64_t u = 0; u < n; ++u) count[u + 1] += count[u];
+    sampled.resize(static_cast<std::size_t>(count[n]));
+#pragma omp parallel for schedule(dynamic, 4096) if (graph.num_edges() > detail::kParallelMin)
+    for (std::int64_t u = 0; u < n; ++u) {
+      xadj[u] = static_cast<idx_t>(count[u]);
+      std::int64_t at = count[u];
+      for (RowOffset k = off[u]; k < off[u + 1]; ++k)
+        if (kept(u, col[k])) sampled[at++] = col[k];
+    }
+    xadj[n] = static_cast<idx_t>(count[n]);
+    adjncy = sampled.data();
+  }
+
+  idx_t metis_options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(metis_options);
+  metis_options[METIS_OPTION_SEED] = static_cast<idx_t>(options.seed & 0x7fffffffu);
+  metis_options[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround(1000.0 * (options.imbalance - 1.0)));
+  metis_options[METIS_OPTION_OBJTYPE] = options.objective == Objective::kVolume ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
+  metis_options[METIS_OPTION_NUMBERING] = 0;
+  metis_options[METIS_OPTION_NITER] = options.metis_iterations;
+  idx_t objval = 0;
+  const int status = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, nullptr, nullptr, nullptr, &nparts, nullptr,
+                                         nullptr, metis_options, &objval, part_of.data());
+  if (status == METIS_ERROR_MEMORY)
+    throw OutOfMemory("METIS_PartGraphKway ran out of host memory partitioning " + std::to_string(graph.num_nodes) +
+                      " nodes and " + std::to_string(graph.num_edges()) + " directed entries into " +
+                      std::to_string(parts) + " parts (its multilevel hierarchy keeps ~2 x 4 bytes per entry per "
+                      "level); the random or range partitioner needs no extra memory");
+  if (status != METIS_OK)
+    throw Error(std::string("METIS_PartGraphKway failed with ") + metis_status_name(status) + " on " +
+                std::to_string(graph.num_nodes) + " nodes, " + std::to_string(graph.num_edges()) + " entries, " +
+                std::to_string(parts) + " parts");
+}
+
+}  // namespace
+
+Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options) {
+  detail::check_graph(graph, "partition_graph");
+  const std::int64_t n = graph.num_nodes;
+  if (parts < 1 || parts > n)
+    throw InvalidInput::parameter("parts", std::to_string(parts), "1.." + std::to_string(n) + " (the node count)");
+  if (!std::isfinite(options.imbalance) || options.imbalance < 1.0 || options.imbalance > 3.0)
+    throw InvalidInput::parameter("imbalance", std::to_string(options.imbalance),
+                                  "1..3 (max part weight / mean; 1.03 allows 3%)");
+  if (options.metis_iterations < 1 || options.metis_iterations > 1000)
+    throw InvalidInput::parameter("metis_iterations", std::to_string(options.metis_iterations), "1..1000 (METIS' default 10)");
+  if (!(options.metis_edge_sample > 0.0 && options.metis_edge_sample <= 1.0))
+    throw InvalidInput::parameter("metis_edge_sample", std::to_string(options.metis_edge_sample),
+                                  "a fraction in (0, 1] (1 = METIS sees every edge)");
+  const auto start = std::chrono::steady_clock::now();
+  Partition partition;
+  partition.parts = parts;
+  partition.method = options.method;
+  partition.part_of.assign(static_cast<std::size_t>(n), 0);
+  auto* part = partition.part_of.data();
+  if (parts > 1) {
+    switch (options.method) {
+      case Partitioner::kMetis:
+        metis_kway(graph, parts, options, partition.part_of);
+        break;
+      case Partitioner::kRandom: {
+        // Keyed by node id: the same parts whatever the thread count.
+        const std::uint64_t key = rng::stream_key(options.seed, rng::kRandomPartition);
+#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
+        for (std::int64_t v = 0; v < n; ++v)
+          part[v] = static_cast<std::int32_t>(rng::philox4x32(key, static_cast<std::uint64_t>(v), 0).v[0] %
+                                              static_cast<std::uint32_t>(parts));
+        break;
+      }
+      case Partitioner::kRange:
+        // part = floor(v * parts / n): sizes differ by at most one.
+#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
+        for (std::int64_t v = 0; v < n; ++v) part[v] = static_cast<std::int32_t>(v * parts / n);
+        break;
+    }
+  }
+  detail::check_partition(graph, partition, "partition_graph (METIS output)");
+  const detail::CutStats cut = detail::cut_stats(graph, part, parts);
+  partition.edge_cut = cut.edge_cut;
+  partition.comm_volume = cut.comm_volume;
+  partition.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  return partition;
+}
+
+}  // namespace gcnpart::partition
