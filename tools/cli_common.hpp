@@ -49,6 +49,8 @@ Command register_info(CLI::App& app);
 Command register_convert(CLI::App& app);
 Command register_generate(CLI::App& app);
 Command register_train(CLI::App& app);
+Command register_fit(CLI::App& app);
+Command register_cards(CLI::App& app);
 Command register_bench(CLI::App& app);
 
 }  // namespace gcnpart::cli

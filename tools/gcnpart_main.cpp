@@ -30,6 +30,8 @@ int main(int argc, char** argv) {
   commands.push_back(gcnpart::cli::register_convert(app));
   commands.push_back(gcnpart::cli::register_generate(app));
   commands.push_back(gcnpart::cli::register_train(app));
+  commands.push_back(gcnpart::cli::register_fit(app));
+  commands.push_back(gcnpart::cli::register_cards(app));
   commands.push_back(gcnpart::cli::register_bench(app));
 
   try {

@@ -1,0 +1,303 @@
+#include "partition/memory_model.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "datasets/generators.hpp"
+#include "datasets/loaders.hpp"
+#include "engine/distributed.hpp"
+#include "engine/trainer.hpp"
+#include "kernels/core/error.hpp"
+#include "partition/cost_model.hpp"
+#include "test_support.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::partition;
+
+namespace {
+
+const datasets::Dataset& cora() {
+  static const datasets::Dataset ds = datasets::load_dataset(testing::data_dir() + "/cora");
+  return ds;
+}
+
+const datasets::Dataset& sbm() {
+  static const datasets::Dataset ds = [] {
+    datasets::SbmParams p;
+    p.nodes = 3000;
+    p.classes = 5;
+    p.features = 48;
+    p.seed = 11;
+    return datasets::generate_sbm(p);
+  }();
+  return ds;
+}
+
+engine::TrainConfig two_epochs(int layers) {
+  engine::TrainConfig cfg;
+  cfg.epochs = 2;
+  cfg.model.layers = layers;
+  cfg.model.seed = 3;
+  cfg.evaluate_every_epoch = false;
+  return cfg;
+}
+
+ModelSpec spec(const datasets::Dataset& ds, const engine::TrainConfig& cfg) {
+  ModelSpec m;
+  m.layers = cfg.model.layers;
+  m.hidden = cfg.model.hidden;
+  m.features = ds.num_features;
+  m.classes = ds.num_classes;
+  m.dropout = cfg.model.dropout > 0;
+  m.sparse_features_below = cfg.model.sparse_features_below;
+  return m;
+}
+
+double relative(double predicted, double measured) { return measured > 0 ? predicted / measured - 1 : 0; }
+
+std::string breakdown(const CategoryBytes& c) {
+  std::string s;
+  for (int i = 0; i < static_cast<int>(MemoryCategory::kCount); ++i)
+    s += std::string(memory_category_name(static_cast<MemoryCategory>(i))) + "=" +
+         std::to_string(c[static_cast<std::size_t>(i)]) + " ";
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("memory model reproduces the tracked peak of single-device training on Cora and a generated graph") {
+  for (const auto* ds : {&cora(), &sbm()}) {
+    for (int layers : {2, 3}) {
+      const auto cfg = two_epochs(layers);
+      const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
+      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), spec(*ds, cfg), ComputeBackend::kCpu);
+      const MemoryEstimate from_stats =
+          estimate_device_memory(single_device_shape(graph_stats(*ds)), spec(*ds, cfg), ComputeBackend::kCpu);
+      INFO(ds->name << " L=" << layers << ": measured " << report.memory.peak << " (" << breakdown(report.memory.at_peak_by)
+                    << "), model " << est.peak << " (" << breakdown(est.at_peak) << "), from statistics "
+                    << from_stats.peak);
+      CHECK(std::fabs(relative(static_cast<double>(est.peak), static_cast<double>(report.memory.peak))) <= 0.05);
+      CHECK(std::fabs(relative(static_cast<double>(from_stats.peak), static_cast<double>(report.memory.peak))) <= 0.05);
+      MESSAGE(ds->name << " single L=" << layers << ": measured " << report.memory.peak << " B, model " << est.peak
+                       << " B (" << relative(static_cast<double>(est.peak), static_cast<double>(report.memory.peak)) * 100
+                       << " %)");
+    }
+  }
+}
+
+TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, halo and gather on K = 2, 3, 4 "
+          "devices and 2 and 3 layers") {
+  double worst_exact = 0, worst_metrics = 0;
+  for (const auto* ds : {&cora(), &sbm()}) {
+    const GraphStats stats = graph_stats(*ds);
+    for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
+      for (int k : {2, 3, 4}) {
+        for (int layers : {2, 3}) {
+          const auto cfg = two_epochs(layers);
+          const Plan plan = make_plan(ds->graph, s, k, layers);
+          const auto report = engine::train_distributed(*ds, plan, cfg);
+          const auto exact = device_shapes(plan, *ds);
+          const auto from_metrics = device_shapes(plan.metrics, s, k, stats);
+          REQUIRE(static_cast<int>(report.memory.size()) == k);
+          for (int d = 0; d < k; ++d) {
+            const auto measured = static_cast<double>(report.memory[d].peak);
+            const MemoryEstimate e = estimate_device_memory(exact[d], spec(*ds, cfg), ComputeBackend::kCpu);
+            const MemoryEstimate m = estimate_device_memory(from_metrics[d], spec(*ds, cfg), ComputeBackend::kCpu);
+            const double err_exact = relative(static_cast<double>(e.peak), measured);
+            const double err_metrics = relative(static_cast<double>(m.peak), measured);
+            worst_exact = std::max(worst_exact, std::fabs(err_exact));
+            worst_metrics = std::max(worst_metrics, std::fabs(err_metrics));
+            INFO(ds->name << " " << strategy_name(s) << " K=" << k << " L=" << layers << " device " << d
+                          << ": measured " << report.memory[d].peak << " (" << breakdown(report.memory[d].at_peak_by)
+                          << "), model " << e.peak << " (" << breakdown(e.at_peak) << "), from plan metrics "
+                          << m.peak);
+            CHECK(std::fabs(err_exact) <= 0.05);
+            CHECK(std::fabs(err_metrics) <= 0.05);
+            // Communication per epoch is counted the way the communicator counts it.
+            CHECK(comm_bytes_per_epoch(exact[d], spec(*ds, cfg)) == report.bytes_sent_per_epoch[d]);
+          }
+        }
+      }
+    }
+  }
+  MESSAGE("largest |model / measured - 1| over every device: exact counts " << worst_exact * 100
+                                                                            << " %, plan metrics only "
+                                                                            << worst_metrics * 100 << " %");
+}
+
+TEST_CASE("a memory limit the model says is enough trains, one 10 % below the predicted peak runs out of memory") {
+  const auto& ds = cora();
+  const auto cfg0 = two_epochs(2);
+  {
+    const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), spec(ds, cfg0), ComputeBackend::kCpu);
+    auto cfg = cfg0;
+    cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(e.peak) * 1.05);
+    CHECK_NOTHROW(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg));
+    cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(e.peak) * 0.9);
+    CHECK_THROWS_AS(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg), OutOfMemory);
+  }
+  for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+    const Plan plan = make_plan(ds.graph, s, 3, 2);
+    std::int64_t peak = 0;
+    for (const auto& shape : device_shapes(plan, ds))
+      peak = std::max(peak, estimate_device_memory(shape, spec(ds, cfg0), ComputeBackend::kCpu).peak);
+    auto cfg = cfg0;
+    cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(peak) * 1.05);
+    CHECK_NOTHROW(engine::train_distributed(ds, plan, cfg));
+    cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(peak) * 0.9);
+    try {
+      engine::train_distributed(ds, plan, cfg);
+      FAIL("expected OutOfMemory for " << strategy_name(s));
+    } catch (const OutOfMemory& e) {
+      CHECK(std::string(e.what()).find("out of memory") != std::string::npos);
+    }
+  }
+}
+
+TEST_CASE("CUDA memory model agrees with the tracked peaks measured on the H200 for Cora and CiteSeer") {
+  for (const char* name : {"cora", "citeseer"}) {
+    const auto ds = datasets::load_dataset(testing::data_dir() + "/" + name);
+    for (const char* spmm : {"own", "cusparse"}) {
+      const std::string file = std::string(GCNPART_SOURCE_DIR) + "/bench/results/h200-2026-11-29/train-" + name + "-" +
+                               spmm + ".json";
+      std::ifstream in(file);
+      REQUIRE_MESSAGE(in.good(), "missing " << file);
+      const auto j = nlohmann::json::parse(in);
+      const auto measured = j.at("summary").at("memory").at("peak_bytes").get<std::int64_t>();
+      ModelSpec m;
+      m.layers = j.at("model").at("layers").get<int>();
+      m.hidden = j.at("model").at("hidden").get<std::int64_t>();
+      m.features = ds.num_features;
+      m.classes = ds.num_classes;
+      m.spmm = std::string(spmm) == "own" ? SpmmPath::kOwn : SpmmPath::kCusparse;
+      const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), m, ComputeBackend::kCuda);
+      INFO(name << " " << spmm << ": H200 tracked peak " << measured << ", model " << e.peak << " ("
+                << breakdown(e.at_peak) << ")");
+      CHECK(std::fabs(relative(static_cast<double>(e.peak), static_cast<double>(measured))) <= 0.01);
+    }
+  }
+}
+
+TEST_CASE("sampled split estimate agrees with the plan within a few of its standard errors") {
+  for (const auto* ds : {&cora(), &sbm()}) {
+    for (int k : {2, 4}) {
+      for (int layers : {2, 3}) {
+        PartitionOptions opt;
+        opt.method = Partitioner::kRandom;
+        const Partition part = partition_graph(ds->graph, k, opt);
+        const PlanMetrics exact = plan_metrics(ds->graph, Strategy::kHalo, part, layers);
+        const SplitEstimate est = estimate_split_sampled(ds->graph, part, layers, 1500, 7);
+        double halo = 0, entries = 0;
+        for (int d = 0; d < k; ++d) {
+          for (auto h : exact.halo_per_hop[d]) halo += static_cast<double>(h) / k;
+          entries += static_cast<double>(exact.local_edges[d]) / k;
+        }
+        double err = 0;
+        for (double e : est.halo_per_hop_error) err = std::max(err, e);
+        INFO(ds->name << " K=" << k << " L=" << layers << ": halo exact " << halo << " sampled " << est.halo_nodes()
+                      << " (+-" << err * 100 << " % per hop); entries exact " << entries << " sampled "
+                      << est.local_entries_halo << " (+-" << est.local_entries_halo_error * 100 << " %)");
+        CHECK(std::fabs(relative(est.halo_nodes(), halo)) <= 4 * err + 0.02);
+        CHECK(std::fabs(relative(est.local_entries_halo, entries)) <= 4 * est.local_entries_halo_error + 0.05);
+        CHECK(est.edge_cut == doctest::Approx(static_cast<double>(exact.edge_cut)));
+      }
+    }
+  }
+}
+
+TEST_CASE("count model stays within the error it reports of exact random-split halos on reference graphs") {
+  datasets::RmatParams rp;
+  rp.scale = 13;
+  rp.edge_factor = 8;
+  rp.features = 8;
+  rp.classes = 4;
+  const datasets::Dataset rmat = datasets::generate_rmat(rp);
+  double worst = 0, worst_rough = 0;
+  for (const auto* ds : {&cora(), &sbm(), &rmat}) {
+    const GraphStats stats = graph_stats(*ds);
+    for (int k : {2, 4, 8}) {
+      for (int layers : {2, 3}) {
+        PartitionOptions opt;
+        opt.method = Partitioner::kRandom;
+        const Partition part = partition_graph(ds->graph, k, opt);
+        const PlanMetrics exact = plan_metrics(ds->graph, Strategy::kHalo, part, layers);
+        const SplitEstimate est = estimate_split_from_counts(stats, k, layers);
+        GraphStats counts_only = stats;  // N and E alone: Poisson degrees, no isolated nodes set apart
+        counts_only.degree_second_moment = 0;
+        counts_only.isolated = -1;
+        const SplitEstimate rough = estimate_split_from_counts(counts_only, k, layers);
+        double local = 0, entries = 0;
+        for (int d = 0; d < k; ++d) {
+          local += static_cast<double>(exact.local_nodes[d]) / k;
+          entries += static_cast<double>(exact.local_edges[d]) / k;
+        }
+        const double model_local = est.inner_nodes + est.halo_nodes();
+        const double e_local = relative(model_local, local), e_entries = relative(est.local_entries_halo, entries);
+        worst = std::max({worst, std::fabs(e_local), std::fabs(e_entries)});
+        INFO(ds->name << " K=" << k << " L=" << layers << ": local nodes exact " << local << " model " << model_local
+                      << "; entries exact " << entries << " model " << est.local_entries_halo);
+        CHECK(std::fabs(e_local) <= est.halo_per_hop_error.front());
+        CHECK(std::fabs(e_entries) <= est.local_entries_halo_error);
+        const double r_local = relative(rough.inner_nodes + rough.halo_nodes(), local);
+        const double r_entries = relative(rough.local_entries_halo, entries);
+        worst_rough = std::max({worst_rough, std::fabs(r_local), std::fabs(r_entries)});
+        INFO("counts only: local nodes " << rough.inner_nodes + rough.halo_nodes() << ", entries "
+                                         << rough.local_entries_halo);
+        CHECK(std::fabs(r_local) <= rough.halo_per_hop_error.front());
+        CHECK(std::fabs(r_entries) <= rough.local_entries_halo_error);
+        const PlanMetrics drop = plan_metrics(ds->graph, Strategy::kDrop, part, layers);
+        CHECK(est.edge_cut == doctest::Approx(static_cast<double>(drop.edge_cut)).epsilon(0.05));
+      }
+    }
+  }
+  MESSAGE("count model: largest relative error of local nodes / entries per device " << worst * 100
+                                                                                   << " % with the degree moments and "
+                                                                                   "isolated nodes, "
+                                                                                   << worst_rough * 100
+                                                                                   << " % from N and E alone");
+}
+
+TEST_CASE("roofline calibration reproduces the H200 epochs and reports its residuals") {
+  Card h200;
+  h200.id = "h200";
+  h200.name = "NVIDIA H200";
+  h200.memory_bandwidth_gbs = 4800;
+  h200.fp32_tflops = 67;
+  const Calibration cal = calibrate(h200, h200_measurements());
+  REQUIRE(cal.points.size() == h200_measurements().size());
+  for (const auto& p : cal.points) {
+    INFO(p.what << ": measured " << p.measured_seconds * 1e3 << " ms, predicted " << p.predicted_seconds * 1e3
+                << " ms");
+    CHECK(std::fabs(p.error()) <= 0.25);
+    MESSAGE(p.what << ": measured " << p.measured_seconds * 1e3 << " ms, predicted " << p.predicted_seconds * 1e3
+                   << " ms (" << p.error() * 100 << " %)");
+  }
+  CHECK(cal.max_error() <= 0.25);
+  CHECK(cal.fitted);
+}
+
+TEST_CASE("memory model rejects bad shapes and models with the parameter named") {
+  ModelSpec m;
+  m.features = 10;
+  m.classes = 3;
+  DeviceShape s;
+  s.rows = -1;
+  CHECK_THROWS_AS(estimate_device_memory(s, m, ComputeBackend::kCpu), InvalidInput);
+  s.rows = 10;
+  m.hidden = 0;
+  try {
+    (void)estimate_device_memory(s, m, ComputeBackend::kCpu);
+    FAIL("expected InvalidInput");
+  } catch (const InvalidInput& e) {
+    CHECK(std::string(e.what()).find("--hidden") != std::string::npos);
+  }
+  GraphStats g;
+  g.nodes = 10;
+  g.edges = 100;  // more than 10 * 9 / 2
+  g.features = 4;
+  g.classes = 2;
+  CHECK_THROWS_AS(g.validate(), InvalidInput);
+}
