@@ -1,0 +1,218 @@
+// The malformed-input corpus: tests/data/bad/MANIFEST.tsv lists each hand-made bad input with the loader that reads
+// it, the error class it must raise and a piece of the message that names the position (file:line:column, byte,
+// node, parameter). One test walks the manifest through the library; a second runs the built `gcnpart` binary on
+// every row that gives a command line and checks the contract of README.md: one line "gcnpart: error: ..." on
+// stderr and the exit code of the error class (3 invalid input, 4 I/O).
+#include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "datasets/error_matchers.hpp"
+#include "datasets/gcsr.hpp"
+#include "datasets/loaders.hpp"
+#include "engine/trainer.hpp"
+#include "kernels/core/atomic_file.hpp"
+#include "kernels/core/error.hpp"
+#include "test_support.hpp"
+
+using namespace gcnpart;
+using gcnpart::testing::contains;
+
+namespace {
+
+/// One manifest row.
+struct BadInput {
+  std::int64_t line = 0;  // in MANIFEST.tsv, for failure messages
+  std::string file;       // relative to tests/data/bad; "-" for a command line without a file
+  std::string loader;     // snap | metis | mtx | ogb | gcsr | auto | weights | cli
+  std::string error;      // InvalidInput | IoError
+  std::string message;    // must appear in the error message
+  std::string cli;        // gcnpart arguments, {} = the file; "-" = not run through the CLI
+
+  [[nodiscard]] std::string path() const { return gcnpart::testing::test_data("bad/" + file); }
+  [[nodiscard]] std::string label() const { return "MANIFEST.tsv:" + std::to_string(line) + " " + file; }
+};
+
+/// The layer widths every weights row is loaded against (the files say 3-4-2 where they get that far).
+const std::vector<std::int64_t> kWeightDims = {3, 4, 2};
+
+std::vector<std::string> split_tabs(const std::string& line) {
+  std::vector<std::string> fields;
+  std::size_t start = 0;
+  for (;;) {
+    const std::size_t tab = line.find('\t', start);
+    fields.push_back(line.substr(start, tab == std::string::npos ? std::string::npos : tab - start));
+    if (tab == std::string::npos) return fields;
+    start = tab + 1;
+  }
+}
+
+std::vector<BadInput> read_manifest() {
+  const std::string path = gcnpart::testing::test_data("bad/MANIFEST.tsv");
+  std::ifstream in(path);
+  REQUIRE_MESSAGE(in.good(), "cannot open " << path);
+  std::vector<BadInput> rows;
+  std::string line;
+  std::int64_t number = 0;
+  bool header = true;
+  while (std::getline(in, line)) {
+    ++number;
+    if (line.empty() || line[0] == '#') continue;
+    const auto f = split_tabs(line);
+    REQUIRE_MESSAGE(f.size() == 5, "MANIFEST.tsv:" << number << ": expected 5 tab-separated fields, got " << f.size());
+    if (header) {  // the column names
+      header = false;
+      continue;
+    }
+    rows.push_back(BadInput{number, f[0], f[1], f[2], f[3], f[4]});
+  }
+  return rows;
+}
+
+/// Runs a row through the library; returns the error class and message it raised ("none" if it loaded).
+std::pair<std::string, std::string> run_library(const BadInput& row) {
+  try {
+    if (row.loader == "weights") {
+      (void)engine::load_weights(row.path(), kWeightDims);
+    } else {
+      datasets::LoadOptions options;
+      if (row.loader == "snap") options.format = datasets::Format::kSnap;
+      else if (row.loader == "metis") options.format = datasets::Format::kMetis;
+      else if (row.loader == "mtx") options.format = datasets::Format::kMatrixMarket;
+      else if (row.loader == "ogb") options.format = datasets::Format::kOgb;
+      else if (row.loader == "gcsr") options.format = datasets::Format::kGcsr;
+      else if (row.loader != "auto") FAIL_CHECK(row.label() << ": unknown loader '" << row.loader << "'");
+      (void)datasets::load_dataset(row.path(), options);
+    }
+  } catch (const InvalidInput& e) {
+    return {"InvalidInput", e.what()};
+  } catch (const IoError& e) {
+    return {"IoError", e.what()};
+  } catch (const std::exception& e) {
+    return {std::string("other (") + typeid(e).name() + ")", e.what()};
+  }
+  return {"none", ""};
+}
+
+std::string quoted(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+struct CliResult {
+  int exit_code = -1;
+  std::vector<std::string> stderr_lines;
+};
+
+/// Runs the gcnpart binary with `args` (a shell word list) in `cwd`; stdout is discarded.
+CliResult run_cli(const std::string& args, const std::string& cwd) {
+  const std::string err = cwd + "/stderr.txt";
+  const std::string command =
+      "cd " + quoted(cwd) + " && " + quoted(GCNPART_CLI) + " " + args + " >/dev/null 2>" + quoted(err);
+  const int status = std::system(command.c_str());
+  CliResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + (WIFSIGNALED(status) ? WTERMSIG(status) : 0);
+  std::istringstream lines(slurp(err));
+  for (std::string l; std::getline(lines, l);) r.stderr_lines.push_back(l);
+  return r;
+}
+
+std::string with_file(std::string args, const std::string& path) {
+  for (std::size_t at = args.find("{}"); at != std::string::npos; at = args.find("{}", at + 1))
+    args.replace(at, 2, quoted(path));
+  return args;
+}
+
+int exit_code_of(const std::string& error_class) {
+  if (error_class == "InvalidInput") return static_cast<int>(ExitCode::kInvalidInput);
+  if (error_class == "IoError") return static_cast<int>(ExitCode::kIo);
+  return -1;
+}
+
+/// The contract of a failing command: exactly one line starting "gcnpart: error:", the last one; before it only
+/// the one status line `gcnpart train` prints once its data has loaded ("gcnpart train: <dataset> ..."), nothing
+/// else; and the exit code of the error class.
+void check_cli_failure(const CliResult& r, const std::string& what, int expected_exit, const std::string& message) {
+  CHECK_MESSAGE(r.exit_code == expected_exit, what << ": exit code " << r.exit_code << ", expected " << expected_exit);
+  REQUIRE_MESSAGE(!r.stderr_lines.empty(), what << ": nothing on stderr");
+  const std::string& last = r.stderr_lines.back();
+  CHECK_MESSAGE(last.rfind("gcnpart: error: ", 0) == 0, what << ": last stderr line: " << last);
+  CHECK_MESSAGE(contains(last, message), what << ": '" << message << "' not in: " << last);
+  for (std::size_t i = 0; i + 1 < r.stderr_lines.size(); ++i)
+    CHECK_MESSAGE(r.stderr_lines[i].rfind("gcnpart train: ", 0) == 0,
+                  what << ": extra stderr line " << i + 1 << ": " << r.stderr_lines[i]);
+  CHECK_MESSAGE(r.stderr_lines.size() <= 2, what << ": " << r.stderr_lines.size() << " stderr lines");
+}
+
+}  // namespace
+
+TEST_CASE("every malformed input of the corpus raises its error class with a message naming the position") {
+  const auto rows = read_manifest();
+  int library_rows = 0, absurd = 0;
+  for (const auto& row : rows) {
+    CHECK_MESSAGE((row.error == "InvalidInput" || row.error == "IoError"), row.label() << ": error class " << row.error);
+    if (row.loader == "cli") {
+      CHECK_MESSAGE(row.file == "-", row.label() << ": cli rows name no file");
+      CHECK_MESSAGE(row.cli != "-", row.label() << ": a cli row needs a command line");
+      continue;
+    }
+    ++library_rows;
+    const std::string name = std::filesystem::path(row.file).filename().string();
+    if (name.rfind("absurd_", 0) == 0 || name.rfind("negative_", 0) == 0 || contains(name, "_beyond_")) ++absurd;
+    const auto [cls, msg] = run_library(row);
+    CHECK_MESSAGE(cls == row.error, row.label() << ": raised " << cls << ", expected " << row.error << "; message: " << msg);
+    CHECK_MESSAGE(contains(msg, row.message), row.label() << ": '" << row.message << "' not in: " << msg);
+  }
+  CHECK(rows.size() >= 30);
+  CHECK(library_rows >= 30);
+  CHECK(absurd >= 10);  // absurd sizes and negative counts, refused before allocating
+}
+
+TEST_CASE("the CLI prints one 'gcnpart: error:' line and exits 3 or 4 for every malformed input of the corpus") {
+  gcnpart::testing::TempDir cwd;
+  int run = 0;
+  for (const auto& row : read_manifest()) {
+    if (row.cli == "-") continue;
+    ++run;
+    const std::string args = "--quiet " + with_file(row.cli, row.file == "-" ? std::string() : row.path());
+    check_cli_failure(run_cli(args, cwd.path.string()), row.label() + " (gcnpart " + args + ")",
+                      exit_code_of(row.error), row.message);
+  }
+  CHECK(run >= 30);
+}
+
+TEST_CASE("the CLI refuses to write an output file that another writer holds, naming its pid, and leaves it intact") {
+  gcnpart::testing::TempDir cwd;
+  const std::string out = cwd.file("small.gcsr");
+  write_file_atomic(out, "the old file");
+  {
+    AtomicFile writer(out);  // holds the lock as a concurrent `gcnpart convert` would
+    const CliResult r =
+        run_cli("--quiet convert " + quoted(gcnpart::testing::test_data("snap/small.txt")) + " " + quoted(out),
+                cwd.path.string());
+    check_cli_failure(r, "convert to a locked output", static_cast<int>(ExitCode::kIo),
+                      "small.gcsr: is being written by another gcnpart process (pid " + std::to_string(::getpid()));
+  }
+  CHECK(slurp(out) == "the old file");
+  const CliResult ok =
+      run_cli("--quiet convert " + quoted(gcnpart::testing::test_data("snap/small.txt")) + " " + quoted(out),
+              cwd.path.string());
+  CHECK(ok.exit_code == 0);
+  CHECK(datasets::load_gcsr(out).num_nodes() == 5);
+  CHECK_FALSE(std::filesystem::exists(out + ".lock"));
+}
