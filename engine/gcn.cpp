@@ -119,11 +119,18 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     if (layers_[l].aggregate_first)
       aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
   logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
-  // Scratch: the Â(HW) intermediate and the backward's activation gradients.
-  const std::int64_t max_width = *std::max_element(dims_.begin() + 1, dims_.end());
-  tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * max_width, MemoryCategory::kWorkspace);
-  grad_a_ = Buffer<float>(res_.memory(), rows_ * max_width, MemoryCategory::kGradients);
-  grad_b_ = Buffer<float>(res_.memory(), rows_ * max_width, MemoryCategory::kGradients);
+  // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
+  // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
+  // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
+  std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = layers_[l];
+    tmp_width = std::max(tmp_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
+  }
+  for (int i = L; i >= 1; --i) ((L - i) % 2 == 0 ? width_a : width_b) = std::max((L - i) % 2 == 0 ? width_a : width_b, dims_[i]);
+  tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace);
+  grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
+  grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
   scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace);
   scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
 

@@ -165,6 +165,8 @@ def main():
                               "cuda": torch.version.cuda, "python": sys.version.split()[0],
                               "numpy": np.__version__}
         device = torch.device(args.device)
+        if device.type == "cuda" and device.index is None and torch.cuda.is_available():
+            device = torch.device("cuda", torch.cuda.current_device())  # set_device wants an index
         if device.type != "cuda" or not torch.cuda.is_available():
             raise ValueError(f"--device {args.device}: needs a visible CUDA device")
         torch.cuda.set_device(device)
