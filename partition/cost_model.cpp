@@ -113,11 +113,14 @@ Link link_for(const Card& card, int gpus) {
 }
 
 EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, bool cusparse,
-                        bool tf32) {
+                        GemmMath math) {
   GCNPART_EXPECTS(card.memory_bandwidth_gbs > 0 && card.fp32_tflops > 0, "a card with bandwidth and FP32 throughput");
   EpochTime t;
   const double bw = card.memory_bandwidth_gbs * kGiga;
-  const double flops = (tf32 && card.tf32_tflops > 0 ? card.tf32_tflops : card.fp32_tflops) * kTera;
+  double tflops = card.fp32_tflops;
+  if (math == GemmMath::kTf32 && card.tf32_tflops > 0) tflops = card.tf32_tflops;
+  if (math == GemmMath::kBf16 && card.bf16_tflops > 0) tflops = card.bf16_tflops;
+  const double flops = tflops * kTera;
   const double spmm_eff = cusparse ? cal.spmm_cusparse_efficiency : cal.spmm_own_efficiency;
   t.spmm = w.spmm_bytes / (bw * spmm_eff);
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);

@@ -81,14 +81,18 @@ struct Link {
 };
 Link link_for(const Card& card, int gpus);
 
+/// What the GEMMs run on: FP32 cores, TF32 tensor cores (--tf32) or BF16 tensor cores (bf16 precision).
+enum class GemmMath { kFp32, kTf32, kBf16 };
+
 /// Predicted epoch time, split by term.
 struct EpochTime {
   double seconds = 0;
   double spmm = 0, stream = 0, gemm = 0, launch = 0, comm = 0;
   std::string bound;  ///< the largest term
 };
+/// A card without the asked tensor format falls back to its FP32 rate.
 EpochTime predict_epoch(const EpochWork& work, const Card& card, const Calibration& cal, const Link& link,
-                        bool cusparse = false, bool tf32 = false);
+                        bool cusparse = false, GemmMath math = GemmMath::kFp32);
 
 /// A measured epoch to calibrate on.
 struct CalibrationMeasurement {

@@ -161,10 +161,16 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
     widths.push_back(aggregate_first ? d[l] : d[l + 1]);
   }
   add("logits", C::kActivations, r * d[L] * act);
-  const std::int64_t max_width = *std::max_element(d.begin() + 1, d.end());
-  add("intermediate (Â(HW) / backward scratch)", C::kWorkspace, r * max_width * act);
-  add("activation gradient A", C::kGradients, r * max_width * act);
-  add("activation gradient B", C::kGradients, r * max_width * act);
+  // Scratch sized to what it holds: the Â(HW) product (out wide) or, for layers that aggregate first, the
+  // backward's G W^T (in wide, l > 0); dZ ping-pongs between two buffers, A holding widths d[L], d[L-2], ...
+  // and B d[L-1], d[L-3], ... (layer 0 produces no input gradient).
+  std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
+  for (int l = 0; l < L; ++l)
+    tmp_width = std::max(tmp_width, d[l] <= d[l + 1] ? (l > 0 ? d[l] : 0) : d[l + 1]);
+  for (int i = L; i >= 1; --i) ((L - i) % 2 == 0 ? width_a : width_b) = std::max((L - i) % 2 == 0 ? width_a : width_b, d[i]);
+  add("intermediate (Â(HW) / backward scratch)", C::kWorkspace, r * tmp_width * act);
+  add("activation gradient A", C::kGradients, r * width_a * act);
+  add("activation gradient B", C::kGradients, r * width_b * act);
   add("loss scalars", C::kWorkspace, 4 * 4);
   add("accuracy counters", C::kWorkspace, 4 * 8);
 
@@ -209,13 +215,11 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
   if (backend == ComputeBackend::kCpu) {
     for (int l = L - 1; l >= 0; --l) {
       const std::int64_t in = d[l], out = d[l + 1];
-      const bool aggregate_first = in <= out;
-      const bool dense_dw = !(l == 0 && e.sparse_input);
+      const bool dense_dw = !(l == 0 && e.sparse_input);  // dW = X^T dP or (ÂX)^T G by GEMM, not by the sparse X^T
       if (dense_dw && r > 0 && in < kSplitKMaxM && r >= 2 * kSplitKRows)
         transients.emplace_back("split-k partials of dW, layer " + std::to_string(l),
                                 ceil_div(r, kSplitKRows) * in * out * kFloatBytes);
       if (l > 0 && r > 0) transients.emplace_back("packed W^T, layer " + std::to_string(l), out * in * kFloatBytes);
-      (void)aggregate_first;
     }
   } else {
     auto loss_scratch = [&](const char* what, std::int64_t count) {
@@ -232,7 +236,8 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
                                  "loss scratch (evaluation, test)"};
     for (int i = 0; i < 3; ++i) {
       loss_scratch(eval_names[i], s.split_rows[i]);
-      if (s.split_rows[i] > 0) transients.emplace_back("accuracy reduction", std::max<std::int64_t>(cub_temp(s.split_rows[i]), 1));
+      if (s.split_rows[i] > 0)
+        transients.emplace_back("accuracy reduction", std::max<std::int64_t>(cub_temp(s.split_rows[i]), 1));
     }
   }
   std::set<std::int64_t> distinct_sizes;

@@ -15,6 +15,15 @@ namespace {
 using nlohmann::json;
 constexpr const char* kBuiltinOrigin = "tools/cards.json (built in)";
 constexpr const char* kOriginKey = "_origin";
+// Upper bounds that keep conversions in range (a petabyte card, a million GB/s or TFLOP/s, W or USD).
+constexpr double kMaxBytes = 1e15, kMaxRate = 1e6, kMaxMib = 1e6;
+
+/// The file an entry came from: its _origin (set by merge_into) when that is a string, else `fallback`.
+std::string origin_of(const nlohmann::json& entry, const std::string& fallback) {
+  if (entry.is_object() && entry.contains(kOriginKey) && entry.at(kOriginKey).is_string())
+    return entry.at(kOriginKey).get<std::string>();
+  return fallback;
+}
 
 [[noreturn]] void bad(const std::string& origin, const std::string& what, const std::string& value,
                       const std::string& expected) {
@@ -24,7 +33,7 @@ constexpr const char* kOriginKey = "_origin";
 json parse_json(const std::string& text, const std::string& origin) {
   try {
     return json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // parse errors, and number overflow (out_of_range)
     bad(origin, "not valid JSON", e.what(), "a JSON document {\"cards\": [...]}");
   }
 }
@@ -43,10 +52,11 @@ class CardReader {
     if (!obj.is_object() || !obj.contains(name)) bad(origin_, where(path), "missing", "the field to be present");
     return obj.at(name);
   }
-  double number(const json& obj, const std::string& name, double min, const std::string& path = "") const {
+  /// A number in [min, max] (max keeps integer conversions and products in range).
+  double number(const json& obj, const std::string& name, double min, double max, const std::string& path = "") const {
     const json& v = field(obj, name, path.empty() ? name : path);
-    if (!v.is_number() || v.get<double>() < min)
-      bad(origin_, where(path.empty() ? name : path), shown(v), "a number >= " + trim(min));
+    if (!v.is_number() || !(v.get<double>() >= min) || !(v.get<double>() <= max))
+      bad(origin_, where(path.empty() ? name : path), shown(v), "a number in [" + trim(min) + ", " + trim(max) + "]");
     return v.get<double>();
   }
   std::string text(const json& obj, const std::string& name) const {
@@ -75,12 +85,12 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
     const json& fams = doc.at("families");
     if (!fams.is_object()) bad(first, "field 'families'", shown(fams), "an object of family name -> {fixed_overhead_mib}");
     for (const auto& [name, f] : fams.items()) {
-      const std::string origin = f.is_object() && f.contains(kOriginKey) ? f.at(kOriginKey).get<std::string>() : first;
+      const std::string origin = origin_of(f, first);
       if (!f.is_object() || !f.contains("fixed_overhead_mib") || !f.at("fixed_overhead_mib").is_number() ||
-          f.at("fixed_overhead_mib").get<double>() < 0)
+          !(f.at("fixed_overhead_mib").get<double>() >= 0) || !(f.at("fixed_overhead_mib").get<double>() <= kMaxMib))
         bad(origin, "family '" + name + "': field 'fixed_overhead_mib'",
             f.is_object() && f.contains("fixed_overhead_mib") ? shown(f.at("fixed_overhead_mib")) : "missing",
-            "a number of MiB >= 0");
+            "a number of MiB in [0, 1e6]");
       CardFamily fam;
       fam.fixed_overhead_mib = f.at("fixed_overhead_mib").get<double>();
       if (f.contains("measured")) {
@@ -94,7 +104,7 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
   if (!doc.contains("cards") || !doc.at("cards").is_array())
     bad(first, "field 'cards'", doc.contains("cards") ? shown(doc.at("cards")) : "missing", "an array of card objects");
   for (const json& e : doc.at("cards")) {
-    const std::string origin = e.is_object() && e.contains(kOriginKey) ? e.at(kOriginKey).get<std::string>() : first;
+    const std::string origin = origin_of(e, first);
     if (!e.is_object() || !e.contains("id") || !e.at("id").is_string() || e.at("id").get<std::string>().empty())
       bad(origin, "card entry", shown(e), "an object with a non-empty string \"id\"");
     const std::string id = e.at("id").get<std::string>();
@@ -103,23 +113,23 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
     c.id = id;
     c.name = r.text(e, "name");
     c.family = r.text(e, "family");
-    c.memory_bytes = static_cast<std::int64_t>(r.number(e, "memory_bytes", 1));
-    c.memory_bandwidth_gbs = r.number(e, "memory_bandwidth_gbs", 1e-3);
-    c.fp32_tflops = r.number(e, "fp32_tflops", 1e-3);
-    c.tf32_tflops = r.number(e, "tf32_tflops", 0);
-    c.bf16_tflops = r.number(e, "bf16_tflops", 0);
+    c.memory_bytes = static_cast<std::int64_t>(r.number(e, "memory_bytes", 1, kMaxBytes));
+    c.memory_bandwidth_gbs = r.number(e, "memory_bandwidth_gbs", 1e-3, kMaxRate);
+    c.fp32_tflops = r.number(e, "fp32_tflops", 1e-3, kMaxRate);
+    c.tf32_tflops = r.number(e, "tf32_tflops", 0, kMaxRate);
+    c.bf16_tflops = r.number(e, "bf16_tflops", 0, kMaxRate);
     const json& link = r.field(e, "interconnect", "interconnect");
-    c.pcie_generation = static_cast<int>(r.number(link, "pcie_generation", 1, "interconnect.pcie_generation"));
-    c.pcie_gbs = r.number(link, "pcie_gbs", 1e-3, "interconnect.pcie_gbs");
-    c.nvlink_gbs = r.number(link, "nvlink_gbs", 0, "interconnect.nvlink_gbs");
-    c.nvlink_max_gpus = static_cast<int>(r.number(link, "nvlink_max_gpus", 0, "interconnect.nvlink_max_gpus"));
+    c.pcie_generation = static_cast<int>(r.number(link, "pcie_generation", 1, 16, "interconnect.pcie_generation"));
+    c.pcie_gbs = r.number(link, "pcie_gbs", 1e-3, kMaxRate, "interconnect.pcie_gbs");
+    c.nvlink_gbs = r.number(link, "nvlink_gbs", 0, kMaxRate, "interconnect.nvlink_gbs");
+    c.nvlink_max_gpus = static_cast<int>(r.number(link, "nvlink_max_gpus", 0, 1024, "interconnect.nvlink_max_gpus"));
     if (c.nvlink_gbs > 0 && c.nvlink_max_gpus < 2)
       bad(origin, r.where("interconnect.nvlink_max_gpus"), std::to_string(c.nvlink_max_gpus),
           ">= 2 when nvlink_gbs > 0 (the GPUs one NVLink domain joins)");
-    c.board_power_w = r.number(e, "board_power_w", 1);
+    c.board_power_w = r.number(e, "board_power_w", 1, kMaxRate);
     const json& price = r.field(e, "launch_price_usd", "launch_price_usd");
     if (!price.is_null()) {
-      if (!price.is_number() || price.get<double>() <= 0)
+      if (!price.is_number() || !(price.get<double>() > 0) || !(price.get<double>() <= kMaxRate))
         bad(origin, r.where("launch_price_usd"), shown(price), "a price in USD > 0, or null when none was published");
       c.launch_price_usd = price.get<double>();
     }
@@ -129,7 +139,7 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
       c.note = e.at("note").get<std::string>();
     }
     if (e.contains("fixed_overhead_mib")) {
-      c.fixed_overhead_bytes = static_cast<std::int64_t>(r.number(e, "fixed_overhead_mib", 0) * 1048576.0);
+      c.fixed_overhead_bytes = static_cast<std::int64_t>(r.number(e, "fixed_overhead_mib", 0, kMaxMib) * 1048576.0);
       c.fixed_overhead_measured = e.contains("fixed_overhead_measured") && e.at("fixed_overhead_measured").is_boolean() &&
                                   e.at("fixed_overhead_measured").get<bool>();
     } else if (auto it = cat.families.find(c.family); it != cat.families.end()) {

@@ -43,6 +43,7 @@ struct FitOptions {
   // Cards and GPUs: --card and --gpus pair up in order.
   std::vector<std::string> cards;
   std::vector<int> gpus;
+  std::vector<std::pair<std::string, int>> configs;  ///< (card id, GPUs) in command-line order
   std::string rank_gpus = "1,2,4";
   std::string name = "the graph";
   std::string cards_file;
@@ -215,11 +216,14 @@ partition::EpochTime epoch_of(const FitContext& c, const StrategyFit& f, const C
     const auto work = partition::epoch_work(shape, c.model);
     partition::EpochTime t;
     const bool gather = shape.gather;  // the gather aggregation runs gcnpart's SpMM only
-    if (c.o.spmm == "own" || gather) t = partition::predict_epoch(work, card, c.cal, link, false, c.o.tf32);
-    else if (c.o.spmm == "cusparse") t = partition::predict_epoch(work, card, c.cal, link, true, c.o.tf32);
+    const auto math = c.model.precision == partition::Precision::kBf16 ? partition::GemmMath::kBf16
+                      : c.o.tf32                                         ? partition::GemmMath::kTf32
+                                                                         : partition::GemmMath::kFp32;
+    if (c.o.spmm == "own" || gather) t = partition::predict_epoch(work, card, c.cal, link, false, math);
+    else if (c.o.spmm == "cusparse") t = partition::predict_epoch(work, card, c.cal, link, true, math);
     else {
-      const auto a = partition::predict_epoch(work, card, c.cal, link, false, c.o.tf32);
-      const auto b = partition::predict_epoch(work, card, c.cal, link, true, c.o.tf32);
+      const auto a = partition::predict_epoch(work, card, c.cal, link, false, math);
+      const auto b = partition::predict_epoch(work, card, c.cal, link, true, math);
       t = a.seconds <= b.seconds ? a : b;  // autotuning keeps the faster
     }
     if (t.seconds > worst.seconds) worst = t;
@@ -322,6 +326,7 @@ json memory_json(const MemoryEstimate& m, const Card& card) {
           {"at_peak_by_category", category_json(m.at_peak)},
           {"largest_workspace", {{"bytes", m.transient}, {"what", m.transient_what}}},
           {"cached_transient_bytes", m.cached},
+          {"driver_used_bytes_predicted", m.peak - m.transient + m.cached + card.fixed_overhead_bytes},
           {"sparse_input_features", m.sparse_input}};
 }
 
@@ -391,19 +396,12 @@ void run_fit(FitOptions& o, bool data_given) {
     int gpus;
   };
   std::vector<Config> configs;
-  if (o.cards.empty()) {
-    configs = {{&c.cat.find("rtx3090"), 1}, {&c.cat.find("rtx3080"), 2}};
-  } else {
-    for (std::size_t i = 0; i < o.cards.size(); ++i) {
-      const int g = i < o.gpus.size() ? o.gpus[i] : 1;
-      if (g < 1 || g > 1024) throw InvalidInput::parameter("--gpus", std::to_string(g), "1..1024");
-      configs.push_back({&c.cat.find(o.cards[i]), g});
-    }
+  for (const auto& [id, g] : o.configs) {
+    if (g < 1 || g > 1024) throw InvalidInput::parameter("--gpus", std::to_string(g), "1..1024");
+    configs.push_back({&c.cat.find(id.empty() ? "rtx3080" : id), g});
   }
-  if (o.gpus.size() > std::max<std::size_t>(o.cards.size(), 1))
-    throw InvalidInput::parameter("--gpus", std::to_string(o.gpus.size()) + " values",
-                                  "one --gpus per --card (they pair up in order)");
-  if (o.cards.empty() && !o.gpus.empty()) configs[1].gpus = o.gpus[0];
+  if (configs.empty() || (configs.size() == 1 && o.configs.front().first.empty()))
+    configs = {{&c.cat.find("rtx3090"), 1}, {&c.cat.find("rtx3080"), configs.empty() ? 2 : configs.front().gpus}};
 
   // Memory for one device and for every K.
   c.single = fit_from_shapes(Strategy::kSingle, 1,
@@ -532,6 +530,9 @@ void run_fit(FitOptions& o, bool data_given) {
                         {"lost_fraction", f.metrics.lost_fraction},
                         {"edge_cut", f.metrics.edge_cut},
                         {"halo_factor", f.halo_factor},
+                        {"halo_per_hop_worst_device",
+                         f.metrics.halo_per_hop.empty() ? json::array()
+                                                        : json(f.metrics.halo_per_hop[static_cast<std::size_t>(f.worst)])},
                         {"halo_factor_relative_error", f.halo_error},
                         {"comm_bytes_per_epoch", f.comm_bytes},
                         {"link", partition::link_for(card, cf.gpus).kind},
@@ -651,6 +652,14 @@ void run_fit(FitOptions& o, bool data_given) {
       }
     }
   }
+  if (configs.size() == 1) {
+    v << ". Verdict: " << (a.fits ? "it fits" : "it does not fit");
+    if (!by_time.empty())
+      v << "; the fastest option that fits is " << by_time.front()->label() << " (" << ms(by_time.front()->seconds)
+        << ")";
+    if (!by_dollar.empty()) v << ", the most epochs per launch dollar " << by_dollar.front()->label();
+    v << ".";
+  }
   std::fprintf(g_out, "\nverdict      %s\n", v.str().c_str());
   j["verdict"] = v.str();
   if (!o.json.empty()) write_json(o.json, j);
@@ -733,8 +742,9 @@ Command register_fit(CLI::App& app) {
                   "Statistics: mean squared degree E[d^2] (heavier-tailed halo growth; default: Poisson degrees)");
   cmd->add_option("--isolated-nodes", o->isolated,
                   "Statistics: nodes without edges (with --degree-m2 the halo estimate's error drops from 40 % to 15 %)");
-  cmd->add_option("--card", o->cards, "Card id from the catalogue (repeatable; default: rtx3090, then 2 x rtx3080)");
-  cmd->add_option("--gpus", o->gpus, "Number of cards for the --card at the same position (default 1)");
+  cmd->add_option("--card", o->cards,
+                  "Card id from the catalogue, or ID:K for K of them (repeatable; default: rtx3090, then 2 x rtx3080)");
+  cmd->add_option("--gpus", o->gpus, "Number of cards for the next --card (last on the line: the previous one)");
   cmd->add_option("--rank-gpus", o->rank_gpus, "GPU counts to rank every catalogue card at")->capture_default_str();
   cmd->add_option("--cards", o->cards_file, "Extra card file (JSON like tools/cards.json; merged by id)");
   cmd->add_option("--layers", o->layers, "GCN layers")->capture_default_str();
@@ -760,7 +770,33 @@ Command register_fit(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "Partition and sampling seed")->capture_default_str();
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");
-  return {cmd, [o, cmd] { run_fit(*o, cmd->get_option("DATA")->count() > 0); }};
+  return {cmd, [o, cmd] {
+    // Pair --gpus with --card in command-line order: --gpus K applies to the next --card (or, last on the line,
+    // to the previous one); ID:K says it in one word.
+    const CLI::Option* card_opt = cmd->get_option("--card");
+    const CLI::Option* gpus_opt = cmd->get_option("--gpus");
+    std::size_t ci = 0, gi = 0;
+    int pending = 0;
+    for (const CLI::Option* opt : cmd->parse_order()) {
+      if (opt == gpus_opt && gi < o->gpus.size()) {
+        pending = o->gpus[gi++];
+      } else if (opt == card_opt && ci < o->cards.size()) {
+        std::string id = o->cards[ci++];
+        int g = pending > 0 ? pending : 1;
+        if (const auto colon = id.find(':'); colon != std::string::npos) {
+          g = parse_int_list(id.substr(colon + 1), "--card " + id).front();
+          id = id.substr(0, colon);
+        }
+        o->configs.emplace_back(id, g);
+        pending = 0;
+      }
+    }
+    if (pending > 0) {
+      if (o->configs.empty()) o->configs.emplace_back("", pending);  // --gpus K alone: K x rtx3080 vs one rtx3090
+      else o->configs.back().second = pending;
+    }
+    run_fit(*o, cmd->get_option("DATA")->count() > 0);
+  }};
 }
 
 Command register_cards(CLI::App& app) {
