@@ -18,6 +18,8 @@
 #include "datasets/gcsr.hpp"
 #include "datasets/loaders.hpp"
 #include "engine/trainer.hpp"
+#include "partition/plan.hpp"
+#include "tools/cards.hpp"
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "test_support.hpp"
@@ -31,7 +33,7 @@ namespace {
 struct BadInput {
   std::int64_t line = 0;  // in MANIFEST.tsv, for failure messages
   std::string file;       // relative to tests/data/bad; "-" for a command line without a file
-  std::string loader;     // snap | metis | mtx | ogb | gcsr | auto | weights | cli
+  std::string loader;     // snap | metis | mtx | ogb | gcsr | auto | weights | plan | cards | cli
   std::string error;      // InvalidInput | IoError
   std::string message;    // must appear in the error message
   std::string cli;        // gcnpart arguments, {} = the file; "-" = not run through the CLI
@@ -81,6 +83,10 @@ std::pair<std::string, std::string> run_library(const BadInput& row) {
   try {
     if (row.loader == "weights") {
       (void)engine::load_weights(row.path(), kWeightDims);
+    } else if (row.loader == "plan") {
+      (void)partition::load_plan(row.path());
+    } else if (row.loader == "cards") {
+      (void)cli::load_cards(row.path());
     } else {
       datasets::LoadOptions options;
       if (row.loader == "snap") options.format = datasets::Format::kSnap;
