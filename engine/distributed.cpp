@@ -3,6 +3,9 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <atomic>
 #include <memory>
@@ -104,6 +107,12 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
     const double loss_sum = model.train_step(epoch);
     mine.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     if (epoch == 0) mine.bytes_first_epoch = comm.bytes_sent() - sent_before;
+    // Fault injection for the launch tests: GCNPART_FAULT_KILL=<rank>:<epoch> SIGKILLs that rank there.
+    if (const char* fault = std::getenv("GCNPART_FAULT_KILL"); fault != nullptr) {
+      int kill_rank = -1, kill_epoch = -1;
+      if (std::sscanf(fault, "%d:%d", &kill_rank, &kill_epoch) == 2 && kill_rank == comm.rank() && kill_epoch == epoch)
+        std::raise(SIGKILL);
+    }
     double vloss = 0, vacc = 0;
     const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
     if (eval) {

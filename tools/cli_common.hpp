@@ -52,5 +52,6 @@ Command register_train(CLI::App& app);
 Command register_fit(CLI::App& app);
 Command register_cards(CLI::App& app);
 Command register_bench(CLI::App& app);
+Command register_compare(CLI::App& app);
 
 }  // namespace gcnpart::cli

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   commands.push_back(gcnpart::cli::register_fit(app));
   commands.push_back(gcnpart::cli::register_cards(app));
   commands.push_back(gcnpart::cli::register_bench(app));
+  commands.push_back(gcnpart::cli::register_compare(app));
 
   try {
     app.parse(argc, argv);
