@@ -95,6 +95,7 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
               DistributedReport& report, RankResult& mine) {
   const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
   Resources res(device, config.memory_limit);
+  if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
   GcnModel model(res, problem, config.model, &comm);
   if (!config.load_weights.empty()) model.set_parameters(load_weights(config.load_weights, model.dims()));
   if (device.is_cuda()) mine.driver_bytes = res.driver_used_bytes();

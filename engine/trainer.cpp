@@ -21,6 +21,7 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
                        const EpochCallback& on_epoch) {
   config.validate();
   Resources res(device, config.memory_limit);
+  if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
   RunReport report;
   report.seed = config.model.seed;
   GcnModel model(res, problem, config.model);

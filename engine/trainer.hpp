@@ -19,6 +19,7 @@ struct TrainConfig {
   bool normalize_features = true;
   std::int64_t memory_limit = 0;  ///< bytes per device, 0 = none
   std::string load_weights;       ///< start from these weights instead of the initialisation
+  std::string oom_hint;           ///< appended to out-of-memory errors (e.g. the `gcnpart fit` command to run)
   bool evaluate_every_epoch = true;  ///< validation loss / accuracy each epoch (forced on by early stopping)
   void validate() const;
 };

@@ -92,6 +92,9 @@ void run_train(TrainOptions& o) {
   }
 
   const auto ds = load_data(o.data);
+  o.config.oom_hint = "To see which cards and strategies fit this graph and model, run: gcnpart fit " + o.data.path +
+                      " --layers " + std::to_string(o.config.model.layers) + " --hidden " +
+                      std::to_string(o.config.model.hidden) + " (and try --strategy halo|gather --parts K)";
   const engine::LocalProblem problem = engine::single_device_problem(ds, o.config.normalize_features);
   const auto dims = o.config.model.dims(problem.num_features, problem.num_classes);
   std::string arch;
