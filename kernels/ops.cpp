@@ -67,6 +67,36 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
   GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width));
 }
 
+void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  expect_non_negative("width", width);
+  expect_non_negative("a.num_rows", a.num_rows);
+  expect_non_negative("a.num_cols", a.num_cols);
+  expect_leading_dim("ldx", ldx, width);
+  expect_leading_dim("ldy", ldy, width);
+  if (a.num_rows == 0 || width == 0) return;
+  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "spmm_bf16_async needs row offsets and an output");
+  GCNPART_EXPECTS(a.num_cols == 0 || x_bf16 != nullptr, "spmm_bf16_async needs an input matrix");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width));
+}
+
+void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
+  expect_non_negative("n", n);
+  if (n == 0) return;
+  GCNPART_EXPECTS(x != nullptr && out != nullptr, "convert_to_bf16_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(convert_to_bf16(ctx, x, n, out));
+}
+
+void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out) {
+  expect_non_negative("n", n);
+  if (n == 0) return;
+  GCNPART_EXPECTS(x != nullptr && out != nullptr, "convert_from_bf16_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(convert_from_bf16(ctx, x, n, out));
+}
+
 void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                 std::int64_t ldc) {

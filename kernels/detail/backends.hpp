@@ -12,6 +12,10 @@
 #define GCNPART_KERNELS_BACKEND_DECLARATIONS                                                                      \
   void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,                  \
             const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);                     \
+  void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,             \
+                 const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);       \
+  void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out);                   \
+  void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out);                 \
   void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,         \
             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, \
             std::int64_t ldc);                                                                                     \

@@ -12,15 +12,22 @@
 // the grid (power-law hubs). The row kernel only zeroes such rows and records how many segments of
 // kSegmentEntries they have; a scan numbers the segments, and a grid-stride kernel hands them to warps all over
 // the GPU, which add their partial sums with atomics. Long rows are therefore summed in a varying order.
+//
+// bf16 storage. The same kernels, templated on X's element type, also read X as bfloat16 bits (spmm_bf16):
+// a lane loads 8 values in 16 bytes (uint4) when the width is a multiple of 8, 4 in 8 bytes (uint2) when a
+// multiple of 4, else one; each value is widened exactly by a 16-bit shift and everything after the load is the
+// fp32 code (fp32 weights, FMAs, accumulators and output). Halving the bytes per gathered X row is the point:
+// those gathers are almost all of the traffic.
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
-
 #include <cstdint>
 #include <cstdlib>
+#include <type_traits>
 
 #include "kernels/detail/backends.hpp"
+#include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/spmm_tuning.hpp"
 #include "kernels/detail/workspace.hpp"
@@ -31,6 +38,10 @@ namespace {
 using spmm_tuning::kBlockThreads;
 using spmm_tuning::kLongRowEntries;
 
+/// X's element types: float, or bfloat16 as raw bits (see bf16.hpp).
+using Bf16Bits = std::uint16_t;
+
+template <class Elem>
 struct SpmmArgs {
   std::int64_t num_rows;
   const RowOffset* offsets;
@@ -38,7 +49,7 @@ struct SpmmArgs {
   const float* values;     // null: all ones
   const float* row_scale;  // null: ones
   const float* col_scale;  // null: ones
-  const float* x;
+  const Elem* x;
   std::int64_t ldx;
   float* y;
   std::int64_t ldy;
@@ -47,22 +58,24 @@ struct SpmmArgs {
   std::int64_t segment;   // entries per segment of a long row
 };
 
-/// Loads, stores and arithmetic on one lane's slice of a row: a float, or a float4 (16-byte aligned).
-template <int kVec>
+/// Loads, stores and arithmetic on one lane's slice of a row of kVec consecutive columns: X elements of type Elem
+/// are loaded (kVec at once, aligned to their size) and widened to float; accumulation and Y are float.
+template <class Elem, int kVec>
 struct Lanes;
 
 template <>
-struct Lanes<1> {
+struct Lanes<float, 1> {
   using Type = float;
   __device__ __forceinline__ static Type zero() { return 0.0f; }
   __device__ __forceinline__ static Type load(const float* p) { return __ldg(p); }
   __device__ __forceinline__ static void store(float* p, Type v) { *p = v; }
   __device__ __forceinline__ static void fma(Type& acc, float w, Type v) { acc = fmaf(w, v, acc); }
   __device__ __forceinline__ static Type scale(Type v, float s) { return v * s; }
+  __device__ __forceinline__ static void atomic_add(float* p, Type v) { atomicAdd(p, v); }
 };
 
 template <>
-struct Lanes<4> {
+struct Lanes<float, 4> {
   using Type = float4;
   __device__ __forceinline__ static Type zero() { return make_float4(0.0f, 0.0f, 0.0f, 0.0f); }
   __device__ __forceinline__ static Type load(const float* p) { return __ldg(reinterpret_cast<const float4*>(p)); }
@@ -75,6 +88,59 @@ struct Lanes<4> {
   }
   __device__ __forceinline__ static Type scale(Type v, float s) {
     return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
+  }
+  __device__ __forceinline__ static void atomic_add(float* p, Type v) {
+    atomicAdd(p, v.x);
+    atomicAdd(p + 1, v.y);
+    atomicAdd(p + 2, v.z);
+    atomicAdd(p + 3, v.w);
+  }
+};
+
+/// Two bf16 values packed in a 32-bit word (the lower address in the low half), widened exactly.
+__device__ __forceinline__ float bf16_low(unsigned w) { return __uint_as_float(w << 16); }
+__device__ __forceinline__ float bf16_high(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
+
+template <>
+struct Lanes<Bf16Bits, 1> : Lanes<float, 1> {
+  __device__ __forceinline__ static Type load(const Bf16Bits* p) { return bf16_low(__ldg(p)); }
+};
+
+template <>
+struct Lanes<Bf16Bits, 4> : Lanes<float, 4> {
+  __device__ __forceinline__ static Type load(const Bf16Bits* p) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(p));
+    return make_float4(bf16_low(v.x), bf16_high(v.x), bf16_low(v.y), bf16_high(v.y));
+  }
+};
+
+/// Eight floats: the accumulator of one 16-byte load of bf16.
+struct Float8 {
+  float4 lo, hi;
+};
+
+template <>
+struct Lanes<Bf16Bits, 8> {
+  using Type = Float8;
+  using Half = Lanes<float, 4>;
+  __device__ __forceinline__ static Type zero() { return {Half::zero(), Half::zero()}; }
+  __device__ __forceinline__ static Type load(const Bf16Bits* p) {
+    const uint4 v = __ldg(reinterpret_cast<const uint4*>(p));
+    return {make_float4(bf16_low(v.x), bf16_high(v.x), bf16_low(v.y), bf16_high(v.y)),
+            make_float4(bf16_low(v.z), bf16_high(v.z), bf16_low(v.w), bf16_high(v.w))};
+  }
+  __device__ __forceinline__ static void store(float* p, Type v) {
+    Half::store(p, v.lo);
+    Half::store(p + 4, v.hi);
+  }
+  __device__ __forceinline__ static void fma(Type& acc, float w, Type v) {
+    Half::fma(acc.lo, w, v.lo);
+    Half::fma(acc.hi, w, v.hi);
+  }
+  __device__ __forceinline__ static Type scale(Type v, float s) { return {Half::scale(v.lo, s), Half::scale(v.hi, s)}; }
+  __device__ __forceinline__ static void atomic_add(float* p, Type v) {
+    Half::atomic_add(p, v.lo);
+    Half::atomic_add(p + 4, v.hi);
   }
 };
 
@@ -91,10 +157,11 @@ __device__ __forceinline__ unsigned group_mask() {
 
 /// acc[ch] += sum over entries e in [beg, end) of weight(e) * X[col(e), pass columns of this lane].
 /// Every lane of the group must call it with the same beg, end and col0.
-template <int kVec, int kGroup, int kChunks>
-__device__ __forceinline__ void accumulate(const SpmmArgs& s, std::int64_t beg, std::int64_t end, std::int64_t col0,
-                                           int lane, unsigned mask, typename Lanes<kVec>::Type (&acc)[kChunks]) {
-  using L = Lanes<kVec>;
+template <class Elem, int kVec, int kGroup, int kChunks>
+__device__ __forceinline__ void accumulate(const SpmmArgs<Elem>& s, std::int64_t beg, std::int64_t end,
+                                           std::int64_t col0, int lane, unsigned mask,
+                                           typename Lanes<Elem, kVec>::Type (&acc)[kChunks]) {
+  using L = Lanes<Elem, kVec>;
   const std::int64_t lane_col = col0 + static_cast<std::int64_t>(lane) * kVec;
   for (std::int64_t base = beg; base < end; base += kGroup) {
     const std::int64_t e = base + lane;
@@ -114,7 +181,7 @@ __device__ __forceinline__ void accumulate(const SpmmArgs& s, std::int64_t beg, 
         cj = __shfl_sync(mask, col, j, kGroup);
         wj = __shfl_sync(mask, weight, j, kGroup);
       }
-      const float* xr = s.x + static_cast<std::int64_t>(cj) * s.ldx;
+      const Elem* xr = s.x + static_cast<std::int64_t>(cj) * s.ldx;
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
         const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
@@ -124,9 +191,9 @@ __device__ __forceinline__ void accumulate(const SpmmArgs& s, std::int64_t beg, 
   }
 }
 
-template <int kVec, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs s, int* segments) {
-  using L = Lanes<kVec>;
+template <class Elem, int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<Elem> s, int* segments) {
+  using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
   constexpr int kSpan = kGroup * kVec * kChunks;         // columns per pass
@@ -152,7 +219,7 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs 
     T acc[kChunks];
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
-    accumulate<kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
+    accumulate<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
       const std::int64_t c = col0 + ch * kChunkStride + static_cast<std::int64_t>(lane) * kVec;
@@ -164,9 +231,9 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs 
 /// Long rows, balanced over the whole grid: segment g (of `s.segment` entries) belongs to the row r with
 /// first[r] <= g < first[r + 1]; each warp takes segments g = warp, warp + warps, ... and adds its partial sums
 /// into y with atomics (y's long rows were zeroed by the row kernel).
-template <int kVec, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs s, const int* first) {
-  using L = Lanes<kVec>;
+template <class Elem, int kVec, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem> s, const int* first) {
+  using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kSpan = 32 * kVec * kChunks;
   const int lane = static_cast<int>(threadIdx.x) % 32;
@@ -190,59 +257,85 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
       T acc[kChunks];
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
-      accumulate<kVec, 32, kChunks>(s, beg, end, col0, lane, 0xffffffffu, acc);
+      accumulate<Elem, kVec, 32, kChunks>(s, beg, end, col0, lane, 0xffffffffu, acc);
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
         const std::int64_t c = col0 + ch * 32 * kVec + static_cast<std::int64_t>(lane) * kVec;
-        if (c >= s.width) continue;
-        const T v = L::scale(acc[ch], rs);
-        const float* f = reinterpret_cast<const float*>(&v);
-#pragma unroll
-        for (int i = 0; i < kVec; ++i) atomicAdd(yr + c + i, f[i]);
+        if (c < s.width) L::atomic_add(yr + c, L::scale(acc[ch], rs));
       }
     }
   }
 }
 
-template <int kVec, int kGroup, int kChunks>
-void launch(const SpmmArgs& s, int* segments, cudaStream_t stream) {
+template <class Elem, int kVec, int kGroup, int kChunks>
+void launch(const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
   constexpr int kGroups = kBlockThreads / kGroup;
   const std::int64_t blocks = (s.num_rows + kGroups - 1) / kGroups;
-  spmm_row_kernel<kVec, kGroup, kChunks><<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(s, segments);
+  spmm_row_kernel<Elem, kVec, kGroup, kChunks>
+      <<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(s, segments);
   GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
 /// Picks the lane group and the number of accumulators from the number of vectors per row.
-template <int kVec>
-void launch_for_width(const SpmmArgs& s, int* segments, cudaStream_t stream) {
+template <class Elem, int kVec>
+void launch_for_width(const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
   static_assert(spmm_tuning::kMaxChunks == 4, "launch_for_width instantiates chunks 1, 2 and 4");
   const std::int64_t vectors = (s.width + kVec - 1) / kVec;
-  if (vectors <= 1) return launch<kVec, 1, 1>(s, segments, stream);
-  if (vectors <= 2) return launch<kVec, 2, 1>(s, segments, stream);
-  if (vectors <= 4) return launch<kVec, 4, 1>(s, segments, stream);
-  if (vectors <= 8) return launch<kVec, 8, 1>(s, segments, stream);
-  if (vectors <= 16) return launch<kVec, 16, 1>(s, segments, stream);
-  if (vectors <= 32) return launch<kVec, 32, 1>(s, segments, stream);
-  if (vectors <= 64) return launch<kVec, 32, 2>(s, segments, stream);
-  return launch<kVec, 32, 4>(s, segments, stream);
+  if (vectors <= 1) return launch<Elem, kVec, 1, 1>(s, segments, stream);
+  if (vectors <= 2) return launch<Elem, kVec, 2, 1>(s, segments, stream);
+  if (vectors <= 4) return launch<Elem, kVec, 4, 1>(s, segments, stream);
+  if (vectors <= 8) return launch<Elem, kVec, 8, 1>(s, segments, stream);
+  if (vectors <= 16) return launch<Elem, kVec, 16, 1>(s, segments, stream);
+  if (vectors <= 32) return launch<Elem, kVec, 32, 1>(s, segments, stream);
+  if (vectors <= 64) return launch<Elem, kVec, 32, 2>(s, segments, stream);
+  return launch<Elem, kVec, 32, 4>(s, segments, stream);
 }
 
-template <int kVec>
-void launch_segments(const SpmmArgs& s, const int* first, int blocks, cudaStream_t stream) {
+template <class Elem, int kVec>
+void launch_segments(const SpmmArgs<Elem>& s, const int* first, int blocks, cudaStream_t stream) {
   const std::int64_t vectors = (s.width + kVec - 1) / kVec;
   if (vectors <= 32) {
-    spmm_segment_kernel<kVec, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first);
+    spmm_segment_kernel<Elem, kVec, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first);
   } else if (vectors <= 64) {
-    spmm_segment_kernel<kVec, 2><<<blocks, kBlockThreads, 0, stream>>>(s, first);
+    spmm_segment_kernel<Elem, kVec, 2><<<blocks, kBlockThreads, 0, stream>>>(s, first);
   } else {
-    spmm_segment_kernel<kVec, 4><<<blocks, kBlockThreads, 0, stream>>>(s, first);
+    spmm_segment_kernel<Elem, kVec, 4><<<blocks, kBlockThreads, 0, stream>>>(s, first);
   }
   GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
-}  // namespace
+/// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes and kVec
+/// floats of Y in float4 stores, so width and both leading dimensions must be multiples of it and the pointers
+/// aligned (every lane's offset is then a multiple of the vector too). 1 always works.
+template <class Elem>
+int vector_width(const SpmmArgs<Elem>& s) {
+  const bool y_vec4 = s.ldy % 4 == 0 && aligned(s.y, 16);
+  for (const int vec : {8, 4}) {
+    if (vec == 8 && !std::is_same_v<Elem, Bf16Bits>) continue;  // float stops at float4
+    if (y_vec4 && s.width % vec == 0 && s.ldx % vec == 0 && aligned(s.x, vec * sizeof(Elem))) return vec;
+  }
+  return 1;
+}
+
+template <class Elem>
+void launch_rows(int vec, const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
+  if constexpr (std::is_same_v<Elem, Bf16Bits>) {
+    if (vec == 8) return launch_for_width<Elem, 8>(s, segments, stream);
+  }
+  if (vec == 4) return launch_for_width<Elem, 4>(s, segments, stream);
+  launch_for_width<Elem, 1>(s, segments, stream);
+}
+
+template <class Elem>
+void launch_long_rows(int vec, const SpmmArgs<Elem>& s, const int* first, int blocks, cudaStream_t stream) {
+  if constexpr (std::is_same_v<Elem, Bf16Bits>) {
+    if (vec == 8) return launch_segments<Elem, 8>(s, first, blocks, stream);
+  }
+  if (vec == 4) return launch_segments<Elem, 4>(s, first, blocks, stream);
+  launch_segments<Elem, 1>(s, first, blocks, stream);
+}
 
 /// Tuning knobs read once: spmm_tuning defaults, or GCNPART_SPMM_LONG_ROW / GCNPART_SPMM_SEGMENT for experiments.
 std::int64_t tuning_value(const char* name, std::int64_t fallback) {
@@ -251,13 +344,15 @@ std::int64_t tuning_value(const char* name, std::int64_t fallback) {
   return v > 0 ? static_cast<std::int64_t>(v) : fallback;
 }
 
-void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
-          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+/// The row kernel, a scan of the long rows' segment counts, then the segment kernel (see the file comment).
+template <class Elem>
+void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
+              std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
   static const std::int64_t long_row = tuning_value("GCNPART_SPMM_LONG_ROW", kLongRowEntries);
   static const std::int64_t segment = tuning_value("GCNPART_SPMM_SEGMENT", spmm_tuning::kSegmentEntries);
-  const SpmmArgs s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x,
-                   ldx,        y,             ldy,       width,    long_row,  segment};
-  const bool vec4 = width % 4 == 0 && ldx % 4 == 0 && ldy % 4 == 0 && aligned16(x) && aligned16(y);
+  const SpmmArgs<Elem> s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x,
+                         ldx,        y,             ldy,       width,    long_row,  segment};
+  const int vec = vector_width(s);
   // segments[r]: segment count of row r (0 for rows the row kernel finishes), scanned into first[r].
   const std::size_t n1 = static_cast<std::size_t>(a.num_rows) + 1;
   std::size_t scan_bytes = 0;
@@ -269,11 +364,7 @@ void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const fl
   int* first = reinterpret_cast<int*>(static_cast<char*>(scratch.get()) + ints);
   void* scan_temp = static_cast<char*>(scratch.get()) + 2 * ints;
   GCNPART_CUDA_TRY(cudaMemsetAsync(segments + a.num_rows, 0, sizeof(int), ctx.stream));
-  if (vec4) {
-    launch_for_width<4>(s, segments, ctx.stream);
-  } else {
-    launch_for_width<1>(s, segments, ctx.stream);
-  }
+  launch_rows(vec, s, segments, ctx.stream);
   GCNPART_CUDA_TRY(
       cub::DeviceScan::ExclusiveSum(scan_temp, scan_bytes, segments, first, static_cast<int>(n1), ctx.stream));
   static const int blocks = [] {
@@ -282,11 +373,58 @@ void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const fl
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     return std::max(1, sms) * spmm_tuning::kSegmentBlocksPerSm;
   }();
-  if (vec4) {
-    launch_segments<4>(s, first, blocks, ctx.stream);
-  } else {
-    launch_segments<1>(s, first, blocks, ctx.stream);
+  launch_long_rows(vec, s, first, blocks, ctx.stream);
+}
+
+// ------------------------------------------------------------------------------------------------ bf16 conversion
+
+/// Two floats rounded to bf16 and packed into one word, the first in the low half (the lower address).
+__device__ __forceinline__ unsigned pack_bf16(float first, float second) {
+  return static_cast<unsigned>(float_to_bf16(first)) | (static_cast<unsigned>(float_to_bf16(second)) << 16);
+}
+
+/// out = bf16(x): 4 elements per step (float4 in, uint2 out) when `vec`, then the tail one at a time.
+__global__ void to_bf16_kernel(const float* x, std::int64_t n, Bf16Bits* out, bool vec) {
+  const std::int64_t n4 = vec ? n / 4 : 0;
+  for (std::int64_t i = global_thread(); i < n4; i += grid_stride()) {
+    const float4 v = __ldg(reinterpret_cast<const float4*>(x) + i);
+    reinterpret_cast<uint2*>(out)[i] = make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
   }
+  for (std::int64_t i = 4 * n4 + global_thread(); i < n; i += grid_stride()) out[i] = float_to_bf16(__ldg(x + i));
+}
+
+/// out = float(x): 4 elements per step (uint2 in, float4 out) when `vec`, then the tail one at a time.
+__global__ void from_bf16_kernel(const Bf16Bits* x, std::int64_t n, float* out, bool vec) {
+  const std::int64_t n4 = vec ? n / 4 : 0;
+  for (std::int64_t i = global_thread(); i < n4; i += grid_stride()) {
+    const uint2 v = __ldg(reinterpret_cast<const uint2*>(x) + i);
+    reinterpret_cast<float4*>(out)[i] = make_float4(bf16_low(v.x), bf16_high(v.x), bf16_low(v.y), bf16_high(v.y));
+  }
+  for (std::int64_t i = 4 * n4 + global_thread(); i < n; i += grid_stride()) out[i] = bf16_to_float(__ldg(x + i));
+}
+
+}  // namespace
+
+void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width);
+}
+
+void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width);
+}
+
+void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
+  const bool vec = aligned(x, 16) && aligned(out, 8);
+  to_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(x, n, out, vec);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out) {
+  const bool vec = aligned(x, 8) && aligned(out, 16);
+  from_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(x, n, out, vec);
+  GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
 }  // namespace gcnpart::kernels::detail::cuda

@@ -1,8 +1,10 @@
 // CPU reference SpMM: Y = diag(row_scale) A diag(col_scale) X, one row per loop iteration, accumulated in float
-// in entry order (deterministic for any thread count).
+// in entry order (deterministic for any thread count). The bf16-storage variant widens each X element exactly and
+// then does the very same float arithmetic, so it equals the fp32 SpMM of the bf16-rounded X bit for bit.
 #include <omp.h>
 
 #include "kernels/detail/backends.hpp"
+#include "kernels/detail/bf16.hpp"
 
 namespace gcnpart::kernels::detail::cpu {
 namespace {
@@ -10,10 +12,11 @@ namespace {
 constexpr int kRowsPerChunk = 32;
 // Products with fewer (rows + entries) x width than this run on the calling thread.
 constexpr std::int64_t kParallelMinWork = 1 << 15;
-}  // namespace
 
-void spmm(const Context&, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
-          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+/// Shared by the fp32 and bf16 entry points: `load` widens one stored X element to float.
+template <class Elem, class Load>
+void spmm_rows(const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x, std::int64_t ldx,
+               float* y, std::int64_t ldy, std::int64_t width, Load load) {
   const RowOffset* const offsets = a.row_offsets;
   const NodeId* const cols = a.col_ids;
   const float* const values = a.values;
@@ -25,9 +28,9 @@ void spmm(const Context&, const CsrView& a, const float* row_scale, const float*
       const NodeId j = cols[e];
       float w = values != nullptr ? values[e] : 1.0f;
       if (col_scale != nullptr) w *= col_scale[j];
-      const float* __restrict xr = x + static_cast<std::int64_t>(j) * ldx;
+      const Elem* __restrict xr = x + static_cast<std::int64_t>(j) * ldx;
 #pragma omp simd
-      for (std::int64_t c = 0; c < width; ++c) yr[c] += w * xr[c];
+      for (std::int64_t c = 0; c < width; ++c) yr[c] += w * load(xr[c]);
     }
     if (row_scale != nullptr) {
       const float s = row_scale[i];
@@ -35,6 +38,28 @@ void spmm(const Context&, const CsrView& a, const float* row_scale, const float*
       for (std::int64_t c = 0; c < width; ++c) yr[c] *= s;
     }
   }
+}
+
+}  // namespace
+
+void spmm(const Context&, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](float v) { return v; });
+}
+
+void spmm_bf16(const Context&, const CsrView& a, const float* row_scale, const float* col_scale,
+               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+  spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](std::uint16_t v) { return bf16_to_float(v); });
+}
+
+void convert_to_bf16(const Context&, const float* x, std::int64_t n, std::uint16_t* out) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinWork)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
+}
+
+void convert_from_bf16(const Context&, const std::uint16_t* x, std::int64_t n, float* out) {
+#pragma omp parallel for simd schedule(static) if (n > kParallelMinWork)
+  for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
 }
 
 }  // namespace gcnpart::kernels::detail::cpu

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <string>
@@ -92,6 +94,177 @@ TEST_CASE("CPU SpMM with the cuSPARSE algorithm runs the CPU reference") {
 TEST_CASE("CusparseSpmm refuses the CPU backend") {
   const HostCsr a = random_csr(5, 5, 2, 15);
   CHECK_THROWS_AS(CusparseSpmm(kCpu, a.view(), nullptr, nullptr, 4), LogicError);
+}
+
+// ---------------------------------------------------------------------------------------------------- bf16
+
+namespace {
+
+std::uint32_t bits_of(float f) {
+  std::uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+float float_of(std::uint32_t u) {
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+}
+
+/// The bf16 nearest to a finite float, ties to the even pattern, found by comparing the two candidates in double
+/// (independent of the shift-and-add trick of the kernels). Overflow beyond the largest bf16 gives infinity.
+std::uint16_t nearest_bf16(float f) {
+  const std::uint32_t u = bits_of(f);
+  const std::uint16_t down = static_cast<std::uint16_t>(u >> 16);  // towards zero
+  const std::uint16_t up = static_cast<std::uint16_t>(down + 1);  // away from zero (may be infinity)
+  const double d_down = std::abs(static_cast<double>(float_of(static_cast<std::uint32_t>(down) << 16)) - f);
+  const double d_up = std::abs(static_cast<double>(float_of(static_cast<std::uint32_t>(up) << 16)) - f);
+  if ((u & 0xffffu) == 0) return down;
+  if ((down & 0x7fffu) == 0x7f7fu) {  // largest finite: above it only infinity, reached from half an ulp beyond
+    return (u & 0xffffu) >= 0x8000u && !((u & 0xffffu) == 0x8000u && (down & 1u) == 0) ? up : down;
+  }
+  if (d_down != d_up) return d_down < d_up ? down : up;
+  return (down & 1u) == 0 ? down : up;
+}
+
+std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
+  std::vector<std::uint16_t> b(x.size());
+  convert_to_bf16_async(kCpu, x.data(), static_cast<std::int64_t>(x.size()), b.data());
+  return b;
+}
+
+std::vector<float> from_bf16(const std::vector<std::uint16_t>& b) {
+  std::vector<float> x(b.size());
+  convert_from_bf16_async(kCpu, b.data(), static_cast<std::int64_t>(b.size()), x.data());
+  return x;
+}
+
+}  // namespace
+
+TEST_CASE("conversion to bf16 rounds to nearest even on hand-picked values") {
+  struct Case {
+    std::uint32_t in;
+    std::uint16_t out;
+  };
+  const Case cases[] = {
+      {0x3f800000u, 0x3f80u},  // 1
+      {0x3f808000u, 0x3f80u},  // 1 + 2^-8: halfway, 0x3f80 is even
+      {0x3f818000u, 0x3f82u},  // halfway above the odd 0x3f81: up to even
+      {0x3f808001u, 0x3f81u},  // just past halfway
+      {0x3f807fffu, 0x3f80u},  // just below halfway
+      {0xbf808000u, 0xbf80u},  // negative tie, to even (magnitude)
+      {0xbf818000u, 0xbf82u},
+      {0x00000000u, 0x0000u},  // +0
+      {0x80000000u, 0x8000u},  // -0
+      {0x00008000u, 0x0000u},  // subnormal tie to even zero
+      {0x00018000u, 0x0002u},  // subnormal tie up to even
+      {0x00000001u, 0x0000u},  // smallest subnormal
+      {0x7f7f7fffu, 0x7f7fu},  // below half an ulp under the largest finite bf16
+      {0x7f7f8000u, 0x7f80u},  // tie above the odd largest finite bf16: infinity
+      {0x7f7fffffu, 0x7f80u},  // FLT_MAX overflows to infinity
+      {0xff7fffffu, 0xff80u},  // -FLT_MAX to -infinity
+      {0x7f800000u, 0x7f80u},  // +inf
+      {0xff800000u, 0xff80u},  // -inf
+      {0x7fc00000u, 0x7fc0u},  // quiet NaN
+      {0xffc00001u, 0xffc0u},  // negative NaN keeps its sign
+      {0x7f800001u, 0x7fc0u},  // a NaN whose payload sits in the dropped bits stays a NaN (quiet)
+      {0x7fff8000u, 0x7fffu},  // a NaN next to the top must not round over into the sign bit
+  };
+  std::vector<float> in;
+  for (const Case& c : cases) in.push_back(float_of(c.in));
+  const auto out = to_bf16(in);
+  for (std::size_t i = 0; i < std::size(cases); ++i) {
+    CAPTURE(i);
+    CHECK(out[i] == cases[i].out);
+  }
+}
+
+TEST_CASE("bf16 round trips: every bf16 pattern survives float and back, random floats go to the nearest bf16") {
+  std::vector<std::uint16_t> all(1 << 16);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  const auto widened = from_bf16(all);
+  const auto back = to_bf16(widened);
+  for (std::size_t i = 0; i < all.size(); ++i) {
+    CAPTURE(i);
+    REQUIRE(bits_of(widened[i]) == static_cast<std::uint32_t>(i) << 16);  // widening is exact
+    if (std::isnan(widened[i]))
+      REQUIRE((back[i] & 0x7fffu) > 0x7f80u);
+    else
+      REQUIRE(back[i] == all[i]);
+  }
+  std::mt19937_64 gen(77);
+  std::vector<float> x;
+  while (x.size() < 200000) {
+    const float f = float_of(static_cast<std::uint32_t>(gen()));
+    if (std::isfinite(f)) x.push_back(f);
+  }
+  const auto b = to_bf16(x);
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    CAPTURE(bits_of(x[i]));
+    REQUIRE(b[i] == nearest_bf16(x[i]));
+  }
+}
+
+TEST_CASE("CPU bf16 SpMM equals the fp32 SpMM of the bf16-rounded input") {
+  const HostCsr a = random_csr(300, 250, 6, 31, 0.15);
+  std::int64_t max_degree = 0;
+  for (std::int64_t i = 0; i < a.rows; ++i) max_degree = std::max(max_degree, a.offsets[i + 1] - a.offsets[i]);
+  for (std::int64_t width : {1, 7, 8, 64, 602}) {
+    for (std::int64_t pad : {0, 3}) {
+      for (bool with_scales : {true, false}) {
+        CAPTURE(width);
+        CAPTURE(pad);
+        CAPTURE(with_scales);
+        const std::int64_t ldx = width + pad, ldy = width + 2 * pad;
+        const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx), 300 + width);
+        const auto rs = random_floats(static_cast<std::size_t>(a.rows), 1, 0.2f, 1.0f);
+        const auto cs = random_floats(static_cast<std::size_t>(a.cols), 2, 0.2f, 1.0f);
+        const float* row_scale = with_scales ? rs.data() : nullptr;
+        const float* col_scale = with_scales ? cs.data() : nullptr;
+        const auto xb = to_bf16(x);
+        const auto rounded = from_bf16(xb);
+        std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN), y32(y.size(), kNaN);
+        spmm_bf16_async(kCpu, a.view(), row_scale, col_scale, xb.data(), ldx, y.data(), ldy, width);
+        spmm_async(kCpu, a.view(), row_scale, col_scale, rounded.data(), ldx, y32.data(), ldy, width);
+        for (std::int64_t i = 0; i < a.rows; ++i)
+          for (std::int64_t c = 0; c < width; ++c)
+            REQUIRE(bits_of(y[static_cast<std::size_t>(i * ldy + c)]) ==
+                    bits_of(y32[static_cast<std::size_t>(i * ldy + c)]));
+        const auto want = reference_spmm(a, true, row_scale, col_scale, rounded, ldx, width);
+        CHECK(worst_ratio(y, ldy, want, a.rows, width, summation_rtol(max_degree, 1e-6)) <= 1.0);
+        for (std::int64_t i = 0; i < a.rows; ++i)  // padding between rows untouched
+          for (std::int64_t c = width; c < ldy; ++c) REQUIRE(std::isnan(y[static_cast<std::size_t>(i * ldy + c)]));
+      }
+    }
+  }
+}
+
+TEST_CASE("CPU bf16 SpMM handles a row with 10^5 neighbours and an all-empty matrix") {
+  const HostCsr a = random_csr(40, 120000, 3, 32, 0.1, {{17, 100000}});
+  const auto x = random_floats(static_cast<std::size_t>(a.cols * 8), 33);
+  const auto xb = to_bf16(x);
+  std::vector<float> y(static_cast<std::size_t>(a.rows * 8), kNaN);
+  spmm_bf16_async(kCpu, a.view(false), nullptr, nullptr, xb.data(), 8, y.data(), 8, 8);
+  CHECK(worst_ratio(y, 8, reference_spmm(a, false, nullptr, nullptr, from_bf16(xb), 8, 8), a.rows, 8,
+                    summation_rtol(100000, 1e-6)) <= 1.0);
+  const HostCsr empty = random_csr(20, 10, 3, 34, 1.0);
+  REQUIRE(empty.nnz() == 0);
+  std::vector<float> z(20 * 3, kNaN);
+  spmm_bf16_async(kCpu, empty.view(), nullptr, nullptr, xb.data(), 3, z.data(), 3, 3);
+  CHECK(z == std::vector<float>(20 * 3, 0.0f));
+}
+
+TEST_CASE("bf16 entry points reject bad sizes with InvalidInput and missing buffers with LogicError") {
+  std::vector<std::uint16_t> xb(16);
+  std::vector<float> y(16);
+  const HostCsr a = random_csr(4, 4, 1, 92);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 2, y.data(), 4, 4), InvalidInput);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 4, y.data(), 3, 4), InvalidInput);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, nullptr, 4, y.data(), 4, 4), LogicError);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 4, y.data(), 4, -1), InvalidInput);
+  CHECK_THROWS_AS(convert_to_bf16_async(kCpu, y.data(), -1, xb.data()), InvalidInput);
+  CHECK_THROWS_AS(convert_from_bf16_async(kCpu, nullptr, 4, y.data()), LogicError);  // a missing buffer
+  convert_to_bf16_async(kCpu, nullptr, 0, nullptr);  // nothing to do
 }
 
 TEST_CASE("CPU GEMM matches a double reference for all four transpose combinations") {

@@ -4,8 +4,11 @@
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <iterator>
 #include <limits>
 #include <random>
 #include <vector>
@@ -91,6 +94,40 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   CHECK(worst_vs(dy.to_host(), ldy, y, ldy, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
 }
 
+/// One bf16 SpMM configuration: X rounded to bf16 on the host; the CUDA kernel against the CPU bf16 kernel, judged
+/// against the double reference of the rounded X. `shift` puts X that many bf16 values past a 256-byte boundary
+/// (1: 2-byte aligned, scalar loads; 4: 8-byte aligned, at most 4-wide loads). Y's padding must stay untouched.
+void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::int64_t width, bool with_values,
+                       bool with_scales, std::int64_t pad, std::int64_t shift, std::uint64_t seed) {
+  const std::int64_t ldx = width + pad, ldy = width + pad;
+  const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
+  std::vector<std::uint16_t> xb(x.size());
+  std::vector<float> rounded(x.size());
+  convert_to_bf16_async(kCpu, x.data(), static_cast<std::int64_t>(x.size()), xb.data());
+  convert_from_bf16_async(kCpu, xb.data(), static_cast<std::int64_t>(xb.size()), rounded.data());
+  const auto rs = random_floats(static_cast<std::size_t>(a.rows), seed + 1, 0.2f, 1.0f);
+  const auto cs = random_floats(static_cast<std::size_t>(a.cols), seed + 2, 0.2f, 1.0f);
+  const DeviceBuffer<std::uint16_t> dx(xb);
+  const DeviceBuffer<float> drs(rs), dcs(cs);
+  auto dy = nan_buffer(static_cast<std::size_t>(a.rows * ldy));
+  const float* row_scale = with_scales ? rs.data() : nullptr;
+  const float* col_scale = with_scales ? cs.data() : nullptr;
+  spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr,
+                  with_scales ? dcs.data() : nullptr, dx.data() + shift, ldx, dy.data(), ldy, width);
+  std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
+  spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, xb.data() + shift, ldx, y.data(), ldy, width);
+  const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
+                                  std::vector<float>(rounded.begin() + shift, rounded.end()), ldx, width);
+  const auto got = dy.to_host();
+  // Both are float sums of the same products: 1e-5 of the terms' magnitude, widened by 2 n 2^-24 for long rows.
+  CHECK(worst_vs(got, ldy, y, ldy, ref.magnitude, a.rows, width, summation_rtol(2 * max_degree(a))) <= 1.0);
+  std::int64_t padding_written = 0;
+  for (std::int64_t i = 0; i < a.rows; ++i)
+    for (std::int64_t c = width; c < ldy; ++c)
+      padding_written += std::isnan(got[static_cast<std::size_t>(i * ldy + c)]) ? 0 : 1;
+  CHECK(padding_written == 0);
+}
+
 }  // namespace
 
 TEST_SUITE("gpu") {
@@ -142,6 +179,83 @@ TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
   const DeviceCsr dn(none);
   spmm_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
   synchronize(f.ctx);
+}
+
+TEST_CASE("CUDA bf16 SpMM matches the CPU bf16 kernel over widths, load widths, empty rows and null scales") {
+  DeviceFixture f;
+  for (std::uint64_t seed : {1u, 2u}) {
+    const HostCsr a = random_csr(1500, 1200, 8, seed, 0.1);
+    const DeviceCsr da(a);
+    for (std::int64_t width : {1, 2, 4, 7, 8, 12, 16, 24, 64, 100, 128, 256, 520, 602, 1032}) {
+      CAPTURE(seed);
+      CAPTURE(width);
+      for (bool with_values : {true, false}) {
+        for (bool with_scales : {true, false}) {
+          CAPTURE(with_values);
+          CAPTURE(with_scales);
+          compare_spmm_bf16(f, a, da, width, with_values, with_scales, 0, 0, seed * 100 + width);
+        }
+      }
+      compare_spmm_bf16(f, a, da, width, true, true, 8, 0, seed * 200 + width);  // padded, 16-byte loads stay
+      compare_spmm_bf16(f, a, da, width, true, true, 4, 0, seed * 300 + width);  // ld % 8 == 4: 8-byte loads
+      compare_spmm_bf16(f, a, da, width, true, true, 1, 0, seed * 400 + width);  // odd leading dims: scalar
+      compare_spmm_bf16(f, a, da, width, true, true, 0, 4, seed * 500 + width);  // X 8-byte aligned only
+      compare_spmm_bf16(f, a, da, width, true, true, 0, 1, seed * 600 + width);  // X 2-byte aligned only
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA bf16 SpMM shares long rows, up to 10^5 entries, over the grid") {
+  DeviceFixture f;
+  // Rows at and just past the long-row threshold (128) and one segment (256), two in the same block, and a row
+  // with 10^5 neighbours.
+  const HostCsr a = random_csr(3000, 120000, 4, 17, 0.1,
+                               {{5, 128}, {6, 129}, {9, 5000}, {10, 257}, {700, 100000}, {2999, 4097}});
+  const DeviceCsr da(a);
+  for (std::int64_t width : {1, 7, 8, 64, 256, 602, 1032}) {
+    CAPTURE(width);
+    compare_spmm_bf16(f, a, da, width, true, true, 0, 0, 21 + width);
+    compare_spmm_bf16(f, a, da, width, false, false, 0, 0, 22 + width);
+    compare_spmm_bf16(f, a, da, width, true, true, 0, 4, 23 + width);
+  }
+  const HostCsr none = random_csr(0, 0, 3, 5);
+  const DeviceCsr dn(none);
+  spmm_bf16_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  synchronize(f.ctx);
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA conversions to and from bf16 match the CPU bit for bit, aligned or not") {
+  DeviceFixture f;
+  auto x = random_floats(1000003, 61, -3.0f, 3.0f);
+  const std::uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x7f7fffffu, 0x7f800000u, 0xff800000u,
+                                    0x7f800001u, 0xffc00000u, 0x00018000u, 0x80000000u, 0x7f7f8000u};
+  for (std::size_t i = 0; i < std::size(specials); ++i) std::memcpy(&x[i * 7], &specials[i], sizeof(float));
+  const DeviceBuffer<float> dx(x);
+  DeviceBuffer<std::uint16_t> db(x.size());
+  DeviceBuffer<float> dback(x.size());
+  for (const std::int64_t n : {1, 3, 4, 5, 1000, 1000003 - 1}) {
+    for (const std::int64_t offset : {0, 1}) {
+      CAPTURE(n);
+      CAPTURE(offset);
+      const std::int64_t count = std::min<std::int64_t>(n, static_cast<std::int64_t>(x.size()) - offset);
+      GCNPART_CUDA_TRY(cudaMemset(db.data(), 0, db.size() * sizeof(std::uint16_t)));
+      convert_to_bf16_async(f.ctx, dx.data() + offset, count, db.data() + offset);
+      std::vector<std::uint16_t> want(static_cast<std::size_t>(count));
+      convert_to_bf16_async(kCpu, x.data() + offset, count, want.data());
+      const auto got = db.to_host();
+      CHECK(std::equal(want.begin(), want.end(), got.begin() + offset));
+      if (offset + count < static_cast<std::int64_t>(got.size()))
+        CHECK(got[static_cast<std::size_t>(offset + count)] == 0);  // nothing written past the end
+      convert_from_bf16_async(f.ctx, db.data() + offset, count, dback.data() + offset);
+      std::vector<float> back(static_cast<std::size_t>(count));
+      convert_from_bf16_async(kCpu, want.data(), count, back.data());
+      const auto got_back = dback.to_host();
+      CHECK(std::memcmp(back.data(), got_back.data() + offset, back.size() * sizeof(float)) == 0);
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
 }
 
 TEST_CASE("CusparseSpmm matches the CPU kernel for algorithms 0 to 3") {
