@@ -4,7 +4,8 @@
 #   GRAPHS="arxiv" bench/peer/run.sh  # a subset (reddit, products, arxiv)
 # Builds gcnpart (gpu preset) if needed, generates the RMAT graphs of issue 6 into /tmp (kept between calls on
 # the same machine), then per graph: `gcnpart bench spmm` (own kernel vs every cuSPARSE algorithm, widths
-# 16/64/128/256), `gcnpart bench epoch` (GCN 2 layers, hidden 256; own / cuSPARSE / autotuned SpMM) and
+# 16/64/128/256), `gcnpart bench spmm --precision bf16` (bf16-storage kernel vs the fp32 peers of the same run,
+# widths 64/128/256), `gcnpart bench epoch` (GCN 2 layers, hidden 256; own / cuSPARSE / autotuned SpMM) and
 # bench/peer/pyg_gcn.py (csr and edge_index modes). JSON and logs go to ${OUT:-bench/out}; the ratio tables
 # come last. Each step is capped at ${STEP_TIMEOUT:-300} s so that one hung step cannot eat the lease.
 set -uo pipefail
@@ -54,6 +55,8 @@ for name in $graphs; do
   fi
   echo "== $name ($f)"
   run "$out/spmm-$name.log" $g -q bench spmm "$f" --widths 16,64,128,256 --json "$out/spmm-$name.json"
+  run "$out/spmm-bf16-$name.log" $g -q bench spmm "$f" --precision bf16 --widths 64,128,256 \
+    --json "$out/spmm-bf16-$name.json"
   run "$out/epoch-$name.log" $g -q bench epoch "$f" --layers 2 --hidden 256 --spmm all --json "$out/epoch-$name.json"
   run "$out/pyg-csr-$name.log" "$py" bench/peer/pyg_gcn.py "$f" --mode csr --layers 2 --hidden 256 \
     --json "$out/pyg-csr-$name.json"
@@ -105,6 +108,35 @@ for g in order:
         print(f"{g:9} {w['width']:5} {ms(own_ms)} {best or '-':>15} {ms(best_ms)} {sp} {frac} {worst or '-':>17} "
               f"{ms(worst_ms)} {spw}{flag}")
     print(f"{'':9} copy bandwidth {j['copy_bandwidth']['gbs']:.0f} GB/s (read + write)")
+
+print("\nSpMM bf16 X storage, fp32 accumulation (median ms; ratio = best fp32 cuSPARSE / own-bf16, same run; "
+      "issue target >= 1.7x)")
+print(f"{'graph':9} {'width':>5} {'bf16 ms':>9} {'own fp32':>9} {'best cuSPARSE':>15} {'ms':>9} {'ratio':>7} "
+      f"{'bf16/own':>8} {'bf16 GB/s':>9} {'%copy':>6} {'rel err':>8}")
+for g in order:
+    j = load(f"spmm-bf16-{g}.json")
+    if not j:
+        print(f"{g:9} (no bf16 spmm result)")
+        continue
+    for w in j["widths"]:
+        ok = {r["spmm"]: r for r in w["results"] if r["status"] == "ok"}
+        b, own = ok.get("own-bf16"), ok.get("own")
+        cus = {k: v for k, v in ok.items() if k.startswith("cusparse")}
+        best = min(cus, key=lambda k: cus[k]["time_ms"]["median"]) if cus else None
+        b_ms = b["time_ms"]["median"] if b else None
+        own_ms = own["time_ms"]["median"] if own else None
+        best_ms = cus[best]["time_ms"]["median"] if best else None
+        def ms(v):
+            return f"{v:9.3f}" if v is not None else f"{'-':>9}"
+        ratio = f"{best_ms / b_ms:6.2f}x" if b_ms and best_ms else f"{'-':>7}"
+        vs_own = f"{own_ms / b_ms:7.2f}x" if b_ms and own_ms else f"{'-':>8}"
+        gbs = f"{b['gbs']:9.1f}" if b else f"{'-':>9}"
+        frac = f"{100 * b['fraction_of_copy_bandwidth']:5.1f}%" if b else f"{'-':>6}"
+        err = f"{b['error']['rel_max']:8.1e}" if b and "error" in b else f"{'-':>8}"
+        flag = "" if w.get("verified", True) else "  OUTPUTS DISAGREE"
+        met = "" if not (b_ms and best_ms) else ("" if best_ms / b_ms >= 1.7 else "  below target")
+        print(f"{g:9} {w['width']:5} {ms(b_ms)} {ms(own_ms)} {best or '-':>15} {ms(best_ms)} {ratio} {vs_own} {gbs} "
+              f"{frac} {err}{flag}{met}")
 
 print("\nTraining epoch fp32, GCN 2 layers hidden 256 (median ms; speedup = PyG csr / ours; memory = our peak / PyG peak)")
 print(f"{'graph':9} {'PyG csr':>9} {'PyG e_i':>9} {'PyG GiB':>8} | {'ours':8} {'ms':>9} {'speedup':>8} {'GiB':>7} "
