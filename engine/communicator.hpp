@@ -23,6 +23,9 @@ class Communicator {
   /// recv[i] = sum over ranks r of send_of_rank_r[rank() * count + i]; send holds size() * count elements.
   virtual void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) = 0;
   virtual void barrier(const kernels::Context& ctx) = 0;
+  /// Point to point (the pipeline strategy): blocks until `peer` has received / sent the same count.
+  virtual void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) = 0;
+  virtual void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) = 0;
   /// Waits for the work queued on ctx's stream, watching for a failed peer: a communicator whose peer died
   /// aborts and throws within a bounded time instead of hanging.
   virtual void synchronize(const kernels::Context& ctx) { kernels::synchronize(ctx); }

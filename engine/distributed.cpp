@@ -87,6 +87,7 @@ struct RankResult {
   std::vector<double> step_seconds;
   MemoryStats memory;
   std::int64_t bytes_sent = 0, bytes_first_epoch = 0, driver_bytes = 0;
+  std::vector<std::vector<float>> parameters;  ///< pipeline: this stage's layers
 };
 
 /// Trains rank `rank` of the plan with `comm`; rank 0 also fills the report's losses, accuracy and weights.
@@ -96,8 +97,15 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
   const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
   Resources res(device, config.memory_limit);
   if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
-  GcnModel model(res, problem, config.model, &comm);
-  if (!config.load_weights.empty()) model.set_parameters(load_weights(config.load_weights, model.dims()));
+  GcnConfig model_config = config.model;
+  const bool pipeline = plan.strategy == partition::Strategy::kPipeline;
+  if (pipeline) model_config.pipeline_stages = plan.parts;
+  GcnModel model(res, problem, model_config, &comm);
+  if (!config.load_weights.empty()) {
+    auto all = load_weights(config.load_weights, model.dims());
+    const auto [first, last] = model.layer_range();
+    model.set_parameters(std::vector<std::vector<float>>(all.begin() + 2 * first, all.begin() + 2 * last));
+  }
   if (device.is_cuda()) mine.driver_bytes = res.driver_used_bytes();
   auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
   double best = std::numeric_limits<double>::infinity();
@@ -138,6 +146,7 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
   }
   const EvalResult ev = model.evaluate();
   auto params = model.parameters();
+  if (pipeline) mine.parameters = params;
   mine.memory = res.memory().stats();
   mine.bytes_sent = comm.bytes_sent();
   if (device.is_cuda()) mine.driver_bytes = std::max(mine.driver_bytes, res.driver_used_bytes());
@@ -216,8 +225,6 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
                                     const TrainConfig& config, const EpochCallback& on_epoch,
                                     const LaunchOptions& launch) {
   config.validate();
-  if (plan.strategy == partition::Strategy::kPipeline)
-    throw InvalidInput::parameter("--strategy", "pipeline", "drop, halo or gather (pipeline is not executable yet)");
   const int k = plan.parts;
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == k, "plan has one DevicePlan per part");
   const bool cuda = launch.backend == kernels::Backend::kCuda;
@@ -291,6 +298,10 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
   for (int r = 0; r < k; ++r)
     if (errors[r]) std::rethrow_exception(errors[r]);
   fill_report(report, results);
+  if (plan.strategy == partition::Strategy::kPipeline) {  // every stage's layers, in layer order
+    report.parameters.clear();
+    for (const auto& r : results) report.parameters.insert(report.parameters.end(), r.parameters.begin(), r.parameters.end());
+  }
   return report;
 }
 

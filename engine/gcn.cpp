@@ -50,6 +50,16 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   cols_ = problem.num_cols;
   dims_ = config_.dims(problem.num_features, problem.num_classes);
   const int L = config_.layers;
+  stages_ = config_.pipeline_stages;
+  if (stages_ > 1) {
+    GCNPART_EXPECTS(comm_ != nullptr && comm_->size() == stages_, "a pipeline needs a communicator of its stages");
+    if (stages_ > L)
+      throw InvalidInput::parameter("--parts", std::to_string(stages_),
+                                    "at most the number of layers (" + std::to_string(L) + ") pipeline stages");
+    stage_ = comm_->rank();
+  }
+  first_ = stage_ * L / stages_;
+  last_ = (stage_ + 1) * L / stages_;
 
   // Data (the graph and its normalisation go to the aggregation, below).
   {
@@ -59,11 +69,11 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
       nonzeros += problem.features[i] != 0.0f ? 1 : 0;
     const double density =
         problem.features.empty() ? 1.0 : static_cast<double>(nonzeros) / static_cast<double>(problem.features.size());
-    sparse_input_ = density <= config_.sparse_features_below && dims_[0] > dims_[1];
+    sparse_input_ = first_ == 0 && density <= config_.sparse_features_below && dims_[0] > dims_[1];
   }
   if (sparse_input_) {
     upload_sparse_features();
-  } else {
+  } else if (first_ == 0) {  // later pipeline stages never read the input features
     features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
   }
   labels_ = upload(res_, problem.labels, MemoryCategory::kFeatures);
@@ -81,6 +91,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     ly.out = dims_[l + 1];
     ly.aggregate_first = ly.in <= ly.out;
     ly.decay = config_.weight_decay > 0 && (l == 0 || config_.weight_decay_all_layers);
+    if (!owns(l)) continue;  // another pipeline stage's layer: no parameters here
     ly.w_offset = offset;
     offset += ly.in * ly.out;
     ly.b_offset = offset;
@@ -88,7 +99,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   }
   num_params_ = offset;
   std::vector<float> init(static_cast<std::size_t>(num_params_), 0.0f);
-  for (int l = 0; l < L; ++l) {
+  for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
     const float limit = std::sqrt(6.0f / static_cast<float>(ly.in + ly.out));
     const std::uint64_t key = rng::stream_key(config_.seed, rng::kWeightInit, static_cast<std::uint64_t>(l));
@@ -105,29 +116,34 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
-  // Activations saved for backward.
+  // Activations saved for backward: inputs_[l] is layer l's (dropped-out) input, for the layers held here plus,
+  // in a pipeline, the output handed to the next stage (inputs_[last_]).
   inputs_.resize(static_cast<std::size_t>(L));
   aggregated_.resize(static_cast<std::size_t>(L));
-  if (config_.dropout > 0 && !sparse_input_)
+  if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
     inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
-  if (config_.dropout > 0 && sparse_input_) {
+  if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
     xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
     xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
   }
-  for (int l = 1; l < L; ++l) inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-  for (int l = 0; l < L; ++l)
+  for (int l = std::max(1, first_); l <= std::min(last_, L - 1); ++l)
+    inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+  for (int l = first_; l < last_; ++l)
     if (layers_[l].aggregate_first)
       aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+  if (last_ == L) logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
   // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
   // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
   // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
   std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
-  for (int l = 0; l < L; ++l) {
+  for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
     tmp_width = std::max(tmp_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
   }
-  for (int i = L; i >= 1; --i) ((L - i) % 2 == 0 ? width_a : width_b) = std::max((L - i) % 2 == 0 ? width_a : width_b, dims_[i]);
+  for (int i = last_; i >= std::max(1, first_); --i) {
+    std::int64_t& w = (last_ - i) % 2 == 0 ? width_a : width_b;
+    w = std::max(w, dims_[i]);
+  }
   tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace);
   grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
   grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
@@ -135,7 +151,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
 
   std::vector<std::int64_t> widths;
-  for (int l = 0; l < L; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
+  for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
   aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, *std::max_element(widths.begin(), widths.end()),
                                   widths);
   sync();
@@ -222,11 +238,15 @@ void GcnModel::forward(bool training, int epoch) {
   last_epoch_ = epoch;
   last_p_ = p;
   const float* x = features_.data();
-  if (p > 0 && !sparse_input_) {
+  if (first_ > 0) {
+    // Pipeline: the previous stage's output (relu and this layer's dropout already applied) is our input.
+    comm_->recv(ctx, inputs_[first_].data(), rows_ * dims_[first_], stage_ - 1);
+    x = inputs_[first_].data();
+  } else if (p > 0 && !sparse_input_) {
     kernels::dropout_async(ctx, features_.data(), cols_, dims_[0], dropout_for(0), inputs_[0].data());
     x = inputs_[0].data();
   }
-  for (int l = 0; l < L; ++l) {
+  for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
     const float* w = params_.data() + ly.w_offset;
     const float* b = params_.data() + ly.b_offset;
@@ -253,12 +273,14 @@ void GcnModel::forward(bool training, int epoch) {
     kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, !last, next, z);
     x = z;
   }
+  if (last_ < L) comm_->send(ctx, inputs_[last_].data(), rows_ * dims_[last_], stage_ + 1);
 }
 
 double GcnModel::forward_backward(int epoch) {
   res_.activate();
   forward(true, epoch);
   backward_async();
+  if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
   sync();
@@ -269,6 +291,7 @@ double GcnModel::train_step(int epoch) {
   res_.activate();
   forward(true, epoch);
   backward_async();
+  if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
   adam_async();
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
@@ -279,14 +302,21 @@ double GcnModel::train_step(int epoch) {
 void GcnModel::backward_async() {
   const Context& ctx = res_.context();
   const int L = config_.layers;
-  const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
-  const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-  kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(), split_rows_[kTrain].data(),
-                                       n_train, scale, scalar_f_.data(), grad_a_.data());
-  if (comm_ != nullptr) comm_->allreduce_sum(ctx, scalar_f_.data(), 1);
   float* g = grad_a_.data();
   float* g_next = grad_b_.data();
-  for (int l = L - 1; l >= 0; --l) {
+  if (last_ == L) {
+    const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
+    const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
+    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), g);
+  } else {
+    // Pipeline: the next stage sends d(loss)/d(our output); undo our output's relu and dropout here.
+    kernels::memset_zero_async(ctx, scalar_f_.data(), sizeof(float));  // the loss lives on the last stage
+    comm_->recv(ctx, g, rows_ * dims_[last_], stage_ + 1);
+    kernels::bias_act_dropout_backward_async(ctx, inputs_[last_].data(), g, rows_, dims_[last_], true,
+                                             config_.dropout, g);
+  }
+  for (int l = last_ - 1; l >= first_; --l) {
     const Layer& ly = layers_[l];
     const float* w = params_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
@@ -322,19 +352,24 @@ void GcnModel::backward_async() {
         kernels::gemm_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, tmp_.data(), ly.out, w, ly.out, 0.0f, g_next,
                             ly.in);
     }
-    if (l > 0) {
+    if (l > first_) {
       kernels::bias_act_dropout_backward_async(ctx, inputs_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
                                                g_next);
       std::swap(g, g_next);
+    } else if (l > 0) {
+      // Pipeline: hand d(loss)/d(our input) to the previous stage, which owns that activation.
+      comm_->send(ctx, g_next, rows_ * ly.in, stage_ - 1);
     }
   }
-  if (comm_ != nullptr) comm_->allreduce_sum(ctx, grads_.data(), num_params_);
+  // Data-parallel strategies sum the weight gradients; pipeline stages own disjoint layers.
+  if (comm_ != nullptr && stages_ == 1) comm_->allreduce_sum(ctx, grads_.data(), num_params_);
 }
 
 void GcnModel::adam_async() {
   const Context& ctx = res_.context();
   ++step_;
-  for (const Layer& ly : layers_) {
+  for (int l = first_; l < last_; ++l) {
+    const Layer& ly = layers_[l];
     kernels::AdamParams ap;
     ap.lr = config_.lr;
     ap.step = step_;
@@ -352,11 +387,16 @@ EvalResult GcnModel::evaluate() {
   const Context& ctx = res_.context();
   forward(false, 0);
   const std::int64_t classes = dims_.back();
-  for (int s = 0; s < 3; ++s) {
-    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, classes, labels_.data(), split_rows_[s].data(),
-                                         split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
-    kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
-                                 split_rows_[s].size(), scalar_i_.data() + s);
+  if (last_ == config_.layers) {
+    for (int s = 0; s < 3; ++s) {
+      kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, classes, labels_.data(), split_rows_[s].data(),
+                                           split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
+      kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
+                                   split_rows_[s].size(), scalar_i_.data() + s);
+    }
+  } else {  // pipeline: only the last stage has logits
+    kernels::memset_zero_async(ctx, scalar_f_.data(), 3 * sizeof(float));
+    kernels::memset_zero_async(ctx, scalar_i_.data(), 3 * sizeof(std::int64_t));
   }
   if (comm_ != nullptr) {
     comm_->allreduce_sum(ctx, scalar_f_.data(), 3);
@@ -380,7 +420,8 @@ std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_bu
   kernels::copy_async(res_.context(), flat.data(), flat_buffer.data(), flat_buffer.bytes());
   sync();
   std::vector<std::vector<float>> out;
-  for (const Layer& ly : layers_) {
+  for (int l = first_; l < last_; ++l) {
+    const Layer& ly = layers_[l];
     out.emplace_back(flat.begin() + ly.w_offset, flat.begin() + ly.w_offset + ly.in * ly.out);
     out.emplace_back(flat.begin() + ly.b_offset, flat.begin() + ly.b_offset + ly.out);
   }
@@ -392,19 +433,21 @@ std::vector<std::vector<float>> GcnModel::parameters() { return unflatten(params
 std::vector<std::vector<float>> GcnModel::gradients() { return unflatten(grads_); }
 
 void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
-  if (params.size() != 2 * layers_.size())
+  const std::size_t owned = static_cast<std::size_t>(last_ - first_);
+  if (params.size() != 2 * owned)
     throw InvalidInput::parameter("weights", std::to_string(params.size()) + " tensors",
-                                  std::to_string(2 * layers_.size()) + " (W and b per layer)");
+                                  std::to_string(2 * owned) + " (W and b per layer held here)");
   std::vector<float> flat(static_cast<std::size_t>(num_params_));
-  for (std::size_t l = 0; l < layers_.size(); ++l) {
+  for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
-    if (static_cast<std::int64_t>(params[2 * l].size()) != ly.in * ly.out ||
-        static_cast<std::int64_t>(params[2 * l + 1].size()) != ly.out)
+    const std::size_t t = 2 * static_cast<std::size_t>(l - first_);
+    if (static_cast<std::int64_t>(params[t].size()) != ly.in * ly.out ||
+        static_cast<std::int64_t>(params[t + 1].size()) != ly.out)
       throw InvalidInput::parameter("weights", "layer " + std::to_string(l) + " of " +
-                                                   std::to_string(params[2 * l].size()) + " weights",
+                                                   std::to_string(params[t].size()) + " weights",
                                     std::to_string(ly.in) + " x " + std::to_string(ly.out));
-    std::copy(params[2 * l].begin(), params[2 * l].end(), flat.begin() + ly.w_offset);
-    std::copy(params[2 * l + 1].begin(), params[2 * l + 1].end(), flat.begin() + ly.b_offset);
+    std::copy(params[t].begin(), params[t].end(), flat.begin() + ly.w_offset);
+    std::copy(params[t + 1].begin(), params[t + 1].end(), flat.begin() + ly.b_offset);
   }
   kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
   sync();

@@ -31,6 +31,10 @@ struct GcnConfig {
   /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
   /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
   double sparse_features_below = 0.1;
+  /// Pipeline (layer-wise) split over this many stages: stage r = the communicator's rank holds layers
+  /// [r L / K, (r + 1) L / K), receives its input from stage r - 1 and sends its output to stage r + 1 (and the
+  /// gradients back). 1 = every device holds every layer (data-parallel strategies and single).
+  int pipeline_stages = 1;
 
   /// Layer widths: features, hidden x (layers-1), classes.
   [[nodiscard]] std::vector<std::int64_t> dims(std::int64_t features, std::int64_t classes) const;
@@ -69,11 +73,13 @@ class GcnModel {
   /// Forward without dropout; loss sums and correct counts on this device's train / valid / test rows.
   EvalResult evaluate();
 
-  /// Parameters as host vectors (W0, b0, W1, b1, ...), for saving and comparing.
+  /// Parameters as host vectors (W0, b0, W1, b1, ...) of the layers held here (all but in a pipeline).
   [[nodiscard]] std::vector<std::vector<float>> parameters();
   /// Replaces the parameters (same shapes). @throws InvalidInput on a shape mismatch.
   void set_parameters(const std::vector<std::vector<float>>& params);
   [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  /// The layers this device holds: [first, last).
+  [[nodiscard]] std::pair<int, int> layer_range() const noexcept { return {first_, last_}; }
   /// The SpMM chosen per width by the autotuner (GPU, SpmmAlgo::kAuto).
   [[nodiscard]] std::map<std::int64_t, std::string> spmm_choices() const { return aggregation_->spmm_choices(); }
   /// Host copy of the logits of the last forward (rows x classes).
@@ -101,6 +107,9 @@ class GcnModel {
   GcnConfig config_;
   std::vector<std::int64_t> dims_;
   std::int64_t rows_, cols_;
+  int first_ = 0, last_ = 0;  ///< the layers this device holds: [first_, last_) (all unless pipelined)
+  int stage_ = 0, stages_ = 1;
+  [[nodiscard]] bool owns(int l) const noexcept { return l >= first_ && l < last_; }
   std::int64_t step_ = 0;
   // Data on the device (the graph lives in aggregation_).
   Buffer<float> features_;  ///< dense input features (empty when the sparse path is used)

@@ -6,7 +6,11 @@
 
 namespace gcnpart::engine {
 
-InProcessGroup::InProcessGroup(int size) : size_(size), slots_(static_cast<std::size_t>(size), nullptr) {
+InProcessGroup::InProcessGroup(int size)
+    : size_(size),
+      slots_(static_cast<std::size_t>(size), nullptr),
+      mail_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), nullptr),
+      mail_count_(static_cast<std::size_t>(size) * static_cast<std::size_t>(size), 0) {
   GCNPART_EXPECTS(size >= 1, "an in-process group needs at least one rank");
 }
 
@@ -115,6 +119,37 @@ void InProcessCommunicator::reduce_scatter_sum(const kernels::Context& ctx, cons
 void InProcessCommunicator::barrier(const kernels::Context& ctx) {
   expect_host(ctx);
   group_->arrive_and_wait();
+}
+
+void InProcessCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+  expect_host(ctx);
+  auto& g = *group_;
+  GCNPART_EXPECTS(peer >= 0 && peer < g.size() && peer != rank_, "send needs another rank");
+  const std::size_t box = static_cast<std::size_t>(rank_) * static_cast<std::size_t>(g.size()) + peer;
+  std::unique_lock<std::mutex> lock(g.mutex_);
+  g.mail_[box] = data;
+  g.mail_count_[box] = count;
+  g.cv_.notify_all();
+  // Rendezvous: the buffer stays ours to reuse only once the receiver has copied it.
+  g.cv_.wait(lock, [&] { return g.mail_[box] == nullptr || g.failed_rank_ >= 0; });
+  if (g.mail_[box] != nullptr)
+    throw Error("collective aborted: virtual device " + std::to_string(g.failed_rank_) + " failed");
+  bytes_sent_ += count * static_cast<std::int64_t>(sizeof(float));
+}
+
+void InProcessCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+  expect_host(ctx);
+  auto& g = *group_;
+  GCNPART_EXPECTS(peer >= 0 && peer < g.size() && peer != rank_, "recv needs another rank");
+  const std::size_t box = static_cast<std::size_t>(peer) * static_cast<std::size_t>(g.size()) + rank_;
+  std::unique_lock<std::mutex> lock(g.mutex_);
+  g.cv_.wait(lock, [&] { return g.mail_[box] != nullptr || g.failed_rank_ >= 0; });
+  if (g.mail_[box] == nullptr)
+    throw Error("collective aborted: virtual device " + std::to_string(g.failed_rank_) + " failed");
+  GCNPART_EXPECTS(g.mail_count_[box] == count, "send and recv counts differ");
+  std::memcpy(data, g.mail_[box], static_cast<std::size_t>(count) * sizeof(float));
+  g.mail_[box] = nullptr;
+  g.cv_.notify_all();
 }
 
 }  // namespace gcnpart::engine

@@ -32,6 +32,9 @@ class InProcessGroup {
   std::uint64_t generation_ = 0;
   int failed_rank_ = -1;
   std::vector<const void*> slots_;
+  /// Point-to-point mailboxes, [src * size + dst]: the sender's buffer until the receiver has copied it.
+  std::vector<const float*> mail_;
+  std::vector<std::int64_t> mail_count_;
 };
 
 class InProcessCommunicator final : public Communicator {
@@ -44,6 +47,8 @@ class InProcessCommunicator final : public Communicator {
   void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void barrier(const kernels::Context& ctx) override;
+  void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
+  void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
   [[nodiscard]] std::int64_t bytes_sent() const noexcept override { return bytes_sent_; }
 
  private:

@@ -135,6 +135,17 @@ void MpiCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const floa
   bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
+void MpiCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+  expect_host(ctx);
+  check(MPI_Send(data, static_cast<int>(count), MPI_FLOAT, peer, 7, MPI_COMM_WORLD), "MPI_Send");
+  bytes_sent_ += count * 4;
+}
+
+void MpiCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+  expect_host(ctx);
+  check(MPI_Recv(data, static_cast<int>(count), MPI_FLOAT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
+}
+
 void MpiCommunicator::barrier(const kernels::Context& ctx) {
   expect_host(ctx);
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -166,6 +177,8 @@ void MpiCommunicator::allreduce_sum(const kernels::Context&, std::int64_t*, std:
 void MpiCommunicator::all_gather(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
 void MpiCommunicator::reduce_scatter_sum(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
 void MpiCommunicator::barrier(const kernels::Context&) { no_mpi(); }
+void MpiCommunicator::send(const kernels::Context&, const float*, std::int64_t, int) { no_mpi(); }
+void MpiCommunicator::recv(const kernels::Context&, float*, std::int64_t, int) { no_mpi(); }
 
 #endif
 

@@ -40,6 +40,8 @@ class MpiCommunicator final : public Communicator {
   void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void barrier(const kernels::Context& ctx) override;
+  void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
+  void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
   [[nodiscard]] std::int64_t bytes_sent() const noexcept override { return bytes_sent_; }
 
  private:

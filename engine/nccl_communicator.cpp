@@ -82,6 +82,15 @@ void NcclCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const flo
   bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
+void NcclCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+  GCNPART_NCCL_TRY(ncclSend(data, static_cast<std::size_t>(count), ncclFloat32, peer, comm_, ctx.stream));
+  bytes_sent_ += count * 4;
+}
+
+void NcclCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+  GCNPART_NCCL_TRY(ncclRecv(data, static_cast<std::size_t>(count), ncclFloat32, peer, comm_, ctx.stream));
+}
+
 void NcclCommunicator::barrier(const kernels::Context& ctx) {
   GCNPART_NCCL_TRY(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, ctx.stream));
   synchronize(ctx);

@@ -36,6 +36,8 @@ class NcclCommunicator final : public Communicator {
   void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void barrier(const kernels::Context& ctx) override;
+  void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
+  void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
   /// Polls the stream and ncclCommGetAsyncError; after GCNPART_NCCL_TIMEOUT seconds (default 300) without
   /// progress, or on an asynchronous NCCL error, aborts the communicator and throws DeviceError.
   void synchronize(const kernels::Context& ctx) override;

@@ -305,7 +305,7 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
-      ->check(CLI::IsMember({"single", "drop", "halo", "gather"}))->capture_default_str();
+      ->check(CLI::IsMember({"single", "drop", "halo", "gather", "pipeline"}))->capture_default_str();
   cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")

@@ -62,8 +62,9 @@ void check_same_training(const RunReport& single, const DistributedReport& dist,
 void check_exact_strategies(const datasets::Dataset& ds, int layers) {
   const auto cfg = twenty_epochs(layers);
   const auto single = train_single(single_device_problem(ds, true), Device{}, cfg);
-  for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+  for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
     for (int k : {2, 3, 4}) {
+      if (s == Strategy::kPipeline && k > layers) continue;  // a stage needs at least one layer
       INFO(ds.name << ": " << partition::strategy_name(s) << " on " << k << " virtual devices, " << layers
                    << " layers");
       const auto plan = partition::make_plan(ds.graph, s, k, layers);
@@ -76,11 +77,11 @@ void check_exact_strategies(const datasets::Dataset& ds, int layers) {
 
 }  // namespace
 
-TEST_CASE("halo and gather on 2, 3 and 4 virtual devices reproduce single-device training on Cora") {
+TEST_CASE("halo, gather and pipeline on 2, 3 and 4 virtual devices reproduce single-device training on Cora") {
   check_exact_strategies(cora(), 2);
 }
 
-TEST_CASE("halo and gather reproduce single-device training on a generated graph with 3 layers") {
+TEST_CASE("halo, gather and pipeline reproduce single-device training on a generated graph with 3 layers") {
   check_exact_strategies(generated(), 3);
 }
 
@@ -140,4 +141,22 @@ TEST_SUITE("gpu") {
       CHECK(dist.driver_bytes.size() == static_cast<std::size_t>(gpus));
     }
   }
+}
+
+TEST_CASE("pipeline with 4 layers on 2 and 4 stages reproduces single-device training and holds only its layers") {
+  const auto cfg = twenty_epochs(4);
+  const auto single = train_single(single_device_problem(generated(), true), Device{}, cfg);
+  for (int k : {2, 4}) {
+    INFO("pipeline on " << k << " stages");
+    const auto plan = partition::make_plan(generated().graph, Strategy::kPipeline, k, 4);
+    const auto dist = train_distributed(generated(), plan, cfg);
+    check_same_training(single, dist, 1e-5);
+    const auto w = dist.memory[0].at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)];
+    CHECK(w < single.memory.at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)]);
+  }
+}
+
+TEST_CASE("pipeline refuses more stages than layers") {
+  const auto plan = partition::make_plan(cora().graph, Strategy::kPipeline, 3, 2);
+  CHECK_THROWS_AS(train_distributed(cora(), plan, twenty_epochs(2)), InvalidInput);
 }
