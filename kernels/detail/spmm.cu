@@ -14,10 +14,10 @@
 // the GPU, which add their partial sums with atomics. Long rows are therefore summed in a varying order.
 //
 // bf16 storage. The same kernels, templated on X's element type, also read X as bfloat16 bits (spmm_bf16):
-// a lane loads 8 values in 16 bytes (uint4) when the width is a multiple of 8, 4 in 8 bytes (uint2) when a
-// multiple of 4, else one; each value is widened exactly by a 16-bit shift and everything after the load is the
-// fp32 code (fp32 weights, FMAs, accumulators and output). Halving the bytes per gathered X row is the point:
-// those gathers are almost all of the traffic.
+// a lane loads 8 values in 16 bytes (uint4) when the width is a multiple of 8 and at least kBf16Vec8MinWidth,
+// 4 in 8 bytes (uint2) when a multiple of 4, else one. Each value is widened exactly by a 16-bit shift and
+// everything after the load is the fp32 code (fp32 weights, FMAs, accumulators and output). Halving the bytes
+// per gathered X row is the point: those gathers are almost all of the traffic.
 #include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
@@ -309,11 +309,12 @@ bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::ui
 /// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes and kVec
 /// floats of Y in float4 stores, so width and both leading dimensions must be multiples of it and the pointers
 /// aligned (every lane's offset is then a multiple of the vector too). 1 always works.
+/// bf16 takes 8 per lane only for rows of kBf16Vec8MinWidth or more (see there).
 template <class Elem>
 int vector_width(const SpmmArgs<Elem>& s) {
   const bool y_vec4 = s.ldy % 4 == 0 && aligned(s.y, 16);
   for (const int vec : {8, 4}) {
-    if (vec == 8 && !std::is_same_v<Elem, Bf16Bits>) continue;  // float stops at float4
+    if (vec == 8 && (!std::is_same_v<Elem, Bf16Bits> || s.width < spmm_tuning::kBf16Vec8MinWidth)) continue;
     if (y_vec4 && s.width % vec == 0 && s.ldx % vec == 0 && aligned(s.x, vec * sizeof(Elem))) return vec;
   }
   return 1;

@@ -16,6 +16,12 @@ inline constexpr std::int64_t kSegmentEntries = 256;
 inline constexpr int kSegmentBlocksPerSm = 8;
 /// Accumulators per lane (float4 or float each): one pass covers 32 lanes x vector x this many columns.
 inline constexpr int kMaxChunks = 4;
+/// bf16 X: 16-byte loads of 8 values only from this width on (32 lanes x 8 = 256 columns, one row per warp).
+/// Narrower rows take 8-byte loads of 4 values, so that a row keeps the lanes the fp32 kernel gives it: halving
+/// the lanes per row packs rows of unequal degree into one warp, which then waits for the longest (power-law
+/// graphs). H200, reddit-sized RMAT, width 128: 16 lanes x 8 values 5.84 ms, 32 lanes x 4 values 4.25 ms (fp32
+/// kernel 5.40 ms).
+inline constexpr std::int64_t kBf16Vec8MinWidth = 256;
 /// Unroll factor of the loop over the entries of one batch (independent loads in flight per lane).
 inline constexpr int kEntryUnroll = 4;
 
