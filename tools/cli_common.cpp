@@ -50,6 +50,15 @@ datasets::Dataset load_data(const DataOptions& opts) {
   return datasets::load_dataset(opts.path, lo);
 }
 
+double metis_sample(const std::string& option, std::int64_t directed_edges) {
+  if (option == "auto") return directed_edges > 20'000'000 ? 0.1 : 1.0;
+  double v = 0;
+  const auto r = std::from_chars(option.data(), option.data() + option.size(), v);
+  if (r.ec != std::errc() || r.ptr != option.data() + option.size() || !(v > 0.0 && v <= 1.0))
+    throw InvalidInput::parameter("--metis-sample", option, "auto or a fraction in (0, 1]");
+  return v;
+}
+
 void write_json(const std::string& path, const nlohmann::json& j) {
   const std::string text = j.dump(2) + "\n";
   if (path == "-") {

@@ -30,6 +30,10 @@ datasets::Dataset load_data(const DataOptions& opts);
 /// "24GB", "24GiB", "1e9" -> bytes. @throws InvalidInput naming the parameter.
 std::int64_t parse_bytes(const std::string& text, const std::string& parameter);
 
+/// The fraction of edges METIS sees: "auto" = all of them below 20 M directed edges, 10 % above (METIS 5.1 needs
+/// ~18x the CSR and minutes on large power-law graphs; the cut is always measured on the full graph).
+double metis_sample(const std::string& option, std::int64_t directed_edges);
+
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
 

@@ -36,6 +36,7 @@ struct CompareOptions {
   std::uint64_t partition_seed = 1;
   double imbalance = 1.03;
   std::string objective = "cut";
+  std::string metis_sample = "auto";
 };
 
 nlohmann::json metrics_json(const partition::PlanMetrics& m) {
@@ -96,6 +97,7 @@ void run_compare(CompareOptions& o) {
     if (l < 1 || l > 16) throw InvalidInput::parameter("--layers", std::to_string(l), "1..16");
 
   const auto ds = load_data(o.data);
+  popt.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
   engine::TrainConfig cfg = o.config;
   if (!o.train) cfg.epochs = o.measure_epochs;
   cfg.evaluate_every_epoch = false;
@@ -109,6 +111,7 @@ void run_compare(CompareOptions& o) {
                        {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features},
                        {"classes", ds.num_classes}};
   report["partitioner"] = o.partitioner;
+  report["metis_edge_sample"] = popt.metis_edge_sample;
   report["parts"] = o.parts;
   report["layers"] = o.layers;
   report["device"] = "cpu (virtual devices, one thread each)";
@@ -220,6 +223,9 @@ Command register_compare(CLI::App& app) {
   cmd->add_option("--partition-seed", o->partition_seed, "Partitioner seed")->capture_default_str();
   cmd->add_option("--imbalance", o->imbalance, "Largest part / mean part (METIS)")->capture_default_str();
   cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember({"cut", "vol"}))
+      ->capture_default_str();
+  cmd->add_option("--metis-sample", o->metis_sample,
+                  "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")
       ->capture_default_str();
   cmd->add_flag("--train", o->train, "Train each configuration fully and report accuracy (otherwise a few epochs "
                                      "measure memory, communication and time)");

@@ -34,6 +34,7 @@ struct TrainOptions {
   std::string strategy = "single";
   int parts = 0;  // 0: --gpus, the MPI world size, or 1
   std::string partitioner = "metis";
+  std::string metis_sample = "auto";
   int gpus = 0;
 };
 
@@ -123,6 +124,7 @@ void run_train(TrainOptions& o) {
     popt.method = o.partitioner == "random" ? partition::Partitioner::kRandom
                   : o.partitioner == "range" ? partition::Partitioner::kRange
                                              : partition::Partitioner::kMetis;
+    popt.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
     const auto plan = partition::make_plan(ds.graph, strategy, o.parts, o.config.model.layers, popt);
     std::vector<double> acc;
     Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
@@ -310,6 +312,9 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
+  cmd->add_option("--metis-sample", o->metis_sample,
+                  "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")
+      ->capture_default_str();
   return {cmd, [o] { run_train(*o); }};
 }
 
