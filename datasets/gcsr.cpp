@@ -16,6 +16,7 @@
 #include <optional>
 
 #include "kernels/core/atomic_file.hpp"
+#include "kernels/core/binary_format.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/input_file.hpp"
 
@@ -83,26 +84,18 @@ std::uint32_t crc32_of(const void* data, std::uint64_t bytes) {
 
 template <class T>
 void put(std::vector<unsigned char>& buf, std::uint64_t offset, T value) {
-  std::memcpy(buf.data() + offset, &value, sizeof(T));
+  binary::put(buf.data(), offset, value);
 }
 template <class T>
 T get(const std::vector<unsigned char>& buf, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, buf.data() + offset, sizeof(T));
-  return value;
+  return binary::get<T>(buf.data(), offset);
 }
 
-std::string hex32(std::uint32_t x) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", x);
-  return s;
-}
-
+using binary::hex32;
 // Every problem in a file: "<path>: <problem> at byte <offset>: got '<value>', expected <expected>".
 [[noreturn]] void fail(const std::string& path, std::uint64_t byte, const std::string& problem, const std::string& value,
                        const std::string& expected) {
-  throw InvalidInput(InputLocation{path, 0, static_cast<std::int64_t>(byte) + 1}, problem + " at byte " + std::to_string(byte),
-                     value, expected);
+  binary::fail_at_byte(path, byte, problem, value, expected);
 }
 
 // ---------------------------------------------------------------------------------------------------------------

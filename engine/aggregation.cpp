@@ -10,12 +10,6 @@ namespace gcnpart::engine {
 
 namespace {
 
-template <typename T>
-Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
-  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
-  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
-  return b;
-}
 
 struct DeviceCsr {
   Buffer<RowOffset> offsets;

@@ -29,12 +29,6 @@ void GcnConfig::validate() const {
 
 namespace {
 
-template <typename T>
-Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
-  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
-  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
-  return b;
-}
 
 enum Split { kTrain = 0, kValid = 1, kTest = 2 };
 

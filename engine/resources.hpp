@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/memory.hpp"
 #include "kernels/context.hpp"
@@ -52,5 +53,14 @@ class Resources {
   kernels::Context ctx_;
   bool handles_ready_ = false;
 };
+
+/// A device buffer holding a copy of `host` (asynchronous on the device's stream; keep `host` alive until the
+/// stream is synchronised).
+template <typename T>
+Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
+  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
+  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
+  return b;
+}
 
 }  // namespace gcnpart::engine

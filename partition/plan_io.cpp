@@ -27,6 +27,7 @@
 #include <type_traits>
 
 #include "kernels/core/atomic_file.hpp"
+#include "kernels/core/binary_format.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/input_file.hpp"
 #include "partition/plan.hpp"
@@ -95,28 +96,13 @@ std::uint32_t record_crc(std::uint32_t dtype, std::uint64_t count, const void* d
   return crc32_of(crc32_of(0, head, sizeof head), data, bytes);
 }
 
-template <class T>
-void put(unsigned char* buf, std::uint64_t offset, T value) {
-  std::memcpy(buf + offset, &value, sizeof(T));
-}
-template <class T>
-T get(const unsigned char* buf, std::uint64_t offset) {
-  T value;
-  std::memcpy(&value, buf + offset, sizeof(T));
-  return value;
-}
+using binary::get;
+using binary::put;
 
-std::string hex32(std::uint32_t x) {
-  char s[16];
-  std::snprintf(s, sizeof s, "0x%08x", x);
-  return s;
-}
-
-// "<path>: <problem> at byte <offset>: got '<value>', expected <expected>".
+using binary::hex32;
 [[noreturn]] void fail(const std::string& path, std::uint64_t byte, const std::string& problem, const std::string& value,
                        const std::string& expected) {
-  throw InvalidInput(InputLocation{path, 0, static_cast<std::int64_t>(byte) + 1}, problem + " at byte " + std::to_string(byte),
-                     value, expected);
+  binary::fail_at_byte(path, byte, problem, value, expected);
 }
 
 std::string printable(const unsigned char* p, std::size_t n) {

@@ -290,13 +290,6 @@ std::vector<float> random_matrix(std::int64_t count, std::uint64_t seed) {
   return v;
 }
 
-template <typename T>
-engine::Buffer<T> upload(engine::Resources& res, const std::vector<T>& host, MemoryCategory category) {
-  engine::Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
-  if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
-  return b;
-}
-
 std::int64_t count_nonfinite(const std::vector<float>& v) {
   std::int64_t bad = 0;
 #pragma omp parallel for reduction(+ : bad) schedule(static)
@@ -375,6 +368,7 @@ void run_bench_spmm(const BenchOptions& o) {
   const nlohmann::json copy = measure_copy_bandwidth(ctx.stream, &copy_gbs);
 
   // The workload: Â (offsets, column ids, D^-1/2), X (n x max_width, random) and Y, through tracked memory.
+  using engine::upload;
   auto offsets = upload(res, graph.row_offsets, MemoryCategory::kGraph);
   auto cols = upload(res, graph.col_ids, MemoryCategory::kGraph);
   auto scale = upload(res, dinv, MemoryCategory::kGraph);

@@ -1,0 +1,38 @@
+// Small pieces shared by the checksummed binary formats (.gcsr, plan files): little-endian field access in a byte
+// buffer and the one error shape for a bad byte ("<path>: <problem> at byte <offset>: got '<v>', expected <e>").
+#pragma once
+
+#include <cstdint>
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::binary {
+
+template <class T>
+void put(unsigned char* buf, std::uint64_t offset, T value) {
+  std::memcpy(buf + offset, &value, sizeof(T));
+}
+template <class T>
+T get(const unsigned char* buf, std::uint64_t offset) {
+  T value;
+  std::memcpy(&value, buf + offset, sizeof(T));
+  return value;
+}
+
+inline std::string hex32(std::uint32_t x) {
+  char s[16];
+  std::snprintf(s, sizeof s, "0x%08x", x);
+  return s;
+}
+
+/// Throws InvalidInput naming the file and the byte (also as the 1-based "column").
+[[noreturn]] inline void fail_at_byte(const std::string& path, std::uint64_t byte, const std::string& problem,
+                                      const std::string& value, const std::string& expected) {
+  throw InvalidInput(InputLocation{path, 0, static_cast<std::int64_t>(byte) + 1},
+                     problem + " at byte " + std::to_string(byte), value, expected);
+}
+
+}  // namespace gcnpart::binary
