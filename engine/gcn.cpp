@@ -422,6 +422,29 @@ std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_bu
   return out;
 }
 
+ModelState GcnModel::state() {
+  ModelState s;
+  s.step = step_;
+  for (auto [dst, src] : {std::pair{&s.params, &params_}, std::pair{&s.adam_m, &adam_m_}, std::pair{&s.adam_v, &adam_v_}}) {
+    dst->resize(static_cast<std::size_t>(num_params_));
+    kernels::copy_async(res_.context(), dst->data(), src->data(), src->bytes());
+  }
+  sync();
+  return s;
+}
+
+void GcnModel::set_state(const ModelState& s) {
+  for (const auto* v : {&s.params, &s.adam_m, &s.adam_v})
+    if (static_cast<std::int64_t>(v->size()) != num_params_)
+      throw InvalidInput::parameter("checkpoint", std::to_string(v->size()) + " values",
+                                    std::to_string(num_params_) + " (the model's parameter count)");
+  step_ = s.step;
+  kernels::copy_async(res_.context(), params_.data(), s.params.data(), params_.bytes());
+  kernels::copy_async(res_.context(), adam_m_.data(), s.adam_m.data(), adam_m_.bytes());
+  kernels::copy_async(res_.context(), adam_v_.data(), s.adam_v.data(), adam_v_.bytes());
+  sync();
+}
+
 std::vector<std::vector<float>> GcnModel::parameters() { return unflatten(params_); }
 
 std::vector<std::vector<float>> GcnModel::gradients() { return unflatten(grads_); }

@@ -42,6 +42,12 @@ struct GcnConfig {
   void validate() const;
 };
 
+/// Everything that changes while training: the optimiser step and the flat parameter and Adam buffers.
+struct ModelState {
+  std::int64_t step = 0;
+  std::vector<float> params, adam_m, adam_v;
+};
+
 /// Losses and accuracies of one evaluation, summed over all devices.
 struct EvalResult {
   double loss_sum[3] = {0, 0, 0};       ///< train, valid, test: summed cross-entropy
@@ -80,6 +86,9 @@ class GcnModel {
   [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
   /// The layers this device holds: [first, last).
   [[nodiscard]] std::pair<int, int> layer_range() const noexcept { return {first_, last_}; }
+  /// A copy of the training state (for checkpoints) and its restoration (same model shape). Synchronise.
+  [[nodiscard]] ModelState state();
+  void set_state(const ModelState& s);
   /// The SpMM chosen per width by the autotuner (GPU, SpmmAlgo::kAuto).
   [[nodiscard]] std::map<std::int64_t, std::string> spmm_choices() const { return aggregation_->spmm_choices(); }
   /// Host copy of the logits of the last forward (rows x classes).

@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 
@@ -30,7 +31,22 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
   auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
   double best_valid = std::numeric_limits<double>::infinity();
   int since_best = 0;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
+  int start = 0;
+  const std::string ckpt = config.checkpoint_dir.empty() ? std::string() : config.checkpoint_dir + "/checkpoint.gckpt";
+  if (config.resume && !ckpt.empty() && std::filesystem::exists(ckpt)) {
+    const Checkpoint c = load_checkpoint(ckpt);
+    if (c.dims != model.dims() || c.seed != config.model.seed)
+      throw InvalidInput(InputLocation{ckpt, 0, 0}, "checkpoint of another model or seed",
+                         "seed " + std::to_string(c.seed), "seed " + std::to_string(config.model.seed) + " and the same widths");
+    model.set_state(c.model);
+    start = c.next_epoch;
+    report.train_loss = c.train_loss;
+    report.valid_loss = c.valid_loss;
+    best_valid = c.best_valid;
+    since_best = c.since_best;
+    report.epochs_run = start;
+  }
+  for (int epoch = start; epoch < config.epochs; ++epoch) {
     const auto t0 = std::chrono::steady_clock::now();
     const double loss_sum = model.train_step(epoch);
     const auto t1 = std::chrono::steady_clock::now();
@@ -45,14 +61,28 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
     const double vloss = mean(ev.loss_sum[1], problem.global_valid);
     report.valid_loss.push_back(vloss);
     if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, mean(ev.correct[1], problem.global_valid));
+    bool stop = false;
     if (config.early_stopping > 0) {
       if (vloss < best_valid) {
         best_valid = vloss;
         since_best = 0;
       } else if (++since_best >= config.early_stopping) {
-        break;
+        stop = true;
       }
     }
+    if (!ckpt.empty() && config.checkpoint_every > 0 && (epoch + 1) % config.checkpoint_every == 0) {
+      Checkpoint c;
+      c.dims = model.dims();
+      c.seed = config.model.seed;
+      c.next_epoch = epoch + 1;
+      c.model = model.state();
+      c.train_loss = report.train_loss;
+      c.valid_loss = report.valid_loss;
+      c.best_valid = best_valid;
+      c.since_best = since_best;
+      save_checkpoint(ckpt, c);
+    }
+    if (stop) break;
   }
   const EvalResult ev = model.evaluate();
   const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
@@ -69,6 +99,72 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
 
 namespace {
 constexpr char kWeightsMagic[8] = {'G', 'C', 'N', 'P', 'W', 'T', 'S', '1'};
+constexpr char kCheckpointMagic[8] = {'G', 'C', 'N', 'P', 'C', 'K', 'P', '1'};
+
+template <class T>
+void put_vector(AtomicFile& f, const std::vector<T>& v) {
+  const std::int64_t n = static_cast<std::int64_t>(v.size());
+  f.write(&n, sizeof n);
+  f.write(v.data(), v.size() * sizeof(T));
+}
+
+/// Reads a length-prefixed vector, refusing lengths the rest of the file cannot hold.
+template <class T>
+std::vector<T> get_vector(std::ifstream& in, const std::string& path, std::uint64_t file_size, const char* what) {
+  std::int64_t n = -1;
+  in.read(reinterpret_cast<char*>(&n), sizeof n);
+  const auto at = static_cast<std::uint64_t>(in.tellg());
+  if (!in || n < 0 || static_cast<std::uint64_t>(n) * sizeof(T) > file_size - std::min(file_size, at))
+    throw InvalidInput(InputLocation{path, 0, 0}, std::string("bad length of ") + what, std::to_string(n),
+                       "a length the file can hold");
+  std::vector<T> v(static_cast<std::size_t>(n));
+  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
+  if (!in) throw InvalidInput(InputLocation{path, 0, 0}, std::string("truncated ") + what, "end of file", "more data");
+  return v;
+}
+}  // namespace
+
+void save_checkpoint(const std::string& path, const Checkpoint& c) {
+  AtomicFile f(path);
+  f.write(kCheckpointMagic, sizeof kCheckpointMagic);
+  f.write(&c.seed, sizeof c.seed);
+  const std::int64_t header[3] = {c.next_epoch, c.model.step, c.since_best};
+  f.write(header, sizeof header);
+  f.write(&c.best_valid, sizeof c.best_valid);
+  put_vector(f, c.dims);
+  put_vector(f, c.model.params);
+  put_vector(f, c.model.adam_m);
+  put_vector(f, c.model.adam_v);
+  put_vector(f, c.train_loss);
+  put_vector(f, c.valid_loss);
+  f.commit();
+}
+
+Checkpoint load_checkpoint(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw IoError(path, "cannot open checkpoint");
+  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
+  char magic[8];
+  if (!in.read(magic, 8) || std::memcmp(magic, kCheckpointMagic, 8) != 0)
+    throw InvalidInput(InputLocation{path, 0, 0}, "not a gcnpart checkpoint", "bad magic", "GCNPCKP1");
+  Checkpoint c;
+  std::int64_t header[3];
+  in.read(reinterpret_cast<char*>(&c.seed), sizeof c.seed);
+  in.read(reinterpret_cast<char*>(header), sizeof header);
+  in.read(reinterpret_cast<char*>(&c.best_valid), sizeof c.best_valid);
+  if (!in || header[0] < 0 || header[1] < 0 || header[2] < 0)
+    throw InvalidInput(InputLocation{path, 0, 0}, "bad checkpoint header", "epoch " + std::to_string(header[0]),
+                       "non-negative epoch, step and counter");
+  c.next_epoch = static_cast<int>(header[0]);
+  c.model.step = header[1];
+  c.since_best = static_cast<int>(header[2]);
+  c.dims = get_vector<std::int64_t>(in, path, size, "layer widths");
+  c.model.params = get_vector<float>(in, path, size, "parameters");
+  c.model.adam_m = get_vector<float>(in, path, size, "Adam first moments");
+  c.model.adam_v = get_vector<float>(in, path, size, "Adam second moments");
+  c.train_loss = get_vector<double>(in, path, size, "training losses");
+  c.valid_loss = get_vector<double>(in, path, size, "validation losses");
+  return c;
 }
 
 void save_weights(const std::string& path, const std::vector<std::int64_t>& dims,

@@ -21,6 +21,9 @@ struct TrainConfig {
   std::string load_weights;       ///< start from these weights instead of the initialisation
   std::string oom_hint;           ///< appended to out-of-memory errors (e.g. the `gcnpart fit` command to run)
   bool evaluate_every_epoch = true;  ///< validation loss / accuracy each epoch (forced on by early stopping)
+  std::string checkpoint_dir;        ///< write DIR/checkpoint.gckpt (atomically) every checkpoint_every epochs
+  int checkpoint_every = 0;
+  bool resume = false;               ///< continue from DIR/checkpoint.gckpt when it exists
   void validate() const;
 };
 
@@ -45,6 +48,21 @@ using EpochCallback = std::function<void(int, double, double, double)>;
 /// Trains the GCN on one device. Validation is evaluated every epoch (needed for early stopping and reported).
 RunReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
                        const EpochCallback& on_epoch = {});
+
+/// A training checkpoint: the model state, the next epoch, the loss history and the early-stopping state.
+struct Checkpoint {
+  std::vector<std::int64_t> dims;
+  std::uint64_t seed = 0;
+  int next_epoch = 0;
+  ModelState model;
+  std::vector<double> train_loss, valid_loss;
+  double best_valid = 0;
+  int since_best = 0;
+};
+/// Writes a checkpoint atomically (temporary file, fsync, rename): a crash leaves the previous one intact.
+void save_checkpoint(const std::string& path, const Checkpoint& c);
+/// @throws InvalidInput (corrupt, truncated, other model) / IoError.
+Checkpoint load_checkpoint(const std::string& path);
 
 /// Saves parameters (W0, b0, W1, b1, ...) with their layer widths, atomically. @throws IoError.
 void save_weights(const std::string& path, const std::vector<std::int64_t>& dims,

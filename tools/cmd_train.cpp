@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <memory>
 #include <numeric>
 
@@ -182,6 +183,12 @@ void run_train(TrainOptions& o) {
     engine::TrainConfig cfg = o.config;
     cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
     cfg.load_weights = o.load;
+    if (!o.config.checkpoint_dir.empty()) {
+      cfg.checkpoint_dir = o.runs > 1 ? o.config.checkpoint_dir + "/run-" + std::to_string(r + 1) : o.config.checkpoint_dir;
+      std::error_code ec;
+      std::filesystem::create_directories(cfg.checkpoint_dir, ec);
+      if (ec) throw IoError(cfg.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+    }
     auto on_epoch = [&](int epoch, double loss, double vloss, double vacc) {
       char status[160];
       std::snprintf(status, sizeof status, "run %d/%d epoch %d loss %.4f val loss %.4f val acc %.1f%%", r + 1, o.runs,
@@ -304,6 +311,11 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card");
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");
+  cmd->add_option("--checkpoint", o->config.checkpoint_dir,
+                  "Folder for training checkpoints (model, Adam state, losses), written atomically");
+  cmd->add_option("--checkpoint-every", o->config.checkpoint_every, "Epochs between checkpoints")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact on one device)");
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")

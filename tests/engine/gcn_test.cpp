@@ -7,6 +7,7 @@
 
 #include "datasets/loaders.hpp"
 #include "engine/trainer.hpp"
+#include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
 #include "test_support.hpp"
@@ -233,4 +234,38 @@ TEST_CASE("sparse input features give the same losses as dense ones, dropout inc
   for (std::size_t e = 0; e < dense.train_loss.size(); ++e)
     CHECK(sparse.train_loss[e] == doctest::Approx(dense.train_loss[e]).epsilon(1e-5));
   CHECK(sparse.memory.peak < dense.memory.peak);
+}
+
+TEST_CASE("a run killed after a checkpoint and resumed ends with the same weights and losses as an uninterrupted run") {
+  const auto ds = datasets::load_dataset(testing::data_dir() + "/cora");
+  const LocalProblem p = single_device_problem(ds, true);
+  testing::TempDir dir;
+  TrainConfig cfg;
+  cfg.epochs = 30;
+  cfg.early_stopping = 50;  // exercises the stored early-stopping state without stopping
+  const auto whole = train_single(p, Device{}, cfg);
+
+  cfg.checkpoint_dir = dir.path.string();
+  cfg.checkpoint_every = 5;
+  struct Killed {};
+  CHECK_THROWS_AS(train_single(p, Device{}, cfg,
+                               [](int epoch, double, double, double) {
+                                 if (epoch == 17) throw Killed{};  // dies after epoch 17; last checkpoint: 15
+                               }),
+                  Killed);
+  cfg.resume = true;
+  const auto resumed = train_single(p, Device{}, cfg);
+  CHECK(resumed.train_loss == whole.train_loss);
+  CHECK(resumed.valid_loss == whole.valid_loss);
+  CHECK(resumed.parameters == whole.parameters);
+  CHECK(resumed.epochs_run == whole.epochs_run);
+}
+
+TEST_CASE("a corrupt or foreign checkpoint is refused") {
+  testing::TempDir dir;
+  write_file_atomic(dir.file("bad.gckpt"), "GCNPCKP1 but then garbage");
+  CHECK_THROWS_AS(load_checkpoint(dir.file("bad.gckpt")), InvalidInput);
+  write_file_atomic(dir.file("other.gckpt"), "something else entirely");
+  CHECK_THROWS_AS(load_checkpoint(dir.file("other.gckpt")), InvalidInput);
+  CHECK_THROWS_AS(load_checkpoint(dir.file("missing.gckpt")), IoError);
 }
