@@ -7,8 +7,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cstdlib>
 #include <filesystem>
+#include <new>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -27,6 +29,22 @@
 using namespace gcnpart;
 using gcnpart::testing::contains;
 
+// The largest single allocation since the last reset: a bad input must be refused before anything of the size its
+// header claims is allocated, so every row is loaded under a watch on operator new.
+namespace {
+std::atomic<std::size_t> g_largest_allocation{0};
+}  // namespace
+
+void* operator new(std::size_t bytes) {
+  std::size_t seen = g_largest_allocation.load(std::memory_order_relaxed);
+  while (bytes > seen && !g_largest_allocation.compare_exchange_weak(seen, bytes, std::memory_order_relaxed)) {
+  }
+  if (void* p = std::malloc(bytes == 0 ? 1 : bytes)) return p;
+  throw std::bad_alloc();
+}
+void operator delete(void* p) noexcept { std::free(p); }
+void operator delete(void* p, std::size_t) noexcept { std::free(p); }
+
 namespace {
 
 /// One manifest row.
@@ -41,6 +59,10 @@ struct BadInput {
   [[nodiscard]] std::string path() const { return gcnpart::testing::test_data("bad/" + file); }
   [[nodiscard]] std::string label() const { return "MANIFEST.tsv:" + std::to_string(line) + " " + file; }
 };
+
+/// More than any bad input of the corpus needs (the text reader's buffer is 8 MiB); an absurd header would ask for
+/// gigabytes.
+constexpr std::size_t kAllocationCap = std::size_t{64} << 20;
 
 /// The layer widths every weights row is loaded against (the files say 3-4-2 where they get that far).
 const std::vector<std::int64_t> kWeightDims = {3, 4, 2};
@@ -180,7 +202,10 @@ TEST_CASE("every malformed input of the corpus raises its error class with a mes
     ++library_rows;
     const std::string name = std::filesystem::path(row.file).filename().string();
     if (name.rfind("absurd_", 0) == 0 || name.rfind("negative_", 0) == 0 || contains(name, "_beyond_")) ++absurd;
+    g_largest_allocation = 0;
     const auto [cls, msg] = run_library(row);
+    CHECK_MESSAGE(g_largest_allocation.load() <= kAllocationCap,
+                  row.label() << ": allocated " << g_largest_allocation.load() << " bytes at once before failing");
     CHECK_MESSAGE(cls == row.error, row.label() << ": raised " << cls << ", expected " << row.error << "; message: " << msg);
     CHECK_MESSAGE(contains(msg, row.message), row.label() << ": '" << row.message << "' not in: " << msg);
   }
