@@ -9,6 +9,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 mpirun_args=(--oversubscribe -np 2)
 [ "$(id -u)" -eq 0 ] && mpirun_args+=(--allow-run-as-root)
+# Under the dev preset (AddressSanitizer): OpenMPI's runtime keeps allocations until exit, which LeakSanitizer
+# reports as leaks in <unknown module>; our own leaks are caught by every other test of the suite.
+export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
 export OMPI_MCA_btl=self,vader OMPI_MCA_btl_vader_single_copy_mechanism=none OMPI_MCA_rmaps_base_oversubscribe=1
 common=(-q --threads 1 train demo --epochs 15)
 
