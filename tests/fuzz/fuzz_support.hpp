@@ -5,8 +5,10 @@
 #pragma once
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -20,12 +22,21 @@
 
 namespace gcnpart::fuzz {
 
-/// A private folder for this process, in /dev/shm when it exists (no disk writes per execution); removed at exit.
+/// A private folder for this process, in /dev/shm when it exists (no disk writes per execution). libFuzzer often
+/// ends with _Exit, which skips atexit: each start also removes the folders of fuzzers no longer running.
 inline const std::filesystem::path& scratch_dir() {
   static const std::filesystem::path dir = [] {
     std::filesystem::path base = std::filesystem::is_directory("/dev/shm") ? std::filesystem::path("/dev/shm")
                                                                            : std::filesystem::temp_directory_path();
-    std::filesystem::path d = base / ("gcnpart-fuzz-" + std::to_string(::getpid()));
+    const std::string prefix = "gcnpart-fuzz-";
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(base, ec)) {
+      const std::string name = entry.path().filename().string();
+      if (name.rfind(prefix, 0) != 0) continue;
+      const long pid = std::strtol(name.c_str() + prefix.size(), nullptr, 10);
+      if (pid > 0 && ::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) std::filesystem::remove_all(entry, ec);
+    }
+    std::filesystem::path d = base / (prefix + std::to_string(::getpid()));
     std::filesystem::create_directories(d);
     std::atexit([] {
       std::error_code ec;
