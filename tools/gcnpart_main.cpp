@@ -38,8 +38,9 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const int rc = app.exit(e);
-    return rc == 0 ? 0 : static_cast<int>(ExitCode::kUsage);
+    if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    std::fprintf(stderr, "gcnpart: error: %s (see gcnpart --help)\n", e.what());
+    return static_cast<int>(ExitCode::kUsage);
   }
   if (quiet) gcnpart::Progress::set_enabled(false);
   if (threads > 0) omp_set_num_threads(threads);
