@@ -259,13 +259,7 @@ Dataset load_gcsr(const std::string& path, bool verify_checksum) {
            hex32(stored) + " (the CRC32 of bytes 0.." + std::to_string(table_end - 1) + " stored at byte " +
                std::to_string(table_end) + ")");
   }
-  const auto declared_size = get<std::uint64_t>(head, 56);
-  if (size < declared_size)
-    fail(path, size, "file truncated", std::to_string(size) + " bytes",
-         std::to_string(declared_size) + " bytes (as the header says at byte 56)");
-  if (size > declared_size)
-    fail(path, declared_size, "trailing bytes after the last section", std::to_string(size) + " bytes",
-         std::to_string(declared_size) + " bytes (as the header says at byte 56)");
+  binary::expect_declared_size(path, size, get<std::uint64_t>(head, 56), 56, "section");
 
   const auto flags = get<std::uint32_t>(head, 12);
   if ((flags & ~kKnownFlags) != 0)

@@ -49,17 +49,24 @@ void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
   GCNPART_DISPATCH(memset_zero(ctx, dst, bytes));
 }
 
-void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo) {
+/// The checks every SpMM entry point shares; false when there is nothing to compute.
+bool expect_spmm_args(const Context& ctx, const CsrView& a, const void* x, std::int64_t ldx, const float* y,
+                      std::int64_t ldy, std::int64_t width) {
   expect_non_negative("width", width);
   expect_non_negative("a.num_rows", a.num_rows);
   expect_non_negative("a.num_cols", a.num_cols);
   expect_leading_dim("ldx", ldx, width);
   expect_leading_dim("ldy", ldy, width);
-  if (a.num_rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "spmm_async needs row offsets and an output");
-  GCNPART_EXPECTS(a.num_cols == 0 || x != nullptr, "spmm_async needs an input matrix");
+  if (a.num_rows == 0 || width == 0) return false;
+  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "SpMM needs row offsets and an output");
+  GCNPART_EXPECTS(a.num_cols == 0 || x != nullptr, "SpMM needs an input matrix");
   expect_cuda_handles(ctx);
+  return true;
+}
+
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo) {
+  if (!expect_spmm_args(ctx, a, x, ldx, y, ldy, width)) return;
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
     detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, 2);
     return;
@@ -69,15 +76,7 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
 
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
                      const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
-  expect_non_negative("width", width);
-  expect_non_negative("a.num_rows", a.num_rows);
-  expect_non_negative("a.num_cols", a.num_cols);
-  expect_leading_dim("ldx", ldx, width);
-  expect_leading_dim("ldy", ldy, width);
-  if (a.num_rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "spmm_bf16_async needs row offsets and an output");
-  GCNPART_EXPECTS(a.num_cols == 0 || x_bf16 != nullptr, "spmm_bf16_async needs an input matrix");
-  expect_cuda_handles(ctx);
+  if (!expect_spmm_args(ctx, a, x_bf16, ldx, y, ldy, width)) return;
   GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width));
 }
 

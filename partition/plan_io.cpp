@@ -310,13 +310,7 @@ Plan load_plan(const std::string& path) {
   if (const std::uint32_t actual = crc32_of(0, head, 60); actual != stored_crc)
     fail(path, 60, "header checksum mismatch (header corrupt)", hex32(actual),
          hex32(stored_crc) + " (the CRC32 of bytes 0..59)");
-  const auto declared_size = get<std::uint64_t>(head, 48);
-  if (size < declared_size)
-    fail(path, size, "file truncated", std::to_string(size) + " bytes",
-         std::to_string(declared_size) + " bytes (as the header says at byte 48)");
-  if (size > declared_size)
-    fail(path, declared_size, "trailing bytes after the last record", std::to_string(size) + " bytes",
-         std::to_string(declared_size) + " bytes (as the header says at byte 48)");
+  binary::expect_declared_size(path, size, get<std::uint64_t>(head, 48), 48, "record");
   const auto strategy = get<std::uint32_t>(head, 12);
   if (strategy > strategy_code(Strategy::kPipeline))
     fail(path, 12, "strategy code", std::to_string(strategy), "0..4 (single, drop, halo, gather, pipeline)");

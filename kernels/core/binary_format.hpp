@@ -35,4 +35,14 @@ inline std::string hex32(std::uint32_t x) {
                      problem + " at byte " + std::to_string(byte), value, expected);
 }
 
+/// The file must be exactly as long as the size field at byte `field` of its header says.
+inline void expect_declared_size(const std::string& path, std::uint64_t size, std::uint64_t declared, int field,
+                                 const char* last_part) {
+  const std::string expected = std::to_string(declared) + " bytes (as the header says at byte " + std::to_string(field) + ")";
+  if (size < declared) fail_at_byte(path, size, "file truncated", std::to_string(size) + " bytes", expected);
+  if (size > declared)
+    fail_at_byte(path, declared, std::string("trailing bytes after the last ") + last_part,
+                 std::to_string(size) + " bytes", expected);
+}
+
 }  // namespace gcnpart::binary
