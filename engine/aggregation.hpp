@@ -22,14 +22,19 @@ class Aggregation {
   virtual void forward(const float* x, float* y, std::int64_t width) = 0;
   /// dx (rows x width) = Â^T dy.
   virtual void backward(const float* dy, float* dx, std::int64_t width) = 0;
+  /// forward / backward with the input stored as bf16 (fp32 accumulation and output): the --precision bf16 path.
+  /// Always gcnpart's own SpMM (cuSPARSE has no bf16-input, fp32-output CSR SpMM).
+  virtual void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) = 0;
+  virtual void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) = 0;
   /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 };
 
 /// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
+/// bf16: the model stores activations as bf16 (the gather table then travels as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               kernels::SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths);
+                                              const std::vector<std::int64_t>& spmm_widths, bool bf16 = false);
 
 }  // namespace gcnpart::engine

@@ -25,6 +25,10 @@ void GcnConfig::validate() const {
   if (!(lr > 0.0f) || !std::isfinite(lr)) throw InvalidInput::parameter("--lr", std::to_string(lr), "> 0");
   if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay))
     throw InvalidInput::parameter("--weight-decay", std::to_string(weight_decay), ">= 0");
+  if (bf16 && spmm == kernels::SpmmAlgo::kCusparse)
+    throw InvalidInput::parameter("--spmm", "cusparse",
+                                  "own or auto with --precision bf16 (cuSPARSE has no bf16-input, fp32-output CSR SpMM)");
+  if (bf16 && tf32) throw InvalidInput::parameter("--precision", "bf16 and tf32", "one precision");
 }
 
 namespace {
@@ -51,6 +55,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
       throw InvalidInput::parameter("--parts", std::to_string(stages_),
                                     "at most the number of layers (" + std::to_string(L) + ") pipeline stages");
     stage_ = comm_->rank();
+    if (config_.bf16)
+      throw InvalidInput::parameter("--precision", "bf16",
+                                    "fp32 or tf32 with pipeline stages (bf16 pipeline stages are not implemented)");
   }
   first_ = stage_ * L / stages_;
   last_ = (stage_ + 1) * L / stages_;
@@ -67,6 +74,11 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   }
   if (sparse_input_) {
     upload_sparse_features();
+  } else if (first_ == 0 && config_.bf16) {  // rounded on the host: the float copy never reaches the device
+    std::vector<kernels::Bf16> x16(problem.features.size());
+    kernels::convert_to_bf16_async(kernels::Context{}, problem.features.data(),
+                                   static_cast<std::int64_t>(x16.size()), x16.data());
+    features16_ = upload(res_, x16, MemoryCategory::kFeatures);
   } else if (first_ == 0) {  // later pipeline stages never read the input features
     features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
   }
@@ -110,45 +122,90 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
-  // Activations saved for backward: inputs_[l] is layer l's (dropped-out) input, for the layers held here plus,
-  // in a pipeline, the output handed to the next stage (inputs_[last_]).
-  inputs_.resize(static_cast<std::size_t>(L));
-  aggregated_.resize(static_cast<std::size_t>(L));
-  if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
-    inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
-  if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
-    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
-    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+  if (config_.bf16) {
+    allocate_bf16_activations();
+  } else {
+    // Activations saved for backward: inputs_[l] is layer l's (dropped-out) input, for the layers held here plus,
+    // in a pipeline, the output handed to the next stage (inputs_[last_]).
+    inputs_.resize(static_cast<std::size_t>(L));
+    aggregated_.resize(static_cast<std::size_t>(L));
+    if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
+      inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+    if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
+      xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
+      xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+    }
+    for (int l = std::max(1, first_); l <= std::min(last_, L - 1); ++l)
+      inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+    for (int l = first_; l < last_; ++l)
+      if (layers_[l].aggregate_first)
+        aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+    if (last_ == L) logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+    // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
+    // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
+    // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
+    std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
+    for (int l = first_; l < last_; ++l) {
+      const Layer& ly = layers_[l];
+      tmp_width = std::max(tmp_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
+    }
+    for (int i = last_; i >= std::max(1, first_); --i) {
+      std::int64_t& w = (last_ - i) % 2 == 0 ? width_a : width_b;
+      w = std::max(w, dims_[i]);
+    }
+    tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace);
+    grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
+    grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
   }
-  for (int l = std::max(1, first_); l <= std::min(last_, L - 1); ++l)
-    inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-  for (int l = first_; l < last_; ++l)
-    if (layers_[l].aggregate_first)
-      aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-  if (last_ == L) logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
-  // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
-  // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
-  // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
-  std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
-  for (int l = first_; l < last_; ++l) {
-    const Layer& ly = layers_[l];
-    tmp_width = std::max(tmp_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
-  }
-  for (int i = last_; i >= std::max(1, first_); --i) {
-    std::int64_t& w = (last_ - i) % 2 == 0 ? width_a : width_b;
-    w = std::max(w, dims_[i]);
-  }
-  tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace);
-  grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
-  grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
   scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace);
   scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
 
   std::vector<std::int64_t> widths;
   for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, *std::max_element(widths.begin(), widths.end()),
-                                  widths);
+  const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
+  if (config_.bf16) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16);
+  if (config_.bf16) refresh_bf16_weights();
   sync();
+}
+
+void GcnModel::allocate_bf16_activations() {
+  const int L = config_.layers;
+  inputs16_.resize(static_cast<std::size_t>(L));
+  aggregated16_.resize(static_cast<std::size_t>(L));
+  if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
+    inputs16_[0] = Buffer<kernels::Bf16>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+  if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
+    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
+    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+  }
+  for (int l = 1; l < L; ++l)
+    inputs16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+  for (int l = 0; l < L; ++l)
+    if (layers_[l].aggregate_first)
+      aggregated16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+  // t16_: X W (out wide, cols rows), dP (out) or G W^T (in, l > 0). z32_: SpMM and GEMM outputs (out, or in for
+  // layers that aggregate first), the sparse-input X W (out) and the softmax gradient (classes).
+  std::int64_t t_width = 0, z_width = dims_[L], width_a = 0, width_b = 0;
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = layers_[l];
+    t_width = std::max(t_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
+    z_width = std::max({z_width, ly.out, ly.aggregate_first ? ly.in : 0});
+  }
+  for (int i = L; i >= 1; --i) {
+    std::int64_t& w = (L - i) % 2 == 0 ? width_a : width_b;
+    w = std::max(w, dims_[i]);
+  }
+  t16_ = Buffer<kernels::Bf16>(res_.memory(), std::max(rows_, cols_) * t_width, MemoryCategory::kWorkspace);
+  z32_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * z_width, MemoryCategory::kWorkspace);
+  g16_a_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
+  g16_b_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
+  w16_ = Buffer<kernels::Bf16>(res_.memory(), num_params_, MemoryCategory::kWeights);
+}
+
+void GcnModel::refresh_bf16_weights() {
+  kernels::convert_to_bf16_async(res_.context(), params_.data(), num_params_, w16_.data());
 }
 
 GcnModel::~GcnModel() {
@@ -217,18 +274,127 @@ void GcnModel::upload_sparse_features() {
   xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data()};
 }
 
-void GcnModel::forward(bool training, int epoch) {
+kernels::Dropout GcnModel::layer_dropout(int epoch, int layer, float p) const {
+  kernels::Dropout d;
+  d.p = p;
+  d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
+                          static_cast<std::uint64_t>(layer));
+  d.global_ids = global_ids_.data();
+  return d;
+}
+
+void GcnModel::forward_bf16(bool training, int epoch) {
   const Context& ctx = res_.context();
   const int L = config_.layers;
   const float p = training ? config_.dropout : 0.0f;
-  auto dropout_for = [&](int layer) {
-    kernels::Dropout d;
-    d.p = p;
-    d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
-                            static_cast<std::uint64_t>(layer));
-    d.global_ids = global_ids_.data();
-    return d;
-  };
+  last_epoch_ = epoch;
+  last_p_ = p;
+  const kernels::Bf16* x = features16_.data();
+  if (p > 0 && !sparse_input_) {
+    kernels::dropout_async(ctx, features16_.data(), cols_, dims_[0], layer_dropout(epoch, 0, p), inputs16_[0].data());
+    x = inputs16_[0].data();
+  }
+  for (int l = 0; l < L; ++l) {
+    const Layer& ly = layers_[l];
+    const kernels::Bf16* w = w16_.data() + ly.w_offset;
+    const bool last = l == L - 1;
+    float* z = last ? logits_.data() : z32_.data();
+    if (l == 0 && sparse_input_) {
+      // X W from the sparse float X and the float master weights, rounded to bf16 for the aggregation.
+      CsrView xv = x_view_;
+      if (p > 0) {
+        kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
+        xv.values = xd_vals_.data();
+      }
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
+                          kernels::SpmmAlgo::kOwn);
+      kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
+      aggregation_->forward_bf16(t16_.data(), z, ly.out);
+    } else if (ly.aggregate_first) {
+      aggregation_->forward_bf16(x, z32_.data(), ly.in);
+      kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, aggregated16_[l].data());
+      kernels::gemm_bf16_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated16_[l].data(), ly.in, w,
+                               ly.out, 0.0f, z, ly.out);
+    } else {
+      kernels::gemm_bf16_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, t16_.data(),
+                               ly.out);
+      aggregation_->forward_bf16(t16_.data(), z, ly.out);
+    }
+    const float* b = params_.data() + ly.b_offset;
+    if (last) {
+      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, false, kernels::Dropout{}, z);
+    } else {
+      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, true, layer_dropout(epoch, l + 1, p),
+                                      inputs16_[l + 1].data());
+      x = inputs16_[l + 1].data();
+    }
+  }
+}
+
+void GcnModel::backward_bf16_async() {
+  const Context& ctx = res_.context();
+  const int L = config_.layers;
+  kernels::Bf16* g = g16_a_.data();
+  kernels::Bf16* g_next = g16_b_.data();
+  {
+    const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
+    const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
+    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), z32_.data());
+    kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * dims_[L], g);
+  }
+  for (int l = L - 1; l >= 0; --l) {
+    const Layer& ly = layers_[l];
+    const kernels::Bf16* w = w16_.data() + ly.w_offset;
+    float* dw = grads_.data() + ly.w_offset;
+    kernels::column_sum_async(ctx, g, rows_, ly.out, grads_.data() + ly.b_offset);
+    if (ly.aggregate_first) {
+      // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
+      kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated16_[l].data(), ly.in, g,
+                               ly.out, 0.0f, dw, ly.out);
+      if (l > 0) {
+        kernels::gemm_bf16_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, t16_.data(),
+                                 ly.in);
+        aggregation_->backward_bf16(t16_.data(), z32_.data(), ly.in);
+        kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, g_next);
+      }
+    } else {
+      // Z = Â (X W): dP = Â G; dW = X^T dP; dX = dP W^T.
+      aggregation_->backward_bf16(g, z32_.data(), ly.out);
+      if (l == 0 && sparse_input_) {
+        CsrView xt = xt_view_;
+        if (last_p_ > 0) {
+          kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
+          xt.values = xtd_vals_.data();
+        }
+        kernels::spmm_async(ctx, xt, nullptr, nullptr, z32_.data(), ly.out, dw, ly.out, ly.out,
+                            kernels::SpmmAlgo::kOwn);
+      } else {
+        kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
+        const kernels::Bf16* x =
+            l == 0 ? (config_.dropout > 0 ? inputs16_[0].data() : features16_.data()) : inputs16_[l].data();
+        kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, t16_.data(), ly.out, 0.0f, dw,
+                                 ly.out);
+        if (l > 0)
+          kernels::gemm_bf16_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, t16_.data(), ly.out, w, ly.out, 0.0f,
+                                   g_next, ly.in);
+      }
+    }
+    if (l > 0) {
+      kernels::bias_act_dropout_backward_async(ctx, inputs16_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
+                                               g_next);
+      std::swap(g, g_next);
+    }
+  }
+  if (comm_ != nullptr) comm_->allreduce_sum(ctx, grads_.data(), num_params_);
+}
+
+void GcnModel::forward(bool training, int epoch) {
+  if (config_.bf16) return forward_bf16(training, epoch);
+  const Context& ctx = res_.context();
+  const int L = config_.layers;
+  const float p = training ? config_.dropout : 0.0f;
+  auto dropout_for = [&](int layer) { return layer_dropout(epoch, layer, p); };
   last_epoch_ = epoch;
   last_p_ = p;
   const float* x = features_.data();
@@ -294,6 +460,7 @@ double GcnModel::train_step(int epoch) {
 }
 
 void GcnModel::backward_async() {
+  if (config_.bf16) return backward_bf16_async();
   const Context& ctx = res_.context();
   const int L = config_.layers;
   float* g = grad_a_.data();
@@ -374,6 +541,7 @@ void GcnModel::adam_async() {
     kernels::adam_step_async(ctx, params_.data() + ly.b_offset, grads_.data() + ly.b_offset,
                              adam_m_.data() + ly.b_offset, adam_v_.data() + ly.b_offset, ly.out, ap);
   }
+  if (config_.bf16) refresh_bf16_weights();
 }
 
 EvalResult GcnModel::evaluate() {
@@ -442,6 +610,7 @@ void GcnModel::set_state(const ModelState& s) {
   kernels::copy_async(res_.context(), params_.data(), s.params.data(), params_.bytes());
   kernels::copy_async(res_.context(), adam_m_.data(), s.adam_m.data(), adam_m_.bytes());
   kernels::copy_async(res_.context(), adam_v_.data(), s.adam_v.data(), adam_v_.bytes());
+  if (config_.bf16) refresh_bf16_weights();
   sync();
 }
 
@@ -467,6 +636,7 @@ void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
     std::copy(params[t + 1].begin(), params[t + 1].end(), flat.begin() + ly.b_offset);
   }
   kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
+  if (config_.bf16) refresh_bf16_weights();
   sync();
 }
 

@@ -28,6 +28,10 @@ struct GcnConfig {
   std::uint64_t seed = 1;
   kernels::SpmmAlgo spmm = kernels::SpmmAlgo::kAuto;
   bool tf32 = false;
+  /// bf16 storage of features, activations and their gradients (and a bf16 copy of the weights for the GEMMs);
+  /// float32 accumulation everywhere, float32 logits, loss, master weights, gradients of weights and Adam state.
+  /// GEMMs run on bf16 tensor cores, SpMMs read bf16 rows (own kernel). Not with pipeline stages.
+  bool bf16 = false;
   /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
   /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
   double sparse_features_below = 0.1;
@@ -102,6 +106,11 @@ class GcnModel {
     bool decay = false;                       ///< L2 weight decay on W
   };
   void forward(bool training, int epoch);
+  void forward_bf16(bool training, int epoch);
+  void backward_bf16_async();
+  void refresh_bf16_weights();
+  void allocate_bf16_activations();
+  [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
   void sync();
   void upload_sparse_features();
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
@@ -142,6 +151,12 @@ class GcnModel {
   std::vector<Buffer<float>> aggregated_;  ///< Â·input, saved when layer l aggregates before its GEMM
   Buffer<float> logits_, tmp_, grad_a_, grad_b_;
   Buffer<float> scalar_f_;
+  // bf16 mode (config_.bf16): features, layer inputs and aggregated inputs as bf16; t16_ bf16 scratch (X W,
+  // dP, G W^T), z32_ float scratch (SpMM outputs, softmax gradient); g16_a_/g16_b_ the gradient ping-pong;
+  // w16_ the bf16 copy of params_ refreshed after every optimiser step.
+  Buffer<kernels::Bf16> features16_, w16_, t16_, g16_a_, g16_b_;
+  std::vector<Buffer<kernels::Bf16>> inputs16_, aggregated16_;
+  Buffer<float> z32_;
   Buffer<std::int64_t> scalar_i_;
 };
 

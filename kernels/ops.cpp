@@ -114,6 +114,92 @@ void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, 
   GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
 }
 
+namespace {
+
+/// The checks both bf16 GEMM entry points share; false when C is empty.
+bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                      float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb, const void* c,
+                      std::int64_t ldc) {
+  expect_non_negative("m", m);
+  expect_non_negative("n", n);
+  expect_non_negative("k", k);
+  // Row-major storage: A is m x k (or k x m when transposed), B is k x n (or n x k), C is m x n.
+  expect_leading_dim("lda", lda, trans_a ? m : k);
+  expect_leading_dim("ldb", ldb, trans_b ? k : n);
+  expect_leading_dim("ldc", ldc, n);
+  if (m == 0 || n == 0) return false;
+  GCNPART_EXPECTS(c != nullptr, "gemm needs an output");
+  GCNPART_EXPECTS(k == 0 || alpha == 0.0f || (a != nullptr && b != nullptr), "gemm needs A and B");
+  expect_cuda_handles(ctx);
+  if (ctx.is_cuda()) GCNPART_EXPECTS(ctx.cublas != nullptr, "a CUDA context needs a cuBLAS handle for gemm");
+  return true;
+}
+
+}  // namespace
+
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
+                     float* c, std::int64_t ldc) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, false, ldc));
+}
+
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
+                     std::int64_t ldc) {
+  if (beta != 0.0f) bad_parameter("beta", std::to_string(beta), "0 for a bf16 output");
+  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, true, ldc));
+}
+
+void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  if (width == 0) return;
+  GCNPART_EXPECTS(out != nullptr && (rows == 0 || x != nullptr), "column_sum_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(column_sum_bf16(ctx, x, rows, width, out));
+}
+
+void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
+                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  expect_dropout(dropout);
+  if (rows == 0 || width == 0) return;
+  GCNPART_EXPECTS(z != nullptr && out != nullptr, "bias_act_dropout_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z, bias, rows, width, relu, dropout, out));
+}
+
+void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
+                   Bf16* out) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  expect_dropout(dropout);
+  if (rows == 0 || width == 0) return;
+  GCNPART_EXPECTS(x != nullptr && out != nullptr, "dropout_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(dropout_bf16(ctx, x, rows, width, dropout, out));
+}
+
+void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
+                                     std::int64_t width, bool relu, float p, Bf16* dz) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
+  GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
+  if (rows == 0 || width == 0) return;
+  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
+                  "bias_act_dropout_backward_async needs its buffers");
+  expect_cuda_handles(ctx);
+  if (!relu) {
+    if (dz != dh) copy_async(ctx, dz, dh, static_cast<std::size_t>(rows * width) * sizeof(Bf16));
+    return;
+  }
+  GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz));
+}
+
 void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
   expect_non_negative("rows", rows);
   expect_non_negative("width", width);

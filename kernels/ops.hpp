@@ -110,6 +110,39 @@ void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::i
                    float* out);
 
 // ---------------------------------------------------------------------------------------------------------
+// bf16 storage (the --precision bf16 training path): tensors held as bfloat16 bits, every product and sum in
+// float32, each result rounded to bf16 once where it is stored as bf16. The CPU versions widen to float, call the
+// float reference and round: the CUDA kernels match them up to summation order.
+
+/// bfloat16 as raw bits (the top half of an IEEE float32); see kernels/detail/bf16.hpp.
+using Bf16 = std::uint16_t;
+
+/// C = alpha * op(A) * op(B) + beta * C with A and B in bf16 and float32 accumulation (cuBLAS bf16 tensor cores on
+/// CUDA); C in float32. Shapes and transposes as gemm_async. Does not synchronise.
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
+                     float* c, std::int64_t ldc);
+/// The same with C stored as bf16 (rounded once from the float32 result). beta must be 0.
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
+                     std::int64_t ldc);
+
+/// out[j] = sum_i x[i * width + j] over bf16 x, summed in float32 (bias gradient). Overwrites out.
+void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);
+
+/// bias_act_dropout_async with the result stored as bf16 (z and bias float32). out may not alias z.
+void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
+                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out);
+
+/// dropout_async on bf16 values (the mask of the float version bit for bit). out may alias x.
+void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
+                   Bf16* out);
+
+/// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh).
+void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
+                                     std::int64_t width, bool relu, float p, Bf16* dz);
+
+// ---------------------------------------------------------------------------------------------------------
 // Loss, accuracy, optimiser, normalisation, row movement
 
 /// Softmax cross-entropy over the rows listed in `rows` (count entries, local row indices) of logits

@@ -29,6 +29,7 @@ struct TrainOptions {
   std::string device = "cpu";
   int runs = 1;
   std::string spmm = "auto";
+  std::string precision = "fp32";
   std::string json, save, load, memory_limit;
   bool no_normalize = false;
   engine::TrainConfig config;
@@ -78,6 +79,11 @@ void run_train(TrainOptions& o) {
   o.config.model.spmm = o.spmm == "cusparse" ? kernels::SpmmAlgo::kCusparse
                         : o.spmm == "own"    ? kernels::SpmmAlgo::kOwn
                                              : kernels::SpmmAlgo::kAuto;
+  if (o.precision == "tf32") o.config.model.tf32 = true;
+  if (o.precision == "bf16") o.config.model.bf16 = true;
+  if (o.config.model.tf32 && o.precision != "tf32" && o.precision != "fp32")
+    throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
+  if (o.config.model.tf32) o.precision = "tf32";
   o.config.normalize_features = !o.no_normalize;
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   if (o.runs < 1) throw InvalidInput::parameter("--runs", std::to_string(o.runs), ">= 1");
@@ -257,6 +263,7 @@ void run_train(TrainOptions& o) {
                   {"weight_decay_all_layers", o.config.model.weight_decay_all_layers},
                   {"normalize_features", o.config.normalize_features},
                   {"spmm", o.spmm},
+                  {"precision", o.precision},
                   {"epochs", o.config.epochs},
                   {"early_stopping", o.config.early_stopping}};
     j["summary"] = {{"accuracy", {{"train", {{"mean", a_train.mean}, {"std", a_train.std}}},
@@ -307,7 +314,12 @@ Command register_train(CLI::App& app) {
                   "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
       ->check(CLI::IsMember({"auto", "own", "cusparse"}))
       ->capture_default_str();
-  cmd->add_flag("--tf32", m.tf32, "Allow TF32 tensor-core GEMMs on the GPU");
+  cmd->add_option("--precision", o->precision,
+                  "fp32; tf32 (TF32 tensor-core GEMMs); bf16 (bf16 features, activations and their gradients, bf16 "
+                  "tensor-core GEMMs, fp32 accumulation, master weights and Adam)")
+      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->capture_default_str();
+  cmd->add_flag("--tf32", m.tf32, "Same as --precision tf32");
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card");
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");

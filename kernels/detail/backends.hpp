@@ -16,6 +16,16 @@
                  const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);       \
   void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out);                   \
   void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out);                 \
+  void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,    \
+                 float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,         \
+                 void* c, bool c_bf16, std::int64_t ldc);                                                          \
+  void column_sum_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);      \
+  void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,          \
+                                std::int64_t width, bool relu, const Dropout& dropout, Bf16* out);                 \
+  void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width,                       \
+                    const Dropout& dropout, Bf16* out);                                                            \
+  void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p,      \
+                                  Bf16* dz);                                                                       \
   void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,         \
             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, \
             std::int64_t ldc);                                                                                     \

@@ -11,6 +11,7 @@
 #include <cstdint>
 
 #include "kernels/detail/backends.hpp"
+#include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/dropout_mask.hpp"
 #include "kernels/detail/workspace.hpp"
@@ -24,6 +25,12 @@ constexpr std::int64_t kColumnSumSlabRows = 1024;
 constexpr int kColumnSumCols = 32;
 constexpr int kColumnSumRowLanes = 8;
 constexpr std::int64_t kMaxGridY = 65535;
+
+/// Element access for the float and bf16 (raw bits) storage types: widen exactly on load, round once on store.
+__device__ __forceinline__ float load_float(const float* p) { return *p; }
+__device__ __forceinline__ float load_float(const Bf16* p) { return bf16_to_float(*p); }
+__device__ __forceinline__ void store_float(float* p, float v) { *p = v; }
+__device__ __forceinline__ void store_float(Bf16* p, float v) { *p = float_to_bf16(v); }
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
@@ -48,7 +55,8 @@ __global__ void scale_matrix_kernel(float* c, std::int64_t rows, std::int64_t co
 }
 
 /// Pass 1: partial[slab, col] = sum of the slab's rows, row lanes combined in a fixed order.
-__global__ void column_sum_slabs_kernel(const float* x, std::int64_t rows, std::int64_t width,
+template <class T>
+__global__ void column_sum_slabs_kernel(const T* x, std::int64_t rows, std::int64_t width,
                                         std::int64_t slab_rows, float* partial) {
   __shared__ float lanes[kColumnSumRowLanes][kColumnSumCols];
   const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kColumnSumCols + threadIdx.x;
@@ -56,7 +64,7 @@ __global__ void column_sum_slabs_kernel(const float* x, std::int64_t rows, std::
   const std::int64_t r1 = min(rows, r0 + slab_rows);
   float s = 0.0f;
   if (col < width)
-    for (std::int64_t r = r0 + threadIdx.y; r < r1; r += kColumnSumRowLanes) s += x[r * width + col];
+    for (std::int64_t r = r0 + threadIdx.y; r < r1; r += kColumnSumRowLanes) s += load_float(x + r * width + col);
   lanes[threadIdx.y][threadIdx.x] = s;
   __syncthreads();
   if (threadIdx.y == 0 && col < width) {
@@ -79,8 +87,9 @@ __global__ void column_sum_finish_kernel(const float* partial, std::int64_t slab
 // ------------------------------------------------------------------------------------------------ epilogues
 
 /// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements.
-__global__ void bias_act_dropout_kernel(const float* z, const float* bias, std::int64_t rows, std::int64_t width,
-                                        bool relu, Dropout d, float* out) {
+template <class In, class Out>
+__global__ void bias_act_dropout_kernel(const In* z, const float* bias, std::int64_t rows, std::int64_t width,
+                                        bool relu, Dropout d, Out* out) {
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
@@ -95,7 +104,7 @@ __global__ void bias_act_dropout_kernel(const float* z, const float* bias, std::
     for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
       float x = 0.0f;
       if (c0 + u < width) {
-        x = z[row * width + c0 + u] + (bias != nullptr ? bias[c0 + u] : 0.0f);
+        x = load_float(z + row * width + c0 + u) + (bias != nullptr ? bias[c0 + u] : 0.0f);
         if (relu) x = x > 0.0f ? x : 0.0f;
       }
       v[u] = x;
@@ -109,13 +118,14 @@ __global__ void bias_act_dropout_kernel(const float* z, const float* bias, std::
     }
 #pragma unroll
     for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
-      if (c0 + u < width) out[row * width + c0 + u] = v[u];
+      if (c0 + u < width) store_float(out + row * width + c0 + u, v[u]);
   }
 }
 
-__global__ void relu_dropout_backward_kernel(const float* h, const float* dh, std::int64_t n, float scale,
-                                             float* dz) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride()) dz[i] = h[i] > 0.0f ? dh[i] * scale : 0.0f;
+template <class T>
+__global__ void relu_dropout_backward_kernel(const T* h, const T* dh, std::int64_t n, float scale, T* dz) {
+  for (std::int64_t i = global_thread(); i < n; i += grid_stride())
+    store_float(dz + i, load_float(h + i) > 0.0f ? load_float(dh + i) * scale : 0.0f);
 }
 
 // ------------------------------------------------------------------------------------------------ loss
@@ -267,9 +277,11 @@ void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::i
                                      ldc, compute, CUBLAS_GEMM_DEFAULT));
 }
 
-void column_sum(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
+namespace {
+template <class T>
+void column_sum_impl(const Context& ctx, const T* x, std::int64_t rows, std::int64_t width, float* out) {
   if (rows == 0) {
-    memset_zero(ctx, out, static_cast<std::size_t>(width) * sizeof(float));
+    GCNPART_CUDA_TRY(cudaMemsetAsync(out, 0, static_cast<std::size_t>(width) * sizeof(float), ctx.stream));
     return;
   }
   // The slab size depends on the row count only (never on the GPU), so the sum order is fixed.
@@ -283,6 +295,36 @@ void column_sum(const Context& ctx, const float* x, std::int64_t rows, std::int6
   column_sum_finish_kernel<<<elementwise_blocks(width), kElementwiseThreads, 0, ctx.stream>>>(
       partial.as<float>(), slabs, width, out);
   GCNPART_CUDA_TRY(cudaGetLastError());
+}
+}  // namespace
+
+void column_sum(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
+  column_sum_impl(ctx, x, rows, width, out);
+}
+
+void column_sum_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out) {
+  column_sum_impl(ctx, x, rows, width, out);
+}
+
+void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+               float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, void* c,
+               bool c_bf16, std::int64_t ldc) {
+  if (k == 0 || alpha == 0.0f) {
+    if (c_bf16) {  // beta == 0 (checked at the entry point)
+      GCNPART_CUDA_TRY(cudaMemset2DAsync(c, static_cast<std::size_t>(ldc) * sizeof(Bf16), 0,
+                                         static_cast<std::size_t>(n) * sizeof(Bf16), static_cast<std::size_t>(m),
+                                         ctx.stream));
+      return;
+    }
+    gemm(ctx, trans_a, trans_b, m, n, 0, alpha, nullptr, lda, nullptr, ldb, beta, static_cast<float*>(c), ldc);
+    return;
+  }
+  // As gemm: row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. bf16 inputs, float32 compute
+  // (bf16 tensor cores), C in float32 or rounded to bf16 by cuBLAS.
+  GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
+  GCNPART_CUBLAS_TRY(cublasGemmEx_64(ctx.cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                     n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
+                                     c_bf16 ? CUDA_R_16BF : CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
 }
 
 // ------------------------------------------------------------------------------------------------ epilogues
@@ -302,6 +344,28 @@ void bias_act_dropout_backward(const Context& ctx, const float* h, const float* 
     if (dz != dh) copy(ctx, dz, dh, static_cast<std::size_t>(n) * sizeof(float));
     return;
   }
+  const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
+  relu_dropout_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(h, dh, n, scale, dz);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
+                              std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
+  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
+  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width,
+                                                                                              relu, dropout, out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
+                  Bf16* out) {
+  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
+  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(
+      x, static_cast<const float*>(nullptr), rows, width, false, dropout, out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p, Bf16* dz) {
   const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
   relu_dropout_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(h, dh, n, scale, dz);
   GCNPART_CUDA_TRY(cudaGetLastError());

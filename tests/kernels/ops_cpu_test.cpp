@@ -557,7 +557,7 @@ TEST_CASE("column_sum, sum and sum_squares match double sums") {
   sum_async(kCpu, nullptr, 0, &out);
   CHECK(out == 0.0f);
   std::vector<float> zero_rows(3, kNaN);
-  column_sum_async(kCpu, nullptr, 0, 3, zero_rows.data());
+  column_sum_async(kCpu, static_cast<const float*>(nullptr), 0, 3, zero_rows.data());
   CHECK(zero_rows == std::vector<float>(3, 0.0f));
 }
 
