@@ -2,8 +2,14 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
+#include <array>
+#include <cstdlib>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
@@ -115,6 +121,12 @@ class LocalAggregation final : public Aggregation {
 
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
 /// table with the transposed matrix and reduce-scatters each block back to its owner.
+///
+/// Overlap (CUDA). The width is cut into column chunks (kOverlapChunks, each a multiple of 8 columns) with a table
+/// and staging slice each; collectives run on a communication stream of their own and events order the two
+/// streams, so forward's SpMM of chunk c runs while chunk c + 1 is being all-gathered, and backward's
+/// reduce-scatter of chunk c while chunk c + 1 is being aggregated. No host synchronisation. On CPU devices the
+/// calls are synchronous anyway: one chunk.
 class GatherAggregation final : public Aggregation {
  public:
   GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, kernels::SpmmAlgo algo,
@@ -134,67 +146,155 @@ class GatherAggregation final : public Aggregation {
     table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication);
     kernels::memset_zero_async(res.context(), staging_.data(), staging_.bytes());
     if (bf16) {
-      // Forward's table travels as bf16: half the bytes of the all-gather. The float table (backward's
-      // reduce-scatter) stays; the bf16 one is carved out of it when the widths allow, else its own buffer.
+      // Forward's table travels as bf16 (half the all-gather's bytes), laid out in table_'s memory; backward's
+      // reduce-scatter stays float32 (it sums).
       staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication);
       kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     }
+    if (res.context().is_cuda()) {
+      res.activate();
+      GCNPART_CUDA_TRY(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+      for (auto& e : events_) GCNPART_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      comm_ctx_ = res.context();
+      comm_ctx_.stream = comm_stream_;
+    }
   }
 
+  ~GatherAggregation() override {
+    for (auto& e : events_)
+      if (e != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
+    if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
+  }
+  GatherAggregation(const GatherAggregation&) = delete;
+  GatherAggregation& operator=(const GatherAggregation&) = delete;
+
   void forward(const float* x, float* y, std::int64_t width) override {
-    const auto& ctx = res_.context();
-    kernels::copy_async(ctx, staging_.data(), x, static_cast<std::size_t>(rows_ * width) * sizeof(float));
-    comm_->all_gather(ctx, staging_.data(), block_ * width, table_.data());
-    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
-                        width, algo_);
+    gather_and_aggregate(x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out,
+                                                                          std::int64_t w) {
+      kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(), t, ld, out, width, w,
+                          algo_);
+    });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
-    const auto& ctx = res_.context();
-    kernels::spmm_async(ctx, backward_.view, table_dinv_.data(), dinv_own_.data(), dy, width, table_.data(), width,
-                        width, algo_);
-    reduce_table(dx, width);
+    aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
+      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width, t, w,
+                          w, algo_);
+    });
   }
 
-  /// The all-gather moves bf16 pairs as float words (NCCL copies bytes): an odd block * width element count gets
-  /// one padding element, which every block then carries.
   void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override {
     GCNPART_EXPECTS(!staging16_.empty(), "GatherAggregation was built without bf16 buffers");
+    auto* table16 = reinterpret_cast<kernels::Bf16*>(table_.data());
+    if ((block_ * width) % 2 == 0) {
+      gather_and_aggregate(x, staging16_.data(), table16, y, width,
+                           [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
+                             kernels::spmm_bf16_async(res_.context(), forward_.view, dinv_own_.data(),
+                                                      table_dinv_.data(), t, ld, out, width, w);
+                           });
+      return;
+    }
+    // An odd element count per block: NCCL moves whole float words, so every block carries one padding element,
+    // which breaks the row layout: widen block by block into a float table of the plain layout.
     const auto& ctx = res_.context();
     const std::int64_t words = (block_ * width + 1) / 2;
     kernels::copy_async(ctx, staging16_.data(), x, static_cast<std::size_t>(rows_ * width) * sizeof(kernels::Bf16));
-    // The table: parts blocks of 2 * words bf16 each, laid out in the float table's memory.
-    auto* table16 = reinterpret_cast<kernels::Bf16*>(table_.data());
     comm_->all_gather(ctx, reinterpret_cast<float*>(staging16_.data()), words, table_.data());
-    if (2 * words == block_ * width) {
-      kernels::spmm_bf16_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table16, width, y, width,
-                               width);
-      return;
-    }
-    // Odd element count per block: the padding breaks the row layout; widen block by block into a float table
-    // of the plain layout (behind the bf16 one in the same buffer would overlap, so use staging_ per block).
     widen_padded_table(table16, words, width);
     kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
                         width, algo_);
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
-    const auto& ctx = res_.context();
-    kernels::spmm_bf16_async(ctx, backward_.view, table_dinv_.data(), dinv_own_.data(), dy, width, table_.data(),
-                             width, width);
-    reduce_table(dx, width);
+    aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
+      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width,
+                               t, w, w);
+    });
   }
 
  private:
-  void reduce_table(float* dx, std::int64_t width) {
-    const auto& ctx = res_.context();
-    comm_->reduce_scatter_sum(ctx, table_.data(), block_ * width, staging_.data());
-    kernels::copy_async(ctx, dx, staging_.data(), static_cast<std::size_t>(rows_ * width) * sizeof(float));
+  static constexpr int kOverlapChunks = 4;          ///< column chunks per collective on CUDA
+  static constexpr std::int64_t kChunkAlign = 8;    ///< chunk widths: multiples of 8 columns (16-byte bf16 loads)
+  static constexpr std::int64_t kMinChunkWidth = 32;
+
+  /// Column chunks [c0, c0 + w) of a width: one on CPU devices or for narrow widths.
+  [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> chunks(std::int64_t width) const {
+    static const int wanted = [] {
+      const char* env = std::getenv("GCNPART_GATHER_CHUNKS");  // experiments: 1 turns the overlap off
+      const int v = env != nullptr ? std::atoi(env) : 0;
+      return v >= 1 && v <= kOverlapChunks ? v : kOverlapChunks;
+    }();
+    std::vector<std::pair<std::int64_t, std::int64_t>> out;
+    if (comm_stream_ == nullptr || wanted == 1 || width < kMinChunkWidth) {
+      out.emplace_back(0, width);
+      return out;
+    }
+    const std::int64_t step = ((width + wanted - 1) / wanted + kChunkAlign - 1) / kChunkAlign * kChunkAlign;
+    for (std::int64_t c0 = 0; c0 < width; c0 += step) out.emplace_back(c0, std::min(step, width - c0));
+    return out;
   }
 
-  /// table16 holds parts blocks of 2 * words bf16; rewrite table_ as parts blocks of block * width floats. Walks
-  /// the blocks from the last: block p's floats start at p * block * width * 4 bytes, at or after its bf16 start
-  /// (p * words * 4 bytes) and ending past it, so copy each bf16 block out to staging first.
+  /// Element type T of the gathered rows (float, or bf16 moved as float words: block * width is even here).
+  template <class T, class Aggregate>
+  void gather_and_aggregate(const T* x, T* staging, T* table, float* y, std::int64_t width, Aggregate&& aggregate) {
+    const auto& ctx = res_.context();
+    const auto parts = chunks(width);
+    auto words = [&](std::int64_t w) { return block_ * w * static_cast<std::int64_t>(sizeof(T)) / 4; };
+    if (parts.size() == 1) {
+      kernels::copy_async(ctx, staging, x, static_cast<std::size_t>(rows_ * width) * sizeof(T));
+      comm_->all_gather(ctx, reinterpret_cast<const float*>(staging), words(width), reinterpret_cast<float*>(table));
+      aggregate(table, width, y, width);
+      return;
+    }
+    // Chunk c: staging rows of w_c columns at staging + block * c0, its table at table + parts * block * c0.
+    for (const auto& [c0, w] : parts)
+      GCNPART_CUDA_TRY(cudaMemcpy2DAsync(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T),
+                                         w * sizeof(T), rows_, cudaMemcpyDeviceToDevice, ctx.stream));
+    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], ctx.stream));
+    GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[0], 0));
+    for (std::size_t c = 0; c < parts.size(); ++c) {
+      const auto [c0, w] = parts[c];
+      comm_->all_gather(comm_ctx_, reinterpret_cast<const float*>(staging + block_ * c0), words(w),
+                        reinterpret_cast<float*>(table + parts_ * block_ * c0));
+      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], comm_stream_));
+    }
+    for (std::size_t c = 0; c < parts.size(); ++c) {
+      const auto [c0, w] = parts[c];
+      GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[c + 1], 0));
+      aggregate(table + parts_ * block_ * c0, w, y + c0, w);
+    }
+  }
+
+  /// aggregate(c0, t, w): the SpMM of columns [c0, c0 + w) into the table slice t (ld w).
+  template <class Aggregate>
+  void aggregate_and_reduce(float* dx, std::int64_t width, Aggregate&& aggregate) {
+    const auto& ctx = res_.context();
+    const auto parts = chunks(width);
+    if (parts.size() == 1) {
+      aggregate(0, table_.data(), width);
+      comm_->reduce_scatter_sum(ctx, table_.data(), block_ * width, staging_.data());
+      kernels::copy_async(ctx, dx, staging_.data(), static_cast<std::size_t>(rows_ * width) * sizeof(float));
+      return;
+    }
+    for (std::size_t c = 0; c < parts.size(); ++c) {
+      const auto [c0, w] = parts[c];
+      aggregate(c0, table_.data() + parts_ * block_ * c0, w);
+      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], ctx.stream));
+      GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[c + 1], 0));
+      comm_->reduce_scatter_sum(comm_ctx_, table_.data() + parts_ * block_ * c0, block_ * w,
+                                staging_.data() + block_ * c0);
+    }
+    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], comm_stream_));
+    GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[0], 0));
+    for (const auto& [c0, w] : parts)
+      GCNPART_CUDA_TRY(cudaMemcpy2DAsync(dx + c0, width * sizeof(float), staging_.data() + block_ * c0,
+                                         w * sizeof(float), w * sizeof(float), rows_, cudaMemcpyDeviceToDevice,
+                                         ctx.stream));
+  }
+
+  /// table16 holds parts blocks of 2 * words bf16; rewrite table_ as parts blocks of block * width floats. Block p's
+  /// floats start at or after its bf16 start and end past it, so go from the last block down and copy each bf16
+  /// block out to staging16_ first.
   void widen_padded_table(const kernels::Bf16* table16, std::int64_t words, std::int64_t width) {
     const auto& ctx = res_.context();
     const std::int64_t n = block_ * width;
@@ -213,6 +313,9 @@ class GatherAggregation final : public Aggregation {
   kernels::SpmmAlgo algo_;
   Buffer<float> dinv_own_, table_dinv_, staging_, table_;
   Buffer<kernels::Bf16> staging16_;
+  cudaStream_t comm_stream_ = nullptr;
+  kernels::Context comm_ctx_{};
+  std::array<cudaEvent_t, kOverlapChunks + 1> events_{};
 };
 
 }  // namespace
