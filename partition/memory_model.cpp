@@ -124,13 +124,18 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
   using C = MemoryCategory;
 
   // Data (GcnModel's constructor, in its order).
+  // bf16 (GcnModel::allocate_bf16_activations): sparse feature values, logits, the SpMM outputs (z32) and
+  // everything of the weights stay float32; features, layer inputs, aggregated inputs, the X W / dP scratch (t16)
+  // and the activation gradients are bf16.
+  const bool bf16 = m.precision == Precision::kBf16;
+  const std::int64_t sparse_value = kFloatBytes;
   if (e.sparse_input) {
     add("feature CSR offsets", C::kFeatures, (r + 1) * kOffsetBytes);
     add("feature CSR columns", C::kFeatures, nnz * kIndexBytes);
-    add("feature CSR values", C::kFeatures, nnz * act);
+    add("feature CSR values", C::kFeatures, nnz * sparse_value);
     add("feature CSR^T offsets", C::kFeatures, (f + 1) * kOffsetBytes);
     add("feature CSR^T columns", C::kFeatures, nnz * kIndexBytes);
-    add("feature CSR^T values", C::kFeatures, nnz * act);
+    add("feature CSR^T values", C::kFeatures, nnz * sparse_value);
   } else {
     add("features", C::kFeatures, r * f * act);
   }
@@ -150,8 +155,8 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
   // Activations saved for backward.
   if (m.dropout && !e.sparse_input) add("dropped-out input features", C::kActivations, r * f * act);
   if (m.dropout && e.sparse_input) {
-    add("dropped-out feature values", C::kActivations, nnz * act);
-    add("dropped-out feature values (transpose)", C::kActivations, nnz * act);
+    add("dropped-out feature values", C::kActivations, nnz * sparse_value);
+    add("dropped-out feature values (transpose)", C::kActivations, nnz * sparse_value);
   }
   for (int l = 1; l < L; ++l) add("input of layer " + std::to_string(l), C::kActivations, r * d[l] * act);
   std::vector<std::int64_t> widths;  // aggregation width of each layer
@@ -160,7 +165,7 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
     if (aggregate_first) add("aggregated input of layer " + std::to_string(l), C::kActivations, r * d[l] * act);
     widths.push_back(aggregate_first ? d[l] : d[l + 1]);
   }
-  add("logits", C::kActivations, r * d[L] * act);
+  add("logits", C::kActivations, r * d[L] * kFloatBytes);
   // Scratch sized to what it holds: the Â(HW) product (out wide) or, for layers that aggregate first, the
   // backward's G W^T (in wide, l > 0); dZ ping-pongs between two buffers, A holding widths d[L], d[L-2], ...
   // and B d[L-1], d[L-3], ... (layer 0 produces no input gradient).
@@ -169,6 +174,11 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
     tmp_width = std::max(tmp_width, d[l] <= d[l + 1] ? (l > 0 ? d[l] : 0) : d[l + 1]);
   for (int i = L; i >= 1; --i) ((L - i) % 2 == 0 ? width_a : width_b) = std::max((L - i) % 2 == 0 ? width_a : width_b, d[i]);
   add("intermediate (Â(HW) / backward scratch)", C::kWorkspace, r * tmp_width * act);
+  if (bf16) {
+    std::int64_t z_width = d[L];
+    for (int l = 0; l < L; ++l) z_width = std::max({z_width, d[l + 1], d[l] <= d[l + 1] ? d[l] : 0});
+    add("float SpMM / GEMM outputs (bf16 mode)", C::kWorkspace, r * z_width * kFloatBytes);
+  }
   add("activation gradient A", C::kGradients, r * width_a * act);
   add("activation gradient B", C::kGradients, r * width_b * act);
   add("loss scalars", C::kWorkspace, 4 * 4);
@@ -185,14 +195,17 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
     add("gather^T matrix columns", C::kGraph, s.graph_entries * kIndexBytes);
     add("D^-1/2 of own rows", C::kGraph, r * kFloatBytes);
     add("D^-1/2 of table slots", C::kGraph, table_rows * kFloatBytes);
-    add("gather staging block", C::kCommunication, s.table_block * agg_width * act);
-    add("gather table", C::kCommunication, table_rows * agg_width * act);
+    // The float table and staging serve backward's reduce-scatter in bf16 mode too; forward's bf16 table lives in
+    // the float table's memory, its staging block apart.
+    add("gather staging block", C::kCommunication, s.table_block * agg_width * kFloatBytes);
+    add("gather table", C::kCommunication, table_rows * agg_width * kFloatBytes);
+    if (bf16) add("gather staging block (bf16)", C::kCommunication, (s.table_block * agg_width + 2) * 2);
   } else {
     add("graph offsets", C::kGraph, (r + 1) * kOffsetBytes);
     add("graph columns", C::kGraph, s.graph_entries * kIndexBytes);
     add("D^-1/2 (rows)", C::kGraph, r * kFloatBytes);
     add("D^-1/2 (columns)", C::kGraph, r * kFloatBytes);
-    if (backend == ComputeBackend::kCuda && m.spmm != SpmmPath::kOwn && r > 0 && s.graph_entries > 0) {
+    if (backend == ComputeBackend::kCuda && m.spmm != SpmmPath::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
       // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
       // entries) and the SpMM buffer. kAuto: the upper bound, cuSPARSE kept at every width.
       const bool narrow = s.graph_entries <= std::numeric_limits<std::int32_t>::max();
@@ -264,9 +277,14 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
   std::int64_t sent = 2 * share(kFloatBytes);                         // the loss
   sent += 2 * share(m.parameters() * kFloatBytes);                    // the gradient all-reduce
   if (s.gather) {
+    // Forward's all-gather moves the precision's elements in whole float words (an odd bf16 count is padded);
+    // backward's reduce-scatter sums in float32.
     const std::int64_t act = element_bytes(m.precision);
-    for (const auto& call : spmm_calls_per_epoch(m, uses_sparse_input(s, m)))
-      sent += share(static_cast<std::int64_t>(k) * s.table_block * call.width * act);  // all-gather / reduce-scatter
+    for (const auto& call : spmm_calls_per_epoch(m, uses_sparse_input(s, m))) {
+      const std::int64_t block_bytes =
+          call.backward ? s.table_block * call.width * kFloatBytes : ceil_div(s.table_block * call.width * act, 4) * 4;
+      sent += share(static_cast<std::int64_t>(k) * block_bytes);  // all-gather / reduce-scatter
+    }
   }
   return sent;
 }

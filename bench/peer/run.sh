@@ -14,6 +14,9 @@ out=${OUT:-bench/out}
 mkdir -p "$out"
 step_timeout=${STEP_TIMEOUT:-300}
 graphs=${GRAPHS:-"arxiv reddit products"}
+# Which steps to run per graph (a subset saves device time).
+steps=${STEPS:-"spmm spmm-bf16 epoch epoch-tf32 epoch-bf16 pyg-csr pyg-edge_index"}
+want() { [[ " $steps " == *" $1 "* ]]; }
 g=build/gpu/tools/gcnpart
 py=${PYTHON:-python3}
 
@@ -54,15 +57,20 @@ for name in $graphs; do
       --classes "$classes" -o "$f" --json "$out/generate-$name.json"
   fi
   echo "== $name ($f)"
-  run "$out/spmm-$name.log" $g -q bench spmm "$f" --widths 16,64,128,256 --json "$out/spmm-$name.json"
-  run "$out/spmm-bf16-$name.log" $g -q bench spmm "$f" --precision bf16 --widths 64,128,256 \
+  want spmm && run "$out/spmm-$name.log" $g -q bench spmm "$f" --widths 16,64,128,256 --json "$out/spmm-$name.json"
+  want spmm-bf16 && run "$out/spmm-bf16-$name.log" $g -q bench spmm "$f" --precision bf16 --widths 64,128,256 \
     --json "$out/spmm-bf16-$name.json"
-  run "$out/epoch-$name.log" $g -q bench epoch "$f" --layers 2 --hidden 256 --spmm all --json "$out/epoch-$name.json"
-  run "$out/pyg-csr-$name.log" "$py" bench/peer/pyg_gcn.py "$f" --mode csr --layers 2 --hidden 256 \
+  want epoch && run "$out/epoch-$name.log" $g -q bench epoch "$f" --layers 2 --hidden 256 --spmm all \
+    --json "$out/epoch-$name.json"
+  want epoch-tf32 && run "$out/epoch-tf32-$name.log" $g -q bench epoch "$f" --layers 2 --hidden 256 --spmm auto \
+    --precision tf32 --json "$out/epoch-tf32-$name.json"
+  want epoch-bf16 && run "$out/epoch-bf16-$name.log" $g -q bench epoch "$f" --layers 2 --hidden 256 --spmm own \
+    --precision bf16 --json "$out/epoch-bf16-$name.json"
+  want pyg-csr && run "$out/pyg-csr-$name.log" "$py" bench/peer/pyg_gcn.py "$f" --mode csr --layers 2 --hidden 256 \
     --json "$out/pyg-csr-$name.json"
   # The edge_index path materialises E x 256 messages: fewer epochs, and out of memory is an expected answer.
-  run "$out/pyg-edge_index-$name.log" "$py" bench/peer/pyg_gcn.py "$f" --mode edge_index --layers 2 --hidden 256 \
-    --warmup 2 --epochs 5 --json "$out/pyg-edge_index-$name.json"
+  want pyg-edge_index && run "$out/pyg-edge_index-$name.log" "$py" bench/peer/pyg_gcn.py "$f" --mode edge_index \
+    --layers 2 --hidden 256 --warmup 2 --epochs 5 --json "$out/pyg-edge_index-$name.json"
 done
 
 # shellcheck disable=SC2086  # one argument per graph name
@@ -165,4 +173,32 @@ for g in order:
             mr = f"{peak / pyg_peak:9.2f}" if pyg_peak else f"{'-':>9}"
             line = f"{r['spmm']:8} {ms:9.3f} {sp} {gib(peak):>7} {mr}"
         print((head if i == 0 else " " * len(head)) + " | " + line)
+
+print("\nTraining epoch by precision, GCN 2 layers hidden 256 (median ms; speedup = PyG csr fp32 / ours, same run; "
+      "issue target for bf16 >= 3x)")
+print(f"{'graph':9} {'PyG csr':>9} {'PyG GiB':>8} | {'precision':9} {'spmm':6} {'ms':>9} {'speedup':>8} {'GiB':>7} "
+      f"{'mem ratio':>9}")
+for g in order:
+    pc = load(f"pyg-csr-{g}.json")
+    pyg_csr_ms = pc["epoch_ms"]["median"] if pc and pc.get("status") == "ok" else None
+    pyg_peak = pc.get("memory", {}).get("peak_allocated_bytes") if pc and pc.get("status") == "ok" else None
+    head = f"{g:9} {pyg_csr_ms:9.3f} {gib(pyg_peak):>8}" if pyg_csr_ms else f"{g:9} {'-':>9} {'-':>8}"
+    first = True
+    for prec, name in (("fp32", f"epoch-{g}.json"), ("tf32", f"epoch-tf32-{g}.json"), ("bf16", f"epoch-bf16-{g}.json")):
+        e = load(name)
+        if not e:
+            continue
+        for r in e.get("runs", []):
+            if prec == "fp32" and r.get("spmm") != "auto":
+                continue
+            if r.get("status") != "ok":
+                line = f"{prec:9} {r.get('spmm', '?'):6} {r.get('status', '?')}"
+            else:
+                ms = r["epoch_ms"]["median"]
+                peak = r["peak_tracked_bytes"]
+                sp = f"{pyg_csr_ms / ms:7.2f}x" if pyg_csr_ms else f"{'-':>8}"
+                mr = f"{peak / pyg_peak:9.2f}" if pyg_peak else f"{'-':>9}"
+                line = f"{prec:9} {r['spmm']:6} {ms:9.3f} {sp} {gib(peak):>7} {mr}"
+            print((head if first else " " * len(head)) + " | " + line)
+            first = False
 EOF

@@ -129,6 +129,38 @@ TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, h
                                                                             << worst_metrics * 100 << " %");
 }
 
+TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 training, single, halo and gather") {
+  for (const auto* ds : {&cora(), &sbm()}) {
+    for (int layers : {2, 3}) {
+      auto cfg = two_epochs(layers);
+      cfg.model.bf16 = true;
+      ModelSpec m = spec(*ds, cfg);
+      m.precision = Precision::kBf16;
+      const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
+      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), m, ComputeBackend::kCpu);
+      INFO(ds->name << " bf16 L=" << layers << ": measured " << report.memory.peak << " ("
+                    << breakdown(report.memory.at_peak_by) << "), model " << est.peak << " (" << breakdown(est.at_peak)
+                    << ")");
+      CHECK(est.peak == report.memory.peak);
+      for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+        for (int k : {2, 3}) {
+          const Plan plan = make_plan(ds->graph, s, k, layers);
+          const auto dist = engine::train_distributed(*ds, plan, cfg);
+          const auto shapes = device_shapes(plan, *ds);
+          for (int d = 0; d < k; ++d) {
+            const MemoryEstimate e = estimate_device_memory(shapes[d], m, ComputeBackend::kCpu);
+            INFO(strategy_name(s) << " K=" << k << " device " << d << ": measured " << dist.memory[d].peak << " ("
+                                  << breakdown(dist.memory[d].at_peak_by) << "), model " << e.peak << " ("
+                                  << breakdown(e.at_peak) << ")");
+            CHECK(e.peak == dist.memory[d].peak);
+            CHECK(comm_bytes_per_epoch(shapes[d], m) == dist.bytes_sent_per_epoch[d]);
+          }
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("a memory limit the model says is enough trains, one 10 % below the predicted peak runs out of memory") {
   const auto& ds = cora();
   const auto cfg0 = two_epochs(2);
