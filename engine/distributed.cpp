@@ -16,11 +16,28 @@
 #include <thread>
 
 #include "engine/inprocess_communicator.hpp"
+#include "engine/link_benchmark.hpp"
 #include "engine/mpi_communicator.hpp"
 #include "engine/nccl_communicator.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
+
+namespace {
+template <typename Field>
+double device_mean(const std::vector<LinkDevice>& devices, Field field) {
+  if (devices.empty()) return 0.0;
+  double sum = 0;
+  for (const auto& d : devices) sum += d.*field;
+  return sum / static_cast<double>(devices.size());
+}
+}  // namespace
+
+double LinkReport::train_GBps() const noexcept { return device_mean(devices, &LinkDevice::train_GBps); }
+double LinkReport::train_same_GBps() const noexcept { return device_mean(devices, &LinkDevice::train_same_GBps); }
+double LinkReport::plain_GBps() const noexcept { return device_mean(devices, &LinkDevice::plain_GBps); }
+double LinkReport::ratio() const noexcept { return plain_GBps() > 0 ? train_GBps() / plain_GBps() : 0.0; }
+double LinkReport::same_ratio() const noexcept { return plain_GBps() > 0 ? train_same_GBps() / plain_GBps() : 0.0; }
 
 LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& plan, int device,
                             bool normalize_features) {
@@ -82,20 +99,45 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
 
 namespace {
 
+/// What the device held before the run's own allocations (GPUs): the CUDA context, and what NCCL took.
+struct DeviceBaseline {
+  std::int64_t context = 0, nccl = 0;
+};
+
 /// What one rank measured, gathered into the report after the run.
 struct RankResult {
-  std::vector<double> step_seconds;
+  std::vector<double> step_seconds, comm_seconds;
   MemoryStats memory;
+  MemoryCheck memory_check;
   std::int64_t bytes_sent = 0, bytes_first_epoch = 0, driver_bytes = 0;
   std::vector<std::vector<float>> parameters;  ///< pipeline: this stage's layers
+  bool has_link = false;
+  CollectiveKind link_kind = CollectiveKind::kAllGather;
+  std::int64_t link_payload = 0, link_calls = 0;
+  LinkDevice link;
 };
+
+/// Which collective LinkReport compares for a strategy, or false for none.
+bool link_collective(partition::Strategy s, CollectiveKind& kind) {
+  switch (s) {
+    case partition::Strategy::kGather: kind = CollectiveKind::kAllGather; return true;
+    case partition::Strategy::kHalo:
+    case partition::Strategy::kDrop: kind = CollectiveKind::kAllReduce; return true;
+    default: return false;
+  }
+}
+
+/// Epochs whose means the report gives: all but the first (warm-up: allocations, autotuning, lazy loading)
+/// when there are more.
+std::size_t first_measured_epoch(std::size_t epochs) { return epochs > 1 ? 1 : 0; }
 
 /// Trains rank `rank` of the plan with `comm`; rank 0 also fills the report's losses, accuracy and weights.
 void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const TrainConfig& config,
-              const EpochCallback& on_epoch, int rank, const Device& device, Communicator& comm,
-              DistributedReport& report, RankResult& mine) {
+              const EpochCallback& on_epoch, const LaunchOptions& launch, int rank, const Device& device,
+              Communicator& comm, const DeviceBaseline& baseline, DistributedReport& report, RankResult& mine) {
   const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
   Resources res(device, config.memory_limit);
+  (void)res.context();  // handles now: library_bytes() measures them apart from the run's allocations
   if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
   GcnConfig model_config = config.model;
   const bool pipeline = plan.strategy == partition::Strategy::kPipeline;
@@ -106,16 +148,26 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
     const auto [first, last] = model.layer_range();
     model.set_parameters(std::vector<std::vector<float>>(all.begin() + 2 * first, all.begin() + 2 * last));
   }
-  if (device.is_cuda()) mine.driver_bytes = res.driver_used_bytes();
+  std::int64_t driver_sampled = 0;  // cudaMemGetInfo after set-up and at the end of every epoch
+  if (device.is_cuda()) driver_sampled = mine.driver_bytes = res.driver_used_bytes();
+  (void)comm.take_tallies();  // set-up's calls belong to no epoch
+  std::vector<CommTally> first_epoch_calls, measured_calls;
   auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
   double best = std::numeric_limits<double>::infinity();
   int since_best = 0;
   for (int epoch = 0; epoch < config.epochs; ++epoch) {
     const std::int64_t sent_before = comm.bytes_sent();
     const auto t0 = std::chrono::steady_clock::now();
-    const double loss_sum = model.train_step(epoch);
+    const double loss_sum = model.train_step(epoch);  // ends with the stream synchronised
     mine.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    if (epoch == 0) mine.bytes_first_epoch = comm.bytes_sent() - sent_before;
+    std::vector<CommTally> calls = comm.take_tallies();
+    mine.comm_seconds.push_back(Communicator::total_ms(calls) * 1e-3);
+    if (epoch == 0) {
+      mine.bytes_first_epoch = comm.bytes_sent() - sent_before;
+      first_epoch_calls = calls;
+    }
+    if (epoch >= 1 || config.epochs == 1) measured_calls.insert(measured_calls.end(), calls.begin(), calls.end());
+    if (device.is_cuda()) driver_sampled = std::max(driver_sampled, res.driver_used_bytes());
     // Fault injection for the launch tests: GCNPART_FAULT_KILL=<rank>:<epoch> SIGKILLs that rank there.
     if (const char* fault = std::getenv("GCNPART_FAULT_KILL"); fault != nullptr) {
       int kill_rank = -1, kill_epoch = -1;
@@ -128,6 +180,7 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
       const EvalResult ev = model.evaluate();
       vloss = mean(ev.loss_sum[1], problem.global_valid);
       vacc = mean(static_cast<double>(ev.correct[1]), problem.global_valid);
+      (void)comm.take_tallies();  // evaluation's calls are not the train step's
     }
     if (rank == 0) {
       report.train_loss.push_back(mean(loss_sum, problem.global_train));
@@ -145,11 +198,23 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
     }
   }
   const EvalResult ev = model.evaluate();
+  (void)comm.take_tallies();
   auto params = model.parameters();
   if (pipeline) mine.parameters = params;
   mine.memory = res.memory().stats();
   mine.bytes_sent = comm.bytes_sent();
-  if (device.is_cuda()) mine.driver_bytes = std::max(mine.driver_bytes, res.driver_used_bytes());
+  MemoryCheck& mc = mine.memory_check;
+  mc.tracked_peak = mine.memory.peak;
+  mc.cache_slack = mine.memory.reserved_peak - mine.memory.peak;
+  if (device.is_cuda()) {
+    driver_sampled = std::max(driver_sampled, res.driver_used_bytes());
+    mine.driver_bytes = std::max(mine.driver_bytes, driver_sampled);
+    mc.available = true;
+    mc.measured = std::max(driver_sampled, mine.memory.driver_peak);
+    mc.context = baseline.context;
+    mc.nccl = baseline.nccl;
+    mc.libraries = res.library_bytes();
+  }
   if (rank == 0) {
     const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
     for (int s = 0; s < 3; ++s) {
@@ -158,6 +223,42 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
     }
     report.parameters = std::move(params);
   }
+
+  // The link: after everything above is measured, so that its buffers and calls change none of it.
+  CollectiveKind kind{};
+  const bool wanted = launch.link == LaunchOptions::Link::kAlways ||
+                      (launch.link == LaunchOptions::Link::kAuto && device.is_cuda());
+  if (!wanted || comm.size() < 2 || !link_collective(plan.strategy, kind)) return;
+  for (const CommTally& t : first_epoch_calls)  // identical on every rank: every rank makes the same calls
+    if (t.kind == kind && t.payload_bytes >= mine.link_payload) {
+      mine.link_payload = t.payload_bytes;
+      mine.link_calls = t.calls;
+    }
+  if (mine.link_payload == 0) return;
+  double all_ms = 0, same_ms = 0;
+  std::int64_t all_sent = 0, same_sent = 0;
+  for (const CommTally& t : measured_calls) {
+    all_ms += t.ms;
+    all_sent += t.bytes_sent;
+    if (t.kind == kind && t.payload_bytes == mine.link_payload) {
+      same_ms += t.ms;
+      same_sent += t.bytes_sent;
+    }
+  }
+  const CollectiveTiming plain = benchmark_collective(comm, res, kind, mine.link_payload);
+  mine.has_link = true;
+  mine.link_kind = kind;
+  mine.link.train_GBps = all_ms > 0 ? static_cast<double>(all_sent) / (all_ms * 1e-3) / 1e9 : 0.0;
+  mine.link.train_same_GBps = same_ms > 0 ? static_cast<double>(same_sent) / (same_ms * 1e-3) / 1e9 : 0.0;
+  mine.link.plain_GBps = plain.bus_GBps();
+  mine.link.plain_median_ms = plain.median_ms;
+}
+
+double mean_of(const std::vector<double>& v, std::size_t from) {
+  if (v.size() <= from) return 0.0;
+  double sum = 0;
+  for (std::size_t i = from; i < v.size(); ++i) sum += v[i];
+  return sum / static_cast<double>(v.size() - from);
 }
 
 void fill_report(DistributedReport& report, const std::vector<RankResult>& results) {
@@ -166,13 +267,27 @@ void fill_report(DistributedReport& report, const std::vector<RankResult>& resul
   report.bytes_sent.resize(k);
   report.bytes_sent_per_epoch.resize(k);
   report.driver_bytes.resize(k);
+  report.device_step_seconds.resize(k);
+  report.comm_seconds.resize(k);
+  report.epoch_ms_per_epoch.resize(k);
+  report.comm_ms_per_epoch.resize(k);
+  report.compute_ms_per_epoch.resize(k);
+  report.memory_check.resize(k);
   std::size_t epochs = 0;
   for (std::size_t r = 0; r < k; ++r) {
-    report.memory[r] = results[r].memory;
-    report.bytes_sent[r] = results[r].bytes_sent;
-    report.bytes_sent_per_epoch[r] = results[r].bytes_first_epoch;
-    report.driver_bytes[r] = results[r].driver_bytes;
-    epochs = std::max(epochs, results[r].step_seconds.size());
+    const RankResult& res = results[r];
+    report.memory[r] = res.memory;
+    report.bytes_sent[r] = res.bytes_sent;
+    report.bytes_sent_per_epoch[r] = res.bytes_first_epoch;
+    report.driver_bytes[r] = res.driver_bytes;
+    report.device_step_seconds[r] = res.step_seconds;
+    report.comm_seconds[r] = res.comm_seconds;
+    const std::size_t from = first_measured_epoch(res.step_seconds.size());
+    report.epoch_ms_per_epoch[r] = 1e3 * mean_of(res.step_seconds, from);
+    report.comm_ms_per_epoch[r] = 1e3 * mean_of(res.comm_seconds, from);
+    report.compute_ms_per_epoch[r] = report.epoch_ms_per_epoch[r] - report.comm_ms_per_epoch[r];
+    report.memory_check[r] = res.memory_check;
+    epochs = std::max(epochs, res.step_seconds.size());
   }
   report.epoch_seconds.clear();
   for (std::size_t e = 0; e < epochs; ++e) {
@@ -181,32 +296,71 @@ void fill_report(DistributedReport& report, const std::vector<RankResult>& resul
       if (e < res.step_seconds.size()) slowest = std::max(slowest, res.step_seconds[e]);
     report.epoch_seconds.push_back(slowest);
   }
+  report.has_link =
+      k > 0 && std::all_of(results.begin(), results.end(), [](const RankResult& r) { return r.has_link; });
+  if (report.has_link) {
+    report.link.collective = results[0].link_kind;
+    report.link.payload_bytes = results[0].link_payload;
+    report.link.calls_per_epoch = results[0].link_calls;
+    report.link.repeats = kLinkRepeats;
+    report.link.devices.clear();
+    for (const auto& r : results) report.link.devices.push_back(r.link);
+  }
 }
 
 /// Exchanges every rank's RankResult over MPI (fixed-size records: the epoch count is bounded by config).
 void mpi_gather_results(const RankResult& mine, std::vector<RankResult>& all, int max_epochs) {
   struct Fixed {
     MemoryStats memory;
-    std::int64_t bytes_sent, bytes_first_epoch, driver_bytes, epochs;
+    MemoryCheck memory_check;
+    LinkDevice link;
+    std::int64_t bytes_sent, bytes_first_epoch, driver_bytes, epochs, has_link, link_kind, link_payload, link_calls;
   };
-  const std::size_t record = sizeof(Fixed) + static_cast<std::size_t>(max_epochs) * sizeof(double);
+  const std::size_t series = static_cast<std::size_t>(max_epochs) * sizeof(double);
+  const std::size_t record = sizeof(Fixed) + 2 * series;
   std::vector<char> out(record, 0), in(record * all.size(), 0);
-  Fixed f{mine.memory, mine.bytes_sent, mine.bytes_first_epoch, mine.driver_bytes,
-          static_cast<std::int64_t>(mine.step_seconds.size())};
+  Fixed f{mine.memory,
+          mine.memory_check,
+          mine.link,
+          mine.bytes_sent,
+          mine.bytes_first_epoch,
+          mine.driver_bytes,
+          static_cast<std::int64_t>(mine.step_seconds.size()),
+          mine.has_link ? 1 : 0,
+          static_cast<std::int64_t>(mine.link_kind),
+          mine.link_payload,
+          mine.link_calls};
   std::memcpy(out.data(), &f, sizeof f);
   std::memcpy(out.data() + sizeof f, mine.step_seconds.data(), mine.step_seconds.size() * sizeof(double));
+  std::memcpy(out.data() + sizeof f + series, mine.comm_seconds.data(), mine.comm_seconds.size() * sizeof(double));
   mpi_allgather_bytes(out.data(), record, in.data());
   for (std::size_t r = 0; r < all.size(); ++r) {
     Fixed g;
-    std::memcpy(&g, in.data() + r * record, sizeof g);
+    const char* at = in.data() + r * record;
+    std::memcpy(&g, at, sizeof g);
     all[r].memory = g.memory;
+    all[r].memory_check = g.memory_check;
+    all[r].link = g.link;
     all[r].bytes_sent = g.bytes_sent;
     all[r].bytes_first_epoch = g.bytes_first_epoch;
     all[r].driver_bytes = g.driver_bytes;
-    all[r].step_seconds.resize(static_cast<std::size_t>(g.epochs));
-    std::memcpy(all[r].step_seconds.data(), in.data() + r * record + sizeof g,
-                static_cast<std::size_t>(g.epochs) * sizeof(double));
+    all[r].has_link = g.has_link != 0;
+    all[r].link_kind = static_cast<CollectiveKind>(g.link_kind);
+    all[r].link_payload = g.link_payload;
+    all[r].link_calls = g.link_calls;
+    const auto n = static_cast<std::size_t>(g.epochs);
+    all[r].step_seconds.resize(n);
+    all[r].comm_seconds.resize(n);
+    std::memcpy(all[r].step_seconds.data(), at + sizeof g, n * sizeof(double));
+    std::memcpy(all[r].comm_seconds.data(), at + sizeof g + series, n * sizeof(double));
   }
+}
+
+/// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline.
+NcclConnect nccl_connect(partition::Strategy s) {
+  NcclConnect c;
+  c.point_to_point = s == partition::Strategy::kPipeline;
+  return c;
 }
 
 bool is_abort_echo(const std::exception_ptr& e) {
@@ -247,15 +401,19 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
                                     "the number of MPI ranks (" + std::to_string(mpi_size()) + ")");
     RankResult mine;
     std::unique_ptr<Communicator> comm;
+    DeviceBaseline baseline;
     Device device{launch.backend, rank};
     if (cuda) {
       device.index = mpi_local_rank() % cuda_device_count();
       const NcclId id = mpi_broadcast_nccl_id();
-      comm = std::make_unique<NcclCommunicator>(id, rank, k, device.index);
+      auto nccl = std::make_unique<NcclCommunicator>(id, rank, k, device.index, nccl_connect(plan.strategy));
+      baseline = {nccl->used_before_init(), nccl->init_bytes()};
+      comm = std::move(nccl);
     } else {
       comm = std::make_unique<MpiCommunicator>();
     }
-    run_rank(ds, plan, config, rank == 0 ? on_epoch : EpochCallback{}, rank, device, *comm, report, mine);
+    run_rank(ds, plan, config, rank == 0 ? on_epoch : EpochCallback{}, launch, rank, device, *comm, baseline, report,
+             mine);
     std::vector<RankResult> all(static_cast<std::size_t>(k));
     mpi_gather_results(mine, all, config.epochs);
     fill_report(report, all);
@@ -273,14 +431,17 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
     try {
       omp_set_num_threads(threads_each);
       std::unique_ptr<Communicator> comm;
+      DeviceBaseline baseline;
       if (cuda) {
-        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank);
+        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, nccl_connect(plan.strategy));
         nccl->set_abort_flag(&failed);
+        baseline = {nccl->used_before_init(), nccl->init_bytes()};
         comm = std::move(nccl);
       } else {
         comm = std::make_unique<InProcessCommunicator>(group, rank);
       }
-      run_rank(ds, plan, config, on_epoch, rank, Device{launch.backend, rank}, *comm, report, results[rank]);
+      run_rank(ds, plan, config, on_epoch, launch, rank, Device{launch.backend, rank}, *comm, baseline, report,
+               results[rank]);
     } catch (...) {
       errors[rank] = std::current_exception();
       failed = true;

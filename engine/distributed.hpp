@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "engine/communicator.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
 
@@ -16,6 +17,32 @@ namespace gcnpart::engine {
 /// gather matrices, normalisation from the plan, and the split rows among its own nodes.
 LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& plan, int device,
                             bool normalize_features);
+
+/// One device's side of LinkReport.
+struct LinkDevice {
+  double train_GBps = 0;       ///< the whole train step's communication: bytes sent / time in communication
+  double train_same_GBps = 0;  ///< only the training's calls of the benchmarked kind and size
+  double plain_GBps = 0;       ///< the plain collective: bytes sent per call / median time
+  double plain_median_ms = 0;
+};
+
+/// Bus bandwidth the training's communication achieved against a plain collective of the same size, timed
+/// afterwards on the same communicator in the same run (median of kLinkRepeats after warm-up, same timing
+/// method). Bus bandwidth = bytes sent as a ring sends them / time (nccl-tests' busbw); means over epochs after
+/// the first.
+struct LinkReport {
+  CollectiveKind collective = CollectiveKind::kAllGather;  ///< all-gather for gather, all-reduce for drop / halo
+  std::int64_t payload_bytes = 0;  ///< per call and rank: the training's largest call of that kind
+  std::int64_t calls_per_epoch = 0;  ///< training calls of that kind and size per epoch
+  int repeats = 0;
+  std::vector<LinkDevice> devices;
+  /// Means over the devices, and train / plain.
+  [[nodiscard]] double train_GBps() const noexcept;
+  [[nodiscard]] double train_same_GBps() const noexcept;
+  [[nodiscard]] double plain_GBps() const noexcept;
+  [[nodiscard]] double ratio() const noexcept;
+  [[nodiscard]] double same_ratio() const noexcept;
+};
 
 struct DistributedReport {
   partition::Strategy strategy = partition::Strategy::kSingle;
@@ -31,12 +58,25 @@ struct DistributedReport {
   std::vector<std::int64_t> bytes_sent_per_epoch;  ///< per device, one training epoch (set-up and evaluation excluded)
   std::vector<std::vector<float>> parameters;    ///< final weights (device 0; all devices hold the same)
   std::vector<std::int64_t> driver_bytes;        ///< per device: cudaMemGetInfo used bytes (CUDA only)
+  std::vector<std::vector<double>> device_step_seconds;  ///< [device][epoch]: that device's own train step
+  std::vector<std::vector<double>> comm_seconds;  ///< [device][epoch]: its time in communication during the step
+  /// Per device, means over the epochs after the first (the first is warm-up; all when there is one):
+  std::vector<double> epoch_ms_per_epoch;    ///< the device's train step
+  std::vector<double> comm_ms_per_epoch;     ///< time in communication (Communicator::take_tallies)
+  std::vector<double> compute_ms_per_epoch;  ///< epoch_ms_per_epoch - comm_ms_per_epoch
+  std::vector<MemoryCheck> memory_check;     ///< per device (available on GPUs only)
+  bool has_link = false;                     ///< link was measured
+  LinkReport link;
 };
 
 /// How the devices are driven.
 struct LaunchOptions {
   kernels::Backend backend = kernels::Backend::kCpu;  ///< virtual CPU devices or GPUs (NCCL)
   bool mpi = false;  ///< one process per device started by mpirun (this process is one rank), else threads
+  /// After training, time the plain collective the strategy depends on (LinkReport): all-gather for gather,
+  /// all-reduce for drop and halo, none for pipeline. kAuto: on GPUs only (on virtual CPU devices it measures
+  /// memcpy, not a link).
+  enum class Link { kAuto, kAlways, kNever } link = Link::kAuto;
 };
 
 /// Trains under `plan` on plan.parts devices: virtual CPU devices or GPUs, one thread each in this process, or

@@ -52,7 +52,6 @@ void expect_host(const kernels::Context& ctx) {
   GCNPART_EXPECTS(ctx.backend == kernels::Backend::kCpu,
                   "the in-process communicator serves virtual CPU devices; GPUs use the NCCL communicator");
 }
-std::int64_t ring_share(std::int64_t bytes, int k) { return k <= 1 ? 0 : bytes * (k - 1) / k; }
 }  // namespace
 
 // Protocol of every collective: post the buffer, barrier, read what the others posted into private memory,
@@ -73,19 +72,18 @@ void InProcessCommunicator::allreduce(const kernels::Context& ctx, T* data, std:
   }
   g.arrive_and_wait();
   std::memcpy(data, sum.data(), static_cast<std::size_t>(count) * sizeof(T));
-  bytes_sent_ += 2 * ring_share(count * static_cast<std::int64_t>(sizeof(T)), k);
 }
 
-void InProcessCommunicator::allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
+void InProcessCommunicator::do_allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
   allreduce(ctx, data, count);
 }
 
-void InProcessCommunicator::allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
+void InProcessCommunicator::do_allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
   allreduce(ctx, data, count);
 }
 
-void InProcessCommunicator::all_gather(const kernels::Context& ctx, const float* send, std::int64_t count,
-                                       float* recv) {
+void InProcessCommunicator::do_all_gather(const kernels::Context& ctx, const float* send, std::int64_t count,
+                                          float* recv) {
   expect_host(ctx);
   auto& g = *group_;
   const int k = g.size();
@@ -95,11 +93,10 @@ void InProcessCommunicator::all_gather(const kernels::Context& ctx, const float*
     std::memcpy(recv + static_cast<std::int64_t>(r) * count, g.slots_[static_cast<std::size_t>(r)],
                 static_cast<std::size_t>(count) * sizeof(float));
   g.arrive_and_wait();
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
 }
 
-void InProcessCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
-                                               float* recv) {
+void InProcessCommunicator::do_reduce_scatter_sum(const kernels::Context& ctx, const float* send,
+                                                  std::int64_t count, float* recv) {
   expect_host(ctx);
   auto& g = *group_;
   const int k = g.size();
@@ -113,7 +110,6 @@ void InProcessCommunicator::reduce_scatter_sum(const kernels::Context& ctx, cons
   }
   g.arrive_and_wait();
   std::memcpy(recv, sum.data(), static_cast<std::size_t>(count) * sizeof(float));
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(k) * count * static_cast<std::int64_t>(sizeof(float)), k);
 }
 
 void InProcessCommunicator::barrier(const kernels::Context& ctx) {
@@ -121,7 +117,7 @@ void InProcessCommunicator::barrier(const kernels::Context& ctx) {
   group_->arrive_and_wait();
 }
 
-void InProcessCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+void InProcessCommunicator::do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
   expect_host(ctx);
   auto& g = *group_;
   GCNPART_EXPECTS(peer >= 0 && peer < g.size() && peer != rank_, "send needs another rank");
@@ -134,10 +130,9 @@ void InProcessCommunicator::send(const kernels::Context& ctx, const float* data,
   g.cv_.wait(lock, [&] { return g.mail_[box] == nullptr || g.failed_rank_ >= 0; });
   if (g.mail_[box] != nullptr)
     throw Error("collective aborted: virtual device " + std::to_string(g.failed_rank_) + " failed");
-  bytes_sent_ += count * static_cast<std::int64_t>(sizeof(float));
 }
 
-void InProcessCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+void InProcessCommunicator::do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
   expect_host(ctx);
   auto& g = *group_;
   GCNPART_EXPECTS(peer >= 0 && peer < g.size() && peer != rank_, "recv needs another rank");

@@ -42,21 +42,22 @@ class InProcessCommunicator final : public Communicator {
   InProcessCommunicator(std::shared_ptr<InProcessGroup> group, int rank);
   [[nodiscard]] int rank() const noexcept override { return rank_; }
   [[nodiscard]] int size() const noexcept override { return group_->size(); }
-  void allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) override;
-  void allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) override;
-  void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
-  void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void barrier(const kernels::Context& ctx) override;
-  void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
-  void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
-  [[nodiscard]] std::int64_t bytes_sent() const noexcept override { return bytes_sent_; }
+
+ protected:
+  void do_allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) override;
+  void do_allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) override;
+  void do_all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
+  void do_reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
+                             float* recv) override;
+  void do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
+  void do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
 
  private:
   template <typename T>
   void allreduce(const kernels::Context& ctx, T* data, std::int64_t count);
   std::shared_ptr<InProcessGroup> group_;
   int rank_;
-  std::int64_t bytes_sent_ = 0;
 };
 
 }  // namespace gcnpart::engine

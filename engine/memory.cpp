@@ -2,6 +2,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
@@ -87,6 +88,14 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
       throw oom(std::string("cudaMalloc failed (") + cudaGetErrorString(err) + "), device free " +
                 format_bytes(static_cast<double>(free_b)) + " of " + format_bytes(static_cast<double>(total_b)));
     }
+    // The driver's use grows only here (the cache hands blocks back to nobody else), so sampling it after each
+    // cudaMalloc catches its peak at the cost of one cudaMemGetInfo per cache miss.
+    std::size_t free_b = 0, total_b = 0;
+    if (cudaMemGetInfo(&free_b, &total_b) == cudaSuccess) {
+      stats_.driver_peak = std::max(stats_.driver_peak, static_cast<std::int64_t>(total_b - free_b));
+    } else {
+      (void)cudaGetLastError();
+    }
   }
   stats_.current += b;
   stats_.current_by[idx(category)] += b;
@@ -97,6 +106,7 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
     stats_.peak = stats_.current;
     stats_.at_peak_by = stats_.current_by;
   }
+  stats_.reserved_peak = std::max(stats_.reserved_peak, stats_.current + stats_.cached);
   return p;
 }
 
@@ -121,6 +131,7 @@ MemoryStats TrackingMemoryResource::stats() const {
 void TrackingMemoryResource::reset_peak() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peak = stats_.current;
+  stats_.reserved_peak = stats_.current + stats_.cached;
   stats_.at_peak_by = stats_.current_by;
   stats_.peak_by = stats_.current_by;
 }

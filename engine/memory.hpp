@@ -28,6 +28,32 @@ struct MemoryStats {
   std::int64_t allocations = 0;   ///< number of allocate() calls
   std::int64_t limit = 0;         ///< 0 = none
   std::int64_t cached = 0;        ///< device blocks freed by their owner and kept for reuse (not in `current`)
+  std::int64_t reserved_peak = 0; ///< highest `current` + `cached`: what the resource held from the driver at most
+  std::int64_t driver_peak = 0;   ///< CUDA: highest cudaMemGetInfo used bytes, sampled after every cudaMalloc
+};
+
+/// One GPU's memory as the driver sees it against what gcnpart accounts for, all in bytes: measured should be
+/// context + nccl + libraries + tracked_peak + cache_slack. What remains is untracked: lazily loaded kernel code,
+/// allocation rounding, library allocations made after set-up.
+struct MemoryCheck {
+  bool available = false;          ///< false for CPU devices: there is no driver view
+  std::int64_t measured = 0;       ///< highest cudaMemGetInfo used bytes sampled over the run
+  std::int64_t tracked_peak = 0;   ///< MemoryStats::peak
+  std::int64_t cache_slack = 0;    ///< MemoryStats::reserved_peak - peak: freed blocks the cache kept
+  std::int64_t context = 0;        ///< in use right after the CUDA context was created, before any allocation
+  std::int64_t nccl = 0;           ///< in use after joining the NCCL group minus before (0 on one device)
+  std::int64_t libraries = 0;      ///< the stream and the cuBLAS / cuSPARSE handles with their workspaces
+  [[nodiscard]] std::int64_t accounted() const noexcept {
+    return context + nccl + libraries + tracked_peak + cache_slack;
+  }
+  /// (measured - accounted) / accounted; 0 when nothing is accounted.
+  [[nodiscard]] double rel_error() const noexcept {
+    const std::int64_t a = accounted();
+    return a > 0 ? static_cast<double>(measured - a) / static_cast<double>(a) : 0.0;
+  }
+  [[nodiscard]] bool within(double tolerance) const noexcept {
+    return available && rel_error() <= tolerance && rel_error() >= -tolerance;
+  }
 };
 
 /// Allocates host memory (64-byte aligned) or CUDA device memory (cudaMalloc on `device`), tracks it, and

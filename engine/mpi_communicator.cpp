@@ -36,7 +36,6 @@ void finalize_at_exit() {
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();
 }
-std::int64_t ring_share(std::int64_t bytes, int k) { return k <= 1 ? 0 : bytes * (k - 1) / k; }
 void expect_host(const kernels::Context& ctx) {
   GCNPART_EXPECTS(ctx.backend == kernels::Backend::kCpu, "the MPI communicator serves CPU devices; GPUs use NCCL");
 }
@@ -105,43 +104,38 @@ MpiCommunicator::MpiCommunicator() {
   size_ = mpi_size();
 }
 
-void MpiCommunicator::allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
+void MpiCommunicator::do_allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
   expect_host(ctx);
   check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
         "MPI_Allreduce");
-  bytes_sent_ += 2 * ring_share(count * 4, size_);
 }
 
-void MpiCommunicator::allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
+void MpiCommunicator::do_allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
   expect_host(ctx);
   check(MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count), MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD),
         "MPI_Allreduce");
-  bytes_sent_ += 2 * ring_share(count * 8, size_);
 }
 
-void MpiCommunicator::all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) {
+void MpiCommunicator::do_all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) {
   expect_host(ctx);
   check(MPI_Allgather(send, static_cast<int>(count), MPI_FLOAT, recv, static_cast<int>(count), MPI_FLOAT,
                       MPI_COMM_WORLD),
         "MPI_Allgather");
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
-void MpiCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
+void MpiCommunicator::do_reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
                                          float* recv) {
   expect_host(ctx);
   check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count), MPI_FLOAT, MPI_SUM, MPI_COMM_WORLD),
         "MPI_Reduce_scatter_block");
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
-void MpiCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+void MpiCommunicator::do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
   expect_host(ctx);
   check(MPI_Send(data, static_cast<int>(count), MPI_FLOAT, peer, 7, MPI_COMM_WORLD), "MPI_Send");
-  bytes_sent_ += count * 4;
 }
 
-void MpiCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+void MpiCommunicator::do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
   expect_host(ctx);
   check(MPI_Recv(data, static_cast<int>(count), MPI_FLOAT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
 }
@@ -172,13 +166,13 @@ void mpi_abort(const char* message, int code) {
   std::_Exit(code);
 }
 MpiCommunicator::MpiCommunicator() { no_mpi(); }
-void MpiCommunicator::allreduce_sum(const kernels::Context&, float*, std::int64_t) { no_mpi(); }
-void MpiCommunicator::allreduce_sum(const kernels::Context&, std::int64_t*, std::int64_t) { no_mpi(); }
-void MpiCommunicator::all_gather(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
-void MpiCommunicator::reduce_scatter_sum(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
+void MpiCommunicator::do_allreduce_sum(const kernels::Context&, float*, std::int64_t) { no_mpi(); }
+void MpiCommunicator::do_allreduce_sum(const kernels::Context&, std::int64_t*, std::int64_t) { no_mpi(); }
+void MpiCommunicator::do_all_gather(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
+void MpiCommunicator::do_reduce_scatter_sum(const kernels::Context&, const float*, std::int64_t, float*) { no_mpi(); }
 void MpiCommunicator::barrier(const kernels::Context&) { no_mpi(); }
-void MpiCommunicator::send(const kernels::Context&, const float*, std::int64_t, int) { no_mpi(); }
-void MpiCommunicator::recv(const kernels::Context&, float*, std::int64_t, int) { no_mpi(); }
+void MpiCommunicator::do_send(const kernels::Context&, const float*, std::int64_t, int) { no_mpi(); }
+void MpiCommunicator::do_recv(const kernels::Context&, float*, std::int64_t, int) { no_mpi(); }
 
 #endif
 

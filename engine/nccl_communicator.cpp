@@ -35,17 +35,81 @@ NcclId nccl_unique_id() {
   return out;
 }
 
-NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device)
+std::string nccl_version() {
+  int v = 0;
+  if (ncclGetVersion(&v) != ncclSuccess) return {};
+  // NCCL >= 2.9 encodes major * 10000 + minor * 100 + patch.
+  return std::to_string(v / 10000) + "." + std::to_string(v / 100 % 100) + "." + std::to_string(v % 100);
+}
+
+namespace {
+std::int64_t device_used_bytes() {
+  std::size_t free_b = 0, total_b = 0;
+  GCNPART_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  return static_cast<std::int64_t>(total_b - free_b);
+}
+}  // namespace
+
+NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect)
     : rank_(rank), size_(size), device_(device) {
   GCNPART_CUDA_TRY(cudaSetDevice(device_));
+  GCNPART_CUDA_TRY(cudaFree(nullptr));  // the context now, so that it is measured apart from NCCL
+  used_before_init_ = device_used_bytes();
   ncclUniqueId uid;
   std::memcpy(&uid, id.data(), sizeof uid);
   GCNPART_NCCL_TRY(ncclCommInitRank(&comm_, size_, uid, rank_));
   GCNPART_CUDA_TRY(cudaMalloc(&scratch_, sizeof(float)));
+  if (size_ > 1) connect_up_front(connect);
+  init_bytes_ = device_used_bytes() - used_before_init_;
+}
+
+void NcclCommunicator::connect_up_front(NcclConnect connect) {
+  if (!connect.collectives && !connect.point_to_point) return;
+  // One small call (LL protocols, latency algorithms) and one large (Simple, ring) per collective, on a private
+  // stream; the buffer is freed again before init_bytes() is measured.
+  constexpr std::size_t kLargeFloats = std::size_t{8} << 20;  // 32 MiB
+  cudaStream_t stream = nullptr;
+  float* buffer = nullptr;
+  GCNPART_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  const cudaError_t alloc = cudaMalloc(&buffer, kLargeFloats * sizeof(float));
+  if (alloc != cudaSuccess) {
+    cudaStreamDestroy(stream);
+    GCNPART_CUDA_TRY(alloc);
+  }
+  auto run = [&] {
+    const auto k = static_cast<std::size_t>(size_);
+    if (connect.collectives) {
+      for (const std::size_t n : {std::size_t{1}, kLargeFloats / k}) {
+        GCNPART_NCCL_TRY(ncclAllReduce(buffer, buffer, n * k, ncclFloat32, ncclSum, comm_, stream));
+        GCNPART_NCCL_TRY(ncclAllGather(buffer + rank_ * n, buffer, n, ncclFloat32, comm_, stream));
+        GCNPART_NCCL_TRY(ncclReduceScatter(buffer, buffer + rank_ * n, n, ncclFloat32, ncclSum, comm_, stream));
+      }
+    }
+    if (connect.point_to_point) {
+      const int next = (rank_ + 1) % size_, prev = (rank_ + size_ - 1) % size_;
+      GCNPART_NCCL_TRY(ncclGroupStart());
+      GCNPART_NCCL_TRY(ncclSend(buffer, 1, ncclFloat32, next, comm_, stream));
+      GCNPART_NCCL_TRY(ncclRecv(buffer + 1, 1, ncclFloat32, prev, comm_, stream));
+      GCNPART_NCCL_TRY(ncclSend(buffer + 2, 1, ncclFloat32, prev, comm_, stream));
+      GCNPART_NCCL_TRY(ncclRecv(buffer + 3, 1, ncclFloat32, next, comm_, stream));
+      GCNPART_NCCL_TRY(ncclGroupEnd());
+    }
+    GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
+  };
+  try {
+    run();
+  } catch (...) {
+    cudaFree(buffer);
+    cudaStreamDestroy(stream);
+    throw;
+  }
+  GCNPART_CUDA_TRY(cudaFree(buffer));
+  GCNPART_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
+  for (CUevent_st* e : events_) cudaEventDestroy(e);
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (comm_ != nullptr) {
     if (aborted_) {
@@ -56,39 +120,58 @@ NcclCommunicator::~NcclCommunicator() {
   }
 }
 
-namespace {
-std::int64_t ring_share(std::int64_t bytes, int k) { return k <= 1 ? 0 : bytes * (k - 1) / k; }
-}  // namespace
-
-void NcclCommunicator::allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
+void NcclCommunicator::do_allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) {
   GCNPART_NCCL_TRY(ncclAllReduce(data, data, static_cast<std::size_t>(count), ncclFloat32, ncclSum, comm_, ctx.stream));
-  bytes_sent_ += 2 * ring_share(count * 4, size_);
 }
 
-void NcclCommunicator::allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
+void NcclCommunicator::do_allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) {
   GCNPART_NCCL_TRY(ncclAllReduce(data, data, static_cast<std::size_t>(count), ncclInt64, ncclSum, comm_, ctx.stream));
-  bytes_sent_ += 2 * ring_share(count * 8, size_);
 }
 
-void NcclCommunicator::all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) {
+void NcclCommunicator::do_all_gather(const kernels::Context& ctx, const float* send, std::int64_t count,
+                                     float* recv) {
   GCNPART_NCCL_TRY(ncclAllGather(send, recv, static_cast<std::size_t>(count), ncclFloat32, comm_, ctx.stream));
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
-void NcclCommunicator::reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
-                                          float* recv) {
+void NcclCommunicator::do_reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
+                                             float* recv) {
   GCNPART_NCCL_TRY(
       ncclReduceScatter(send, recv, static_cast<std::size_t>(count), ncclFloat32, ncclSum, comm_, ctx.stream));
-  bytes_sent_ += ring_share(static_cast<std::int64_t>(size_) * count * 4, size_);
 }
 
-void NcclCommunicator::send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
+void NcclCommunicator::do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) {
   GCNPART_NCCL_TRY(ncclSend(data, static_cast<std::size_t>(count), ncclFloat32, peer, comm_, ctx.stream));
-  bytes_sent_ += count * 4;
 }
 
-void NcclCommunicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
+void NcclCommunicator::do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
   GCNPART_NCCL_TRY(ncclRecv(data, static_cast<std::size_t>(count), ncclFloat32, peer, comm_, ctx.stream));
+}
+
+void NcclCommunicator::begin_timing(const kernels::Context& ctx, std::size_t index) {
+  if (events_.size() < 2 * (index + 1)) {  // grows to the most calls between two takes, then stays
+    GCNPART_CUDA_TRY(cudaSetDevice(device_));
+    while (events_.size() < 2 * (index + 1)) {
+      cudaEvent_t e = nullptr;
+      GCNPART_CUDA_TRY(cudaEventCreate(&e));
+      events_.push_back(e);
+    }
+  }
+  GCNPART_CUDA_TRY(cudaEventRecord(events_[2 * index], ctx.stream));
+}
+
+void NcclCommunicator::end_timing(const kernels::Context& ctx, std::size_t index) {
+  GCNPART_CUDA_TRY(cudaEventRecord(events_[2 * index + 1], ctx.stream));
+}
+
+double NcclCommunicator::elapsed_ms(std::size_t index) {
+  float ms = 0;
+  cudaError_t r = cudaEventElapsedTime(&ms, events_[2 * index], events_[2 * index + 1]);
+  if (r == cudaErrorNotReady) {  // asked before the stream got there: wait for it
+    GCNPART_CUDA_TRY(cudaEventSynchronize(events_[2 * index + 1]));
+    r = cudaEventElapsedTime(&ms, events_[2 * index], events_[2 * index + 1]);
+  }
+  GCNPART_CUDA_TRY(r);
+  return ms;
 }
 
 void NcclCommunicator::barrier(const kernels::Context& ctx) {

@@ -8,10 +8,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "engine/communicator.hpp"
 
 typedef struct ncclComm* ncclComm_t;
+struct CUevent_st;
 
 namespace gcnpart::engine {
 
@@ -20,39 +22,65 @@ using NcclId = std::array<char, 128>;
 /// A fresh unique id (call on one rank, share with the others).
 NcclId nccl_unique_id();
 
+/// What NCCL connects while the communicator is built. NCCL 2.22 and later connect an algorithm's channels (and
+/// allocate their buffers) on its first use; connecting up front puts that memory inside init_bytes(), so that a
+/// device's memory is accounted for in one place (see MemoryCheck).
+struct NcclConnect {
+  bool collectives = true;      ///< all-reduce, all-gather, reduce-scatter at a small and a large size
+  bool point_to_point = false;  ///< send / recv to both ring neighbours (the pipeline strategy)
+};
+
+/// NCCL's version as "2.27.3"; "" when it cannot be asked.
+std::string nccl_version();
+
 class NcclCommunicator final : public Communicator {
  public:
   /// Joins the group `id` as `rank` of `size` on CUDA device `device` (collective: every rank must call it).
+  /// Creates the device's CUDA context first and measures the driver's used bytes before and after joining.
   /// @throws DeviceError naming the NCCL call and message.
-  NcclCommunicator(const NcclId& id, int rank, int size, int device);
+  NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect = {});
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
 
   [[nodiscard]] int rank() const noexcept override { return rank_; }
   [[nodiscard]] int size() const noexcept override { return size_; }
-  void allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) override;
-  void allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) override;
-  void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
-  void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
   void barrier(const kernels::Context& ctx) override;
-  void send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
-  void recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
   /// Polls the stream and ncclCommGetAsyncError; after GCNPART_NCCL_TIMEOUT seconds (default 300) without
   /// progress, or on an asynchronous NCCL error, aborts the communicator and throws DeviceError.
   void synchronize(const kernels::Context& ctx) override;
-  [[nodiscard]] std::int64_t bytes_sent() const noexcept override { return bytes_sent_; }
   /// In one process driving several GPUs: a flag another rank's thread raises when it fails, so that this rank
   /// aborts its communicator instead of waiting for the timeout.
   void set_abort_flag(const std::atomic<bool>* flag) noexcept { abort_flag_ = flag; }
+  /// Device bytes in use (cudaMemGetInfo total - free) once the CUDA context existed, before NCCL was joined:
+  /// the context, plus whatever else was on the device then.
+  [[nodiscard]] std::int64_t used_before_init() const noexcept { return used_before_init_; }
+  /// Device bytes NCCL took: in use after joining and connecting (NcclConnect) minus used_before_init().
+  [[nodiscard]] std::int64_t init_bytes() const noexcept { return init_bytes_; }
+
+ protected:
+  void do_allreduce_sum(const kernels::Context& ctx, float* data, std::int64_t count) override;
+  void do_allreduce_sum(const kernels::Context& ctx, std::int64_t* data, std::int64_t count) override;
+  void do_all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv) override;
+  void do_reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count,
+                             float* recv) override;
+  void do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
+  void do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
+  /// CUDA events around each call, from a pool created once and reused (cudaEventRecord costs about a
+  /// microsecond; elapsed times are read only in take_tallies()).
+  void begin_timing(const kernels::Context& ctx, std::size_t index) override;
+  void end_timing(const kernels::Context& ctx, std::size_t index) override;
+  double elapsed_ms(std::size_t index) override;
 
  private:
+  void connect_up_front(NcclConnect connect);
   const std::atomic<bool>* abort_flag_ = nullptr;
   ncclComm_t comm_ = nullptr;
   int rank_, size_, device_;
-  std::int64_t bytes_sent_ = 0;
   float* scratch_ = nullptr;  // one float for barrier()
   bool aborted_ = false;
+  std::int64_t used_before_init_ = 0, init_bytes_ = 0;
+  std::vector<CUevent_st*> events_;  // [2 * index] before, [2 * index + 1] after call `index`
 };
 
 }  // namespace gcnpart::engine

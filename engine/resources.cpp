@@ -67,6 +67,11 @@ Resources::Resources(Device device, std::int64_t memory_limit) : device_(device)
   ctx_.backend = device_.backend;
   ctx_.device = device_.is_cuda() ? device_.index : -1;
   ctx_.allocator = memory_.get();
+  if (device_.is_cuda()) {
+    activate();
+    GCNPART_CUDA_TRY(cudaFree(nullptr));  // creates the context if nothing did yet
+    used_at_construction_ = driver_used_bytes();
+  }
 }
 
 Resources::~Resources() {
@@ -82,11 +87,13 @@ Resources::~Resources() {
 const kernels::Context& Resources::context() {
   if (device_.is_cuda() && !handles_ready_) {
     activate();
+    const std::int64_t before = driver_used_bytes();
     GCNPART_CUDA_TRY(cudaStreamCreateWithFlags(&ctx_.stream, cudaStreamNonBlocking));
     GCNPART_CUBLAS_TRY(cublasCreate(&ctx_.cublas));
     GCNPART_CUBLAS_TRY(cublasSetStream(ctx_.cublas, ctx_.stream));
     GCNPART_CUSPARSE_TRY(cusparseCreate(&ctx_.cusparse));
     GCNPART_CUSPARSE_TRY(cusparseSetStream(ctx_.cusparse, ctx_.stream));
+    library_bytes_ = driver_used_bytes() - before;
     handles_ready_ = true;
   }
   return ctx_;

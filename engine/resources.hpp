@@ -46,12 +46,19 @@ class Resources {
   void synchronize();
   /// Device memory in use as the driver reports it (cudaMemGetInfo total - free); 0 for CPU.
   [[nodiscard]] std::int64_t driver_used_bytes() const;
+  /// CUDA: driver_used_bytes() when this object was built, its CUDA context created (the context and whatever
+  /// else was on the device then); 0 for CPU.
+  [[nodiscard]] std::int64_t used_at_construction() const noexcept { return used_at_construction_; }
+  /// CUDA: device bytes the stream and the cuBLAS / cuSPARSE handles took when context() created them (cuBLAS
+  /// allocates its default workspace there); 0 before that and for CPU.
+  [[nodiscard]] std::int64_t library_bytes() const noexcept { return library_bytes_; }
 
  private:
   Device device_;
   std::unique_ptr<TrackingMemoryResource> memory_;
   kernels::Context ctx_;
   bool handles_ready_ = false;
+  std::int64_t used_at_construction_ = 0, library_bytes_ = 0;
 };
 
 /// A device buffer holding a copy of `host` (asynchronous on the device's stream; keep `host` alive until the

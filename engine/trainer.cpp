@@ -1,5 +1,6 @@
 #include "engine/trainer.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
@@ -22,6 +23,7 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
                        const EpochCallback& on_epoch) {
   config.validate();
   Resources res(device, config.memory_limit);
+  (void)res.context();  // handles now: library_bytes() measures them apart from the run's allocations
   if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
   RunReport report;
   report.seed = config.model.seed;
@@ -51,6 +53,7 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
     const double loss_sum = model.train_step(epoch);
     const auto t1 = std::chrono::steady_clock::now();
     report.epoch_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    if (device.is_cuda()) report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
     report.train_loss.push_back(mean(loss_sum, problem.global_train));
     report.epochs_run = epoch + 1;
     if (!config.evaluate_every_epoch && config.early_stopping == 0) {
@@ -93,7 +96,16 @@ RunReport train_single(const LocalProblem& problem, const Device& device, const 
   report.parameters = model.parameters();
   report.spmm_choices = model.spmm_choices();
   report.memory = res.memory().stats();
-  if (device.is_cuda()) report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
+  MemoryCheck& mc = report.memory_check;
+  mc.tracked_peak = report.memory.peak;
+  mc.cache_slack = report.memory.reserved_peak - report.memory.peak;
+  if (device.is_cuda()) {
+    report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
+    mc.available = true;
+    mc.measured = std::max(report.driver_peak_bytes, report.memory.driver_peak);
+    mc.context = res.used_at_construction();
+    mc.libraries = res.library_bytes();
+  }
   return report;
 }
 

@@ -37,7 +37,8 @@ struct RunReport {
   int epochs_run = 0;
   std::vector<double> epoch_seconds;  ///< train_step wall time per epoch
   MemoryStats memory;                 ///< tracked memory of the device over the run
-  std::int64_t driver_peak_bytes = 0; ///< cudaMemGetInfo used bytes after set-up (CUDA only)
+  std::int64_t driver_peak_bytes = 0; ///< highest cudaMemGetInfo used bytes: after set-up, each epoch, end (CUDA)
+  MemoryCheck memory_check;           ///< the driver's view against the accounted terms (CUDA only; nccl = 0)
   std::vector<std::vector<float>> parameters;  ///< final weights
   std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU)
 };

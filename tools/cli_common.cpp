@@ -108,4 +108,80 @@ std::int64_t parse_bytes(const std::string& text, const std::string& parameter) 
   return static_cast<std::int64_t>(value * mult);
 }
 
+nlohmann::json memory_check_json(const engine::MemoryCheck& m) {
+  nlohmann::json j = {{"available", m.available},      {"tracked_peak", m.tracked_peak},
+                      {"cache_slack", m.cache_slack},  {"context", m.context},
+                      {"nccl", m.nccl},                {"libraries", m.libraries},
+                      {"accounted", m.accounted()},    {"measured", nullptr},
+                      {"rel_error", nullptr},          {"within_5pct", nullptr}};
+  if (m.available) {
+    j["measured"] = m.measured;
+    j["rel_error"] = m.rel_error();
+    j["within_5pct"] = m.within(0.05);
+  }
+  return j;
+}
+
+void add_distributed_json(nlohmann::json& j, const engine::DistributedReport& r) {
+  j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
+  j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
+  j["device_epoch_ms"] = r.epoch_ms_per_epoch;
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& m : r.memory_check) checks.push_back(memory_check_json(m));
+  j["memory_check"] = checks;
+  if (!r.has_link) {
+    j["link"] = nullptr;
+    return;
+  }
+  const auto& l = r.link;
+  std::string plain_key = l.collective == engine::CollectiveKind::kAllGather   ? "plain_allgather_GBps"
+                          : l.collective == engine::CollectiveKind::kAllReduce ? "plain_allreduce_GBps"
+                                                                               : "plain_reducescatter_GBps";
+  nlohmann::json devices = nlohmann::json::array();
+  for (const auto& d : l.devices)
+    devices.push_back({{"train_GBps", d.train_GBps}, {"train_same_GBps", d.train_same_GBps},
+                       {"plain_GBps", d.plain_GBps}, {"plain_median_ms", d.plain_median_ms}});
+  j["link"] = {{"collective", engine::collective_name(l.collective)},
+               {"bytes_per_call", l.payload_bytes},
+               {"calls_per_epoch", l.calls_per_epoch},
+               {"repeats", l.repeats},
+               {"train_GBps", l.train_GBps()},
+               {"train_same_GBps", l.train_same_GBps()},
+               {"plain_GBps", l.plain_GBps()},
+               {plain_key, l.plain_GBps()},
+               {"ratio", l.ratio()},
+               {"same_ratio", l.same_ratio()},
+               {"devices", devices}};
+}
+
+void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name) {
+  if (!m.available) return;
+  std::printf("memory check %s: driver %s vs accounted %s (context %s + NCCL %s + libraries %s + tracked peak %s + "
+              "cache slack %s): %+.1f %%, %s\n",
+              device_name.c_str(), human_bytes(static_cast<double>(m.measured)).c_str(),
+              human_bytes(static_cast<double>(m.accounted())).c_str(),
+              human_bytes(static_cast<double>(m.context)).c_str(), human_bytes(static_cast<double>(m.nccl)).c_str(),
+              human_bytes(static_cast<double>(m.libraries)).c_str(),
+              human_bytes(static_cast<double>(m.tracked_peak)).c_str(),
+              human_bytes(static_cast<double>(m.cache_slack)).c_str(), 100 * m.rel_error(),
+              m.within(0.05) ? "within 5 %" : "NOT within 5 %");
+}
+
+void print_distributed_details(const engine::DistributedReport& r, const std::string& device_prefix) {
+  for (std::size_t d = 0; d < r.memory.size(); ++d)
+    std::printf("device %zu     peak %s, sent %s per epoch; epoch %.3f ms = comm %.3f ms + compute %.3f ms\n", d,
+                human_bytes(static_cast<double>(r.memory[d].peak)).c_str(),
+                human_bytes(static_cast<double>(r.bytes_sent_per_epoch[d])).c_str(), r.epoch_ms_per_epoch[d],
+                r.comm_ms_per_epoch[d], r.compute_ms_per_epoch[d]);
+  for (std::size_t d = 0; d < r.memory_check.size(); ++d)
+    print_memory_check(r.memory_check[d], device_prefix + std::to_string(d));
+  if (!r.has_link) return;
+  const auto& l = r.link;
+  std::printf("link         %s of %s per call and GPU (%lld per epoch): training %.1f GB/s (these calls %.1f GB/s), "
+              "plain %s %.1f GB/s: ratio %.2f (%.2f); bus bandwidth, median of %d\n",
+              engine::collective_name(l.collective), human_bytes(static_cast<double>(l.payload_bytes)).c_str(),
+              static_cast<long long>(l.calls_per_epoch), l.train_GBps(), l.train_same_GBps(),
+              engine::collective_name(l.collective), l.plain_GBps(), l.ratio(), l.same_ratio(), l.repeats);
+}
+
 }  // namespace gcnpart::cli

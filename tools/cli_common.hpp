@@ -7,6 +7,8 @@
 #include <string>
 
 #include "datasets/loaders.hpp"
+#include "engine/distributed.hpp"
+#include "engine/memory.hpp"
 
 namespace gcnpart::cli {
 
@@ -42,6 +44,17 @@ std::string with_commas(std::int64_t v);
 /// "12.3 MiB"
 std::string human_bytes(double bytes);
 
+/// A MemoryCheck as JSON: {available, measured, tracked_peak, cache_slack, context, nccl, libraries, accounted,
+/// rel_error, within_5pct}; the driver-side figures are null where there is no driver view (CPU devices).
+nlohmann::json memory_check_json(const engine::MemoryCheck& m);
+/// A distributed run's per-device time split (comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms),
+/// memory_check (one per device) and link (null when not measured), added to `j`.
+void add_distributed_json(nlohmann::json& j, const engine::DistributedReport& r);
+/// The human lines for the same: per device, time split and memory check; then the link.
+void print_distributed_details(const engine::DistributedReport& r, const std::string& device_prefix);
+/// "memory check cuda:0: driver ... vs accounted ... (...): +1.2 %, within 5 %"
+void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name);
+
 /// A subcommand: its CLI11 app and what to run once the command line is parsed and the global options applied.
 struct Command {
   CLI::App* app = nullptr;
@@ -56,6 +69,8 @@ Command register_train(CLI::App& app);
 Command register_fit(CLI::App& app);
 Command register_cards(CLI::App& app);
 Command register_bench(CLI::App& app);
+/// `gcnpart bench nccl` (tools/cmd_bench_nccl.cpp), a subcommand of `bench`.
+Command register_bench_nccl(CLI::App& bench);
 Command register_compare(CLI::App& app);
 
 }  // namespace gcnpart::cli

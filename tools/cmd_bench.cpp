@@ -767,8 +767,12 @@ Command register_bench(CLI::App& app) {
   e->add_option("--hidden", epoch_opts->hidden, "Hidden width")->capture_default_str();
   e->add_flag("--no-normalize", epoch_opts->no_normalize, "Do not row-normalise the input features");
 
-  return {cmd, [s, spmm_opts, epoch_opts] {
-            if (s->parsed())
+  const Command nccl = register_bench_nccl(*cmd);  // tools/cmd_bench_nccl.cpp
+
+  return {cmd, [s, spmm_opts, epoch_opts, nccl] {
+            if (nccl.app->parsed())
+              nccl.run();
+            else if (s->parsed())
               run_bench_spmm(*spmm_opts);
             else
               run_bench_epoch(*epoch_opts);

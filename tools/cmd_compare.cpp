@@ -74,6 +74,14 @@ double median_after_warmup(const std::vector<double>& v) {
   return t[t.size() / 2];
 }
 
+/// The mean of the epochs after the first (warm-up), as DistributedReport's per-device figures.
+double mean_after_warmup(const std::vector<double>& v) {
+  const std::size_t from = v.size() > 1 ? 1 : 0;
+  double sum = 0;
+  for (std::size_t i = from; i < v.size(); ++i) sum += v[i];
+  return v.size() > from ? sum / static_cast<double>(v.size() - from) : 0.0;
+}
+
 std::string now_iso() {
   char buf[32];
   const std::time_t t = std::time(nullptr);
@@ -124,8 +132,8 @@ void run_compare(CompareOptions& o) {
                              (1 + static_cast<std::int64_t>(o.parts.size() * strategies.size()));
   Progress progress("compare", total);
   std::int64_t done = 0;
-  std::printf("%-7s %3s %2s %12s %8s %7s %12s %12s %12s %10s %8s\n", "strategy", "K", "L", "lost edges", "lost %",
-              "repl", "halo/dev", "peak/dev", "sent/epoch", "epoch ms", "test acc");
+  std::printf("%-7s %3s %2s %12s %8s %7s %12s %12s %12s %10s %9s %8s\n", "strategy", "K", "L", "lost edges",
+              "lost %", "repl", "halo/dev", "peak/dev", "sent/epoch", "epoch ms", "comm ms", "test acc");
   auto print_row = [&](const nlohmann::json& r) {
     const auto& m = r["metrics"];
     std::int64_t peak = 0;
@@ -138,13 +146,16 @@ void run_compare(CompareOptions& o) {
     for (std::size_t d = 0; d < local.size(); ++d)
       halo += static_cast<double>(local[d].get<std::int64_t>() - inner[d].get<std::int64_t>());
     halo /= std::max<std::size_t>(1, local.size());
+    double comm_ms = 0;  // the device that communicates longest
+    for (const auto& c : r["comm_ms_per_epoch"]) comm_ms = std::max(comm_ms, c.get<double>());
     char acc[16] = "-";
     if (r.contains("train")) std::snprintf(acc, sizeof acc, "%.2f%%", 100 * r["train"]["test_accuracy"].get<double>());
-    std::printf("%-8s %3d %2d %12s %7.2f%% %7.3f %12s %12s %12s %10.3f %8s\n", r["strategy"].get<std::string>().c_str(),
+    std::printf("%-8s %3d %2d %12s %7.2f%% %7.3f %12s %12s %12s %10.3f %9.3f %8s\n",
+                r["strategy"].get<std::string>().c_str(),
                 r["parts"].get<int>(), r["layers"].get<int>(), with_commas(m["lost_edges"].get<std::int64_t>()).c_str(),
                 100 * m["lost_fraction"].get<double>(), m["replication_factor"].get<double>(),
                 with_commas(static_cast<std::int64_t>(halo)).c_str(), human_bytes(static_cast<double>(peak)).c_str(),
-                human_bytes(static_cast<double>(sent)).c_str(), 1e3 * r["epoch_seconds"].get<double>(), acc);
+                human_bytes(static_cast<double>(sent)).c_str(), 1e3 * r["epoch_seconds"].get<double>(), comm_ms, acc);
     std::fflush(stdout);
   };
 
@@ -162,6 +173,13 @@ void run_compare(CompareOptions& o) {
                           {"bytes_sent_per_epoch", nlohmann::json::array({0})},
                           {"epoch_seconds", median_after_warmup(rep.epoch_seconds)},
                           {"train_loss", rep.train_loss}};
+      // One device communicates with nobody: its whole epoch is compute.
+      const double epoch_ms = rep.epoch_seconds.empty() ? 0.0 : 1e3 * mean_after_warmup(rep.epoch_seconds);
+      r["comm_ms_per_epoch"] = {0.0};
+      r["compute_ms_per_epoch"] = {epoch_ms};
+      r["device_epoch_ms"] = {epoch_ms};
+      r["memory_check"] = nlohmann::json::array({memory_check_json(rep.memory_check)});
+      r["link"] = nullptr;
       if (o.train)
         r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
                       {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
@@ -187,6 +205,7 @@ void run_compare(CompareOptions& o) {
           r["bytes_sent_per_epoch"] = rep.bytes_sent_per_epoch;
           r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
           r["train_loss"] = rep.train_loss;
+          add_distributed_json(r, rep);
           if (o.train)
             r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
                           {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};

@@ -38,6 +38,7 @@ struct TrainOptions {
   std::string partitioner = "metis";
   std::string metis_sample = "auto";
   int gpus = 0;
+  std::string link_bench = "auto";
 };
 
 struct MeanStd {
@@ -115,6 +116,9 @@ void run_train(TrainOptions& o) {
   engine::LaunchOptions launch;
   launch.backend = device.backend;
   launch.mpi = engine::launched_under_mpi();
+  launch.link = o.link_bench == "on"    ? engine::LaunchOptions::Link::kAlways
+                : o.link_bench == "off" ? engine::LaunchOptions::Link::kNever
+                                        : engine::LaunchOptions::Link::kAuto;
   if (launch.mpi) {
     engine::mpi_init();
     if (strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
@@ -161,24 +165,24 @@ void run_train(TrainOptions& o) {
                 100 * plan.metrics.lost_fraction, plan.metrics.replication_factor);
     std::printf("accuracy     test %.2f ± %.2f %%   (last run: train %.2f %%, valid %.2f %%)\n", 100 * a.mean,
                 100 * a.std, 100 * last.accuracy[0], 100 * last.accuracy[1]);
-    std::printf("epoch time   %.3f ms median (slowest device)\n", 1e3 * median(last.epoch_seconds));
-    for (std::size_t d = 0; d < last.memory.size(); ++d)
-      std::printf("device %zu     peak %s, sent %s per epoch\n", d,
-                  human_bytes(static_cast<double>(last.memory[d].peak)).c_str(),
-                  human_bytes(static_cast<double>(last.bytes_sent_per_epoch[d])).c_str());
+    std::printf("epoch time   %.3f ms median (slowest device); per device below: means over epochs 2..%d\n",
+                1e3 * median(last.epoch_seconds), last.epochs_run);
+    print_distributed_details(last, launch.mpi ? "rank " : device.is_cuda() ? "cuda:" : "cpu:");
     if (!root) return;
     if (!o.save.empty()) engine::save_weights(o.save, dims, last.parameters);
     if (!o.json.empty()) {
       nlohmann::json mem = nlohmann::json::array();
       for (const auto& m : last.memory) mem.push_back(memory_json(m));
-      write_json(o.json, {{"command", "train"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT},
+      nlohmann::json j = {{"command", "train"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT},
                           {"dataset", ds.name}, {"strategy", o.strategy}, {"parts", o.parts},
                           {"device", device_name}, {"launch", launch.mpi ? "mpi" : "threads"},
                           {"driver_bytes", last.driver_bytes}, {"valid_loss", last.valid_loss},
                           {"partitioner", o.partitioner}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
                           {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
                           {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
-                          {"lost_edges", plan.metrics.lost_edges}});
+                          {"lost_edges", plan.metrics.lost_edges}};
+      add_distributed_json(j, last);
+      write_json(o.json, j);
     }
     return;
   }
@@ -236,10 +240,12 @@ void run_train(TrainOptions& o) {
     for (const auto& [w, c] : reports.front().spmm_choices) s += (s.empty() ? "" : ", ") + std::string("width ") + std::to_string(w) + ": " + c;
     std::printf("spmm         %s (autotuned)\n", s.c_str());
   }
-  if (device.is_cuda())
-    std::printf("driver view  %s in use on the device after set-up (cudaMemGetInfo, includes CUDA context and "
+  if (device.is_cuda()) {
+    std::printf("driver view  %s in use on the device at most (cudaMemGetInfo, includes CUDA context and "
                 "libraries)\n",
                 human_bytes(static_cast<double>(reports.front().driver_peak_bytes)).c_str());
+    print_memory_check(reports.front().memory_check, device.name());
+  }
 
   if (!o.save.empty()) {
     engine::save_weights(o.save, dims, reports.front().parameters);
@@ -271,7 +277,8 @@ void run_train(TrainOptions& o) {
                                   {"test", {{"mean", a_test.mean}, {"std", a_test.std}}}}},
                     {"epoch_seconds", {{"mean", t.mean}, {"std", t.std}, {"median", median(times)}}},
                     {"memory", memory_json(mem)},
-                    {"driver_used_bytes", reports.front().driver_peak_bytes}};
+                    {"driver_used_bytes", reports.front().driver_peak_bytes},
+                    {"memory_check", memory_check_json(reports.front().memory_check)}};
     nlohmann::json choices = nlohmann::json::object();
     for (const auto& [w, c] : reports.front().spmm_choices) choices[std::to_string(w)] = c;
     j["spmm_choices"] = choices;
@@ -334,6 +341,10 @@ Command register_train(CLI::App& app) {
       ->check(CLI::IsMember({"single", "drop", "halo", "gather", "pipeline"}))->capture_default_str();
   cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
+  cmd->add_option("--link-bench", o->link_bench,
+                  "After multi-device training, time a plain all-gather (gather) / all-reduce (drop, halo) of the "
+                  "training's size on the same communicator and report the bandwidth ratio (auto: on GPUs)")
+      ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,

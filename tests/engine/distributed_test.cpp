@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "datasets/generators.hpp"
@@ -125,7 +126,135 @@ TEST_CASE("a device that runs out of memory fails the run with its message inste
   CHECK_THROWS_AS(train_distributed(cora(), plan, cfg), OutOfMemory);
 }
 
+TEST_CASE("every device's epoch splits into communication and compute that add up to its epoch") {
+  auto cfg = twenty_epochs(2);
+  cfg.epochs = 6;
+  for (Strategy s : {Strategy::kGather, Strategy::kHalo, Strategy::kPipeline}) {
+    INFO(partition::strategy_name(s));
+    const auto plan = partition::make_plan(cora().graph, s, 2, 2);
+    const auto dist = train_distributed(cora(), plan, cfg);
+    REQUIRE(dist.comm_ms_per_epoch.size() == 2);
+    REQUIRE(dist.comm_seconds.size() == 2);
+    for (std::size_t d = 0; d < 2; ++d) {
+      INFO("device " << d);
+      REQUIRE(dist.comm_seconds[d].size() == 6);
+      REQUIRE(dist.device_step_seconds[d].size() == 6);
+      for (std::size_t e = 0; e < 6; ++e) {
+        CHECK(dist.comm_seconds[d][e] >= 0.0);
+        CHECK(dist.comm_seconds[d][e] <= dist.device_step_seconds[d][e]);
+      }
+      CHECK(dist.comm_ms_per_epoch[d] > 0.0);  // every strategy communicates every epoch
+      CHECK(dist.compute_ms_per_epoch[d] > 0.0);
+      CHECK(dist.comm_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
+            doctest::Approx(dist.epoch_ms_per_epoch[d]).epsilon(1e-9));
+      const double slowest = *std::max_element(dist.epoch_seconds.begin(), dist.epoch_seconds.end());
+      CHECK(dist.epoch_ms_per_epoch[d] <= 1e3 * slowest);
+    }
+  }
+}
+
+TEST_CASE("reports carry one memory check per device, without a driver view on virtual CPU devices") {
+  const auto cfg = twenty_epochs(2);
+  const auto plan = partition::make_plan(cora().graph, Strategy::kHalo, 3, 2);
+  const auto dist = train_distributed(cora(), plan, cfg);
+  REQUIRE(dist.memory_check.size() == 3);
+  for (std::size_t d = 0; d < 3; ++d) {
+    const MemoryCheck& m = dist.memory_check[d];
+    CHECK_FALSE(m.available);
+    CHECK(m.tracked_peak == dist.memory[d].peak);
+    CHECK(m.cache_slack == 0);  // host memory is freed, not cached
+    CHECK(m.context == 0);
+    CHECK(m.nccl == 0);
+    CHECK(m.accounted() == m.tracked_peak);
+    CHECK_FALSE(m.within(0.05));  // nothing measured, nothing confirmed
+  }
+  const auto single = train_single(single_device_problem(cora(), true), Device{}, cfg);
+  CHECK_FALSE(single.memory_check.available);
+  CHECK(single.memory_check.tracked_peak == single.memory.peak);
+}
+
+TEST_CASE("the memory check's relative error is measured over the accounted bytes") {
+  MemoryCheck m;
+  m.available = true;
+  m.context = 500;
+  m.nccl = 200;
+  m.libraries = 50;
+  m.tracked_peak = 200;
+  m.cache_slack = 50;
+  m.measured = 1040;
+  CHECK(m.accounted() == 1000);
+  CHECK(m.rel_error() == doctest::Approx(0.04));
+  CHECK(m.within(0.05));
+  m.measured = 940;
+  CHECK(m.rel_error() == doctest::Approx(-0.06));
+  CHECK_FALSE(m.within(0.05));
+}
+
+TEST_CASE("the link benchmark, forced on virtual devices, times the strategy's own collective at the training's size") {
+  auto cfg = twenty_epochs(2);
+  cfg.epochs = 4;
+  LaunchOptions launch;
+  launch.link = LaunchOptions::Link::kAlways;
+  struct Case {
+    Strategy strategy;
+    CollectiveKind kind;
+  };
+  for (const Case c :
+       {Case{Strategy::kGather, CollectiveKind::kAllGather}, Case{Strategy::kHalo, CollectiveKind::kAllReduce}}) {
+    INFO(partition::strategy_name(c.strategy));
+    const auto plan = partition::make_plan(cora().graph, c.strategy, 2, 2);
+    const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
+    REQUIRE(dist.has_link);
+    CHECK(dist.link.collective == c.kind);
+    CHECK(dist.link.payload_bytes > 0);
+    CHECK(dist.link.calls_per_epoch >= 1);
+    REQUIRE(dist.link.devices.size() == 2);
+    for (const auto& d : dist.link.devices) {
+      CHECK(d.train_GBps > 0.0);
+      CHECK(d.train_same_GBps > 0.0);
+      CHECK(d.plain_GBps > 0.0);
+      CHECK(d.plain_median_ms > 0.0);
+    }
+    CHECK(dist.link.ratio() > 0.0);
+    // The gather strategy's largest all-gather: the table block of the widest aggregation (16 hidden, fp32).
+    if (c.strategy == Strategy::kGather) CHECK(dist.link.payload_bytes == plan.table_block * 16 * 4);
+    // The benchmark ran after the report's figures were taken: they are the training's alone.
+    const auto without = train_distributed(cora(), plan, cfg);
+    CHECK_FALSE(without.has_link);  // kAuto: GPUs only
+    CHECK(without.bytes_sent == dist.bytes_sent);
+  }
+  const auto pipeline = partition::make_plan(cora().graph, Strategy::kPipeline, 2, 2);
+  CHECK_FALSE(train_distributed(cora(), pipeline, cfg, {}, launch).has_link);
+}
+
 TEST_SUITE("gpu") {
+  TEST_CASE("on GPUs the driver's memory use is within 5 % of the accounted terms, and the link is measured") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const int gpus = cuda_device_count();
+    auto cfg = twenty_epochs(2);
+    LaunchOptions launch;
+    launch.backend = kernels::Backend::kCuda;
+    for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+      INFO(partition::strategy_name(s) << " on " << gpus << " GPU(s)");
+      const auto plan = partition::make_plan(cora().graph, s, gpus, 2);
+      const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
+      REQUIRE(dist.memory_check.size() == static_cast<std::size_t>(gpus));
+      for (const auto& m : dist.memory_check) {
+        INFO("measured " << m.measured << ", context " << m.context << ", nccl " << m.nccl << ", libraries "
+                         << m.libraries << ", tracked " << m.tracked_peak << ", slack " << m.cache_slack);
+        CHECK(m.available);
+        CHECK(m.context > 0);
+        CHECK(m.within(0.05));
+      }
+      for (std::size_t d = 0; d < dist.comm_ms_per_epoch.size(); ++d)
+        CHECK(dist.comm_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
+              doctest::Approx(dist.epoch_ms_per_epoch[d]).epsilon(1e-9));
+      CHECK(dist.has_link == (gpus > 1));
+      if (dist.has_link) CHECK(dist.link.plain_GBps() > 0.0);
+    }
+  }
+
+
   TEST_CASE("halo and gather on every visible GPU through NCCL reproduce single-GPU losses on Cora") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
     const int gpus = cuda_device_count();

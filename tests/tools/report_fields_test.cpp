@@ -1,0 +1,89 @@
+// The JSON reports of the built `gcnpart` binary carry the fields README.md documents for several devices:
+// the communication / compute split per device, a memory check per device, the link comparison, and
+// `bench nccl`'s results (here on virtual CPU devices; the same code path serves GPUs).
+#include <doctest/doctest.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "test_support.hpp"
+
+namespace {
+
+nlohmann::json run_json(const std::string& args, const std::string& json) {
+  const std::string command = std::string(GCNPART_CLI) + " -q --threads 2 " + args + " --json " + json + " >/dev/null";
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream in(json);
+  REQUIRE(in.good());
+  return nlohmann::json::parse(in);
+}
+
+void check_split(const nlohmann::json& j, std::size_t devices) {
+  REQUIRE(j.contains("comm_ms_per_epoch"));
+  REQUIRE(j["comm_ms_per_epoch"].size() == devices);
+  REQUIRE(j["compute_ms_per_epoch"].size() == devices);
+  REQUIRE(j["device_epoch_ms"].size() == devices);
+  for (std::size_t d = 0; d < devices; ++d) {
+    const double comm = j["comm_ms_per_epoch"][d].get<double>();
+    const double compute = j["compute_ms_per_epoch"][d].get<double>();
+    CHECK(comm >= 0.0);
+    CHECK(compute >= 0.0);
+    CHECK(comm + compute == doctest::Approx(j["device_epoch_ms"][d].get<double>()).epsilon(1e-9));
+  }
+  REQUIRE(j["memory_check"].size() == devices);
+  for (const auto& m : j["memory_check"])
+    for (const char* key : {"available", "measured", "tracked_peak", "cache_slack", "context", "nccl", "libraries",
+                            "accounted", "rel_error", "within_5pct"})
+      CHECK_MESSAGE(m.contains(key), key);
+}
+
+}  // namespace
+
+TEST_CASE("train on 2 virtual devices reports the time split, memory checks and, when asked, the link") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("train demo --strategy gather --parts 2 --epochs 3 --link-bench on", tmp.file("t.json"));
+  check_split(j, 2);
+  CHECK(j["memory_check"][0]["available"] == false);
+  CHECK(j["memory_check"][0]["measured"].is_null());
+  const auto& link = j["link"];
+  REQUIRE(link.is_object());
+  CHECK(link["collective"] == "all_gather");
+  CHECK(link["bytes_per_call"].get<std::int64_t>() > 0);
+  for (const char* key : {"train_GBps", "train_same_GBps", "plain_GBps", "plain_allgather_GBps", "ratio"})
+    CHECK_MESSAGE(link[key].get<double>() > 0.0, key);
+  CHECK(link["devices"].size() == 2);
+
+  const auto halo = run_json("train demo --strategy halo --parts 2 --epochs 2", tmp.file("h.json"));
+  check_split(halo, 2);
+  CHECK(halo["link"].is_null());  // auto: GPUs only
+}
+
+TEST_CASE("compare rows carry the time split and memory checks, single-device rows included") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("compare demo --parts 2 --layers 2 --strategies drop,gather --measure-epochs 2",
+                          tmp.file("c.json"));
+  REQUIRE(j["rows"].size() == 3);
+  for (const auto& r : j["rows"]) {
+    INFO(r["strategy"]);
+    check_split(r, static_cast<std::size_t>(r["parts"].get<int>()));
+    CHECK(r.contains("link"));
+  }
+  CHECK(j["rows"][0]["comm_ms_per_epoch"][0].get<double>() == 0.0);  // single: no communication
+}
+
+TEST_CASE("bench nccl on virtual CPU devices reports algorithm and bus bandwidth per collective and size") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("bench nccl --device cpu --gpus 2 --bytes 64KiB,1MiB --ops all_gather,all_reduce",
+                          tmp.file("n.json"));
+  REQUIRE(j["results"].size() == 4);
+  for (const auto& r : j["results"]) {
+    CHECK(r["median_ms"].get<double>() > 0.0);
+    CHECK(r["bus_GBps"].get<double>() > 0.0);
+    CHECK(r["alg_GBps"].get<double>() > 0.0);
+  }
+  CHECK(j["results"][1]["collective"] == "all_reduce");
+  CHECK(j["results"][2]["bytes_per_rank"] == 1 << 20);
+}
