@@ -22,6 +22,10 @@ SECONDS=0
 # Debian packages the image lacks (../shared/tools/device-deps, run here): METIS, CLI11, json, doctest, zlib headers,
 # and libopenmpi-dev's headers; NCCL_NVLS_ENABLE=0 (NVLink multicast stays off on these hosts).
 if [ -f .deps/env.sh ] && [[ ":${CMAKE_PREFIX_PATH:-}:" != *gcnpart-deps* ]]; then . .deps/env.sh; fi
+# env.sh unpacks only once per machine (a stamp file): a warm machine unpacked by an older .deps lacks the MPI headers.
+for f in .deps/debs/libopenmpi-dev_*.deb; do
+  [ -f "$f" ] && [ ! -f /opt/gcnpart-deps/usr/lib/x86_64-linux-gnu/openmpi/include/mpi.h ] && dpkg -x "$f" /opt/gcnpart-deps
+done
 export NCCL_NVLS_ENABLE=0 LD_LIBRARY_PATH=${LD_LIBRARY_PATH:-}
 # Open MPI on one host: shared memory only, no CUDA-aware transports (MPI only bootstraps NCCL and gathers the
 # report), no core binding (each rank runs OpenMP threads).
