@@ -130,6 +130,43 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
 
 }  // namespace
 
+// ---------------------------------------------------------------------------------------------------- bf16 helpers
+
+namespace {
+
+constexpr Bf16 kBf16Sentinel = 0xffff;  // a NaN (cudaMemset with 0xff bytes): marks padding that must stay unwritten
+
+std::vector<Bf16> host_bf16(const std::vector<float>& x) {
+  std::vector<Bf16> b(x.size());
+  convert_to_bf16_async(kCpu, x.data(), static_cast<std::int64_t>(x.size()), b.data());
+  return b;
+}
+
+std::vector<float> host_widen(const std::vector<Bf16>& b) {
+  std::vector<float> x(b.size());
+  convert_from_bf16_async(kCpu, b.data(), static_cast<std::int64_t>(b.size()), x.data());
+  return x;
+}
+
+DeviceBuffer<Bf16> sentinel_bf16_buffer(std::size_t n) {
+  DeviceBuffer<Bf16> b(n);
+  GCNPART_CUDA_TRY(cudaMemset(b.data(), 0xff, n * sizeof(Bf16)));
+  return b;
+}
+
+/// Random bf16 matrix (rows x width, leading dimension ld), optionally sparse like bag-of-words features.
+std::vector<Bf16> random_bf16(std::int64_t rows, std::int64_t ld, std::uint64_t seed, double density = 1.0) {
+  auto x = random_floats(static_cast<std::size_t>(rows * ld), seed);
+  if (density < 1.0) {
+    std::mt19937_64 gen(seed + 1);
+    std::bernoulli_distribution keep(density);
+    for (auto& v : x) v = keep(gen) ? v : 0.0f;
+  }
+  return host_bf16(x);
+}
+
+}  // namespace
+
 TEST_SUITE("gpu") {
 
 TEST_CASE("CUDA SpMM matches the CPU kernel over widths, empty rows, null scales and seeds") {
@@ -534,6 +571,226 @@ TEST_CASE("copy_async moves bytes both ways and memset_zero_async clears them on
   copy_async(f.ctx, back.data(), d.data(), 4 * sizeof(float));
   synchronize(f.ctx);
   CHECK(back == std::vector<float>{1.0f, 0.0f, 3.0f, 4.0f});
+}
+
+TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded lds, float and bf16 C") {
+  DeviceFixture f;
+  struct Shape {
+    std::int64_t m, n, k;
+    double density;
+  };
+  // Hand-picked, the Cora first layer (sparse X W), a hidden layer and a weight gradient with a long k.
+  for (const Shape s : {Shape{37, 19, 53, 1.0}, Shape{2708, 16, 1433, 0.013}, Shape{2708, 64, 64, 1.0},
+                        Shape{64, 7, 2708, 1.0}, Shape{1, 1, 1, 1.0}}) {
+    // Both are float sums of exact bf16 x bf16 products. The CPU's error is at most the recursive bound
+    // k 2^-24 of the terms' magnitude; tensor cores truncate inside their fp32 accumulation (Fasi et al. 2021),
+    // twice that: three times summation_rtol(k) in all.
+    const double rtol = 3 * summation_rtol(s.k);
+    for (bool ta : {false, true}) {
+      for (bool tb : {false, true}) {
+        CAPTURE(s.m);
+        CAPTURE(s.n);
+        CAPTURE(s.k);
+        CAPTURE(ta);
+        CAPTURE(tb);
+        const std::int64_t lda = (ta ? s.m : s.k) + 1, ldb = (tb ? s.k : s.n) + 2, ldc = s.n + 3;
+        const auto a = random_bf16(ta ? s.k : s.m, lda, 41, s.density);
+        const auto b = random_bf16(tb ? s.n : s.k, ldb, 43);
+        const DeviceBuffer<Bf16> da(a), db(b);
+        for (float beta : {0.0f, 0.5f}) {
+          CAPTURE(beta);
+          auto c = random_floats(static_cast<std::size_t>(s.m * ldc), 44);
+          if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);  // beta = 0 must not read C
+          const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, host_widen(a), lda, host_widen(b), ldb, beta, c,
+                                          ldc);
+          DeviceBuffer<float> dc(c);
+          gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+          const auto before = c;
+          gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          const auto got = dc.to_host();
+          CHECK(worst_vs(got, ldc, c, ldc, ref.magnitude, s.m, s.n, rtol) <= 1.0);
+          std::int64_t padding_written = 0;
+          for (std::int64_t i = 0; i < s.m; ++i)
+            for (std::int64_t j = s.n; j < ldc; ++j) {
+              const auto t = static_cast<std::size_t>(i * ldc + j);
+              padding_written += std::memcmp(&got[t], &before[t], sizeof(float)) == 0 ? 0 : 1;
+            }
+          CHECK(padding_written == 0);
+        }
+        // bf16 C: each side rounds its float result once, so they may differ by one bf16 ulp (at most 2^-7 of
+        // the larger value) on top of the accumulation difference.
+        auto dc16 = sentinel_bf16_buffer(static_cast<std::size_t>(s.m * ldc));
+        gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, -0.5f, da.data(), lda, db.data(), ldb, 0.0f, dc16.data(), ldc);
+        std::vector<Bf16> c16(static_cast<std::size_t>(s.m * ldc), kBf16Sentinel);
+        gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, -0.5f, a.data(), lda, b.data(), ldb, 0.0f, c16.data(), ldc);
+        const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, -0.5f, host_widen(a), lda, host_widen(b), ldb, 0.0f, {},
+                                        0);
+        const auto got16 = dc16.to_host();
+        const auto got = host_widen(got16), want = host_widen(c16);
+        double worst = 0.0;
+        std::int64_t padding_written = 0;
+        for (std::int64_t i = 0; i < s.m; ++i) {
+          for (std::int64_t j = 0; j < ldc; ++j) {
+            const auto t = static_cast<std::size_t>(i * ldc + j);
+            if (j >= s.n) {
+              padding_written += got16[t] == kBf16Sentinel ? 0 : 1;
+              continue;
+            }
+            const double g = got[t], w = want[t];
+            if (std::isnan(g)) {
+              worst = std::numeric_limits<double>::infinity();
+              continue;
+            }
+            const double allowed = std::ldexp(std::max(std::abs(g), std::abs(w)), -7) +
+                                   rtol * ref.magnitude[static_cast<std::size_t>(i * s.n + j)] + 1e-30;
+            worst = std::max(worst, std::abs(g - w) / allowed);
+          }
+        }
+        CHECK(worst <= 1.0);
+        CHECK(padding_written == 0);
+      }
+    }
+  }
+  // k = 0 (and alpha = 0): a float C is only scaled; a bf16 C becomes zeros and its padding stays.
+  DeviceBuffer<float> dc(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f});
+  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.5f, dc.data(), 3);
+  CHECK(dc.to_host() == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f});
+  auto dc16 = sentinel_bf16_buffer(8);
+  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc16.data(), 4);
+  CHECK(dc16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
+  const DeviceBuffer<Bf16> ones(std::vector<Bf16>(6, 0x3f80));
+  auto dz16 = sentinel_bf16_buffer(8);
+  gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 0.0f, ones.data(), 2, ones.data(), 3, 0.0f, dz16.data(), 4);
+  CHECK(dz16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
+  CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 1.0f, ones.data(), 2, ones.data(), 3, 1.0f,
+                                  dz16.data(), 4),
+                  InvalidInput);
+  synchronize(f.ctx);
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and masks bit for bit") {
+  DeviceFixture f;
+  for (const std::int64_t width : {37, 64, 1}) {
+    const std::int64_t rows = 3001;
+    auto z = random_floats(static_cast<std::size_t>(rows * width), 51 + width, -2.0f, 2.0f);
+    // Rounding cases: ties to even both ways, rounding up to infinity, a float subnormal, the largest float.
+    const std::uint32_t specials[] = {0x3f808000u, 0x3f818000u, 0x7f7f8000u, 0xff7f8000u, 0x00018000u, 0x7f7fffffu};
+    for (std::size_t i = 0; i < std::size(specials); ++i) std::memcpy(&z[i * 13 % z.size()], &specials[i], 4);
+    const auto bias = random_floats(static_cast<std::size_t>(width), 52);
+    std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(5 * i + 1);
+    auto x16 = host_bf16(z);
+    for (std::size_t i = 0; i < x16.size(); i += 7) x16[i] = 0;  // zeros: blocks without a draw
+    const DeviceBuffer<float> dz(z), dbias(bias);
+    const DeviceBuffer<Bf16> dx16(x16);
+    const DeviceBuffer<NodeId> dids(ids);
+    const auto dh = host_bf16(random_floats(z.size(), 53, -3.0f, 3.0f));
+    for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+      for (bool relu : {false, true}) {
+        for (bool use_ids : {false, true}) {
+          CAPTURE(width);
+          CAPTURE(p);
+          CAPTURE(relu);
+          CAPTURE(use_ids);
+          Dropout d;
+          d.p = p;
+          d.key = rng::stream_key(7, rng::kDropout, 2, 1);
+          d.global_offset = 12345;
+          Dropout dd = d;
+          if (use_ids) {
+            d.global_ids = ids.data();
+            dd.global_ids = dids.data();
+          }
+          // float z + bias -> bf16 h
+          std::vector<Bf16> h(z.size());
+          auto dout = sentinel_bf16_buffer(z.size());
+          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, h.data());
+          bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+          CHECK(dout.to_host() == h);
+          // dropout of bf16 values, out of place and in place on the device
+          std::vector<Bf16> dropped(x16.size());
+          dropout_async(kCpu, x16.data(), rows, width, d, dropped.data());
+          dropout_async(f.ctx, dx16.data(), rows, width, dd, dout.data());
+          CHECK(dout.to_host() == dropped);
+          DeviceBuffer<Bf16> in_place(x16);
+          dropout_async(f.ctx, in_place.data(), rows, width, dd, in_place.data());
+          CHECK(in_place.to_host() == dropped);
+          if (relu) {  // backward from the relu output just computed, in place on the device copy of dh
+            const DeviceBuffer<Bf16> dhout(h);
+            DeviceBuffer<Bf16> ddh(dh);
+            std::vector<Bf16> dzz(z.size());
+            bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), rows, width, true, p, dzz.data());
+            bias_act_dropout_backward_async(f.ctx, dhout.data(), ddh.data(), rows, width, true, p, ddh.data());
+            CHECK(ddh.to_host() == dzz);
+          }
+        }
+      }
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA dropout keeps the sign of a negative zero input as the CPU does, in float and bf16") {
+  // The CPU copies -0 through (and scales it when kept); the device must store the same bits.
+  DeviceFixture f;
+  const std::int64_t rows = 64, width = 8;
+  std::vector<float> x(static_cast<std::size_t>(rows * width), -0.0f);
+  for (std::size_t i = 0; i < x.size(); i += 3) x[i] = 1.0f;  // blocks with and without a non-zero
+  for (std::size_t i = 0; i < 16; ++i) x[i] = -0.0f;          // two rows of all-zero blocks
+  Dropout d;
+  d.p = 0.5f;
+  d.key = 3;
+  for (float p : {0.0f, 0.5f}) {
+    CAPTURE(p);
+    d.p = p;
+    std::vector<float> want(x.size());
+    dropout_async(kCpu, x.data(), rows, width, d, want.data());
+    const DeviceBuffer<float> dx(x);
+    DeviceBuffer<float> dout(x.size());
+    dropout_async(f.ctx, dx.data(), rows, width, d, dout.data());
+    const auto got = dout.to_host();
+    CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
+    const auto x16 = host_bf16(x);
+    std::vector<Bf16> want16(x.size());
+    dropout_async(kCpu, x16.data(), rows, width, d, want16.data());
+    const DeviceBuffer<Bf16> dx16(x16);
+    auto dout16 = sentinel_bf16_buffer(x.size());
+    dropout_async(f.ctx, dx16.data(), rows, width, d, dout16.data());
+    CHECK(dout16.to_host() == want16);
+  }
+}
+
+TEST_CASE("CUDA column_sum over bf16 matches the CPU bf16 column_sum") {
+  DeviceFixture f;
+  for (std::int64_t rows : {0, 1, 1000, 70001, 3000000}) {
+    for (std::int64_t width : {1, 16, 45}) {
+      if (rows * width > 20000000) continue;
+      CAPTURE(rows);
+      CAPTURE(width);
+      const auto x = random_bf16(rows, width, 83 + static_cast<std::uint64_t>(width));
+      const auto x32 = host_widen(x);
+      const DeviceBuffer<Bf16> dx(x);
+      std::vector<float> cols(static_cast<std::size_t>(width), kNaN);
+      DeviceBuffer<float> dcols(cols);
+      column_sum_async(kCpu, x.data(), rows, width, cols.data());
+      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      const auto got = dcols.to_host();
+      // The device's longest chain of float additions: 128 rows per lane, 8 lanes, then one partial per slab of
+      // 1024 rows; the CPU sums in double. Bound: that chain's length x 2^-24 of the terms' magnitude.
+      const double rtol = summation_rtol(128 + 8 + (rows + 1023) / 1024);
+      double worst = 0.0;
+      for (std::int64_t c = 0; c < width; ++c) {
+        double magnitude = 0.0;
+        for (std::int64_t i = 0; i < rows; ++i) magnitude += std::abs(x32[static_cast<std::size_t>(i * width + c)]);
+        const auto t = static_cast<std::size_t>(c);
+        if (std::isnan(got[t])) worst = std::numeric_limits<double>::infinity();
+        else worst = std::max(worst, std::abs(static_cast<double>(got[t]) - cols[t]) / (rtol * magnitude + 1e-30));
+      }
+      CHECK(worst <= 1.0);
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
 }
 
 }  // TEST_SUITE("gpu")
