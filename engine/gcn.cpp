@@ -347,7 +347,11 @@ void GcnModel::backward_bf16_async() {
     const Layer& ly = layers_[l];
     const kernels::Bf16* w = w16_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
-    kernels::column_sum_async(ctx, g, rows_, ly.out, grads_.data() + ly.b_offset);
+    if (l == L - 1) {  // the output bias from the float softmax gradient (still in z32_): its terms cancel
+      kernels::column_sum_async(ctx, z32_.data(), rows_, ly.out, grads_.data() + ly.b_offset);
+    } else {
+      kernels::column_sum_async(ctx, g, rows_, ly.out, grads_.data() + ly.b_offset);
+    }
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
       kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated16_[l].data(), ly.in, g,

@@ -104,7 +104,8 @@ __global__ void bias_act_dropout_kernel(const In* z, const float* bias, std::int
     for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
       float x = 0.0f;
       if (c0 + u < width) {
-        x = load_float(z + row * width + c0 + u) + (bias != nullptr ? bias[c0 + u] : 0.0f);
+        x = load_float(z + row * width + c0 + u);
+        if (bias != nullptr) x += bias[c0 + u];  // no add without a bias: -0 stays -0, as on the CPU
         if (relu) x = x > 0.0f ? x : 0.0f;
       }
       v[u] = x;
