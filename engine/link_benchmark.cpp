@@ -108,7 +108,11 @@ std::vector<CollectiveTiming> sweep_collectives(kernels::Backend backend, int de
     }
     Resources res(device);
     std::vector<CollectiveTiming> out = run_all(*comm, res);
-    for (auto& t : out) t.median_ms = mpi_allreduce_max(t.median_ms);  // the slowest rank's
+    for (auto& t : out) {  // the slowest rank's figures, each taken over ranks so that min <= median <= max
+      t.median_ms = mpi_allreduce_max(t.median_ms);
+      t.min_ms = mpi_allreduce_max(t.min_ms);
+      t.max_ms = mpi_allreduce_max(t.max_ms);
+    }
     return out;
   }
 
@@ -145,7 +149,11 @@ std::vector<CollectiveTiming> sweep_collectives(kernels::Backend backend, int de
     if (e) std::rethrow_exception(e);
   std::vector<CollectiveTiming> out = results[0];
   for (std::size_t i = 0; i < out.size(); ++i)
-    for (const auto& r : results) out[i].median_ms = std::max(out[i].median_ms, r[i].median_ms);
+    for (const auto& r : results) {  // as under MPI: each statistic's largest over ranks
+      out[i].median_ms = std::max(out[i].median_ms, r[i].median_ms);
+      out[i].min_ms = std::max(out[i].min_ms, r[i].min_ms);
+      out[i].max_ms = std::max(out[i].max_ms, r[i].max_ms);
+    }
   return out;
 }
 
