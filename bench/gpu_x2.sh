@@ -109,6 +109,14 @@ for s in drop halo gather pipeline; do
   step r21-$s-threads 40 150 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 --strategy $s \
     --json "$o/r21-$s-threads.json" && grep -E "epoch time|^device|^memory check|^link" "$o/r21-$s-threads.log"
 done
+echo "== RMAT-21: gather without the chunked overlap; bf16 on 1 and 2 GPUs (threads)"
+step r21-gather-nooverlap-threads 40 150 env GCNPART_GATHER_CHUNKS=1 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 \
+  --strategy gather --json "$o/r21-gather-nooverlap-threads.json"
+step r21-single-bf16 20 120 $g -q train /tmp/r21.gcsr "${r21[@]}" --precision bf16 --json "$o/r21-single-bf16.json"
+for s in gather halo; do
+  step r21-$s-bf16-threads 40 150 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 --strategy $s --precision bf16 \
+    --json "$o/r21-$s-bf16-threads.json"
+done
 if [ $mpi = 1 ]; then
   echo "== RMAT-21 under mpirun, while time is left"
   for s in gather halo drop pipeline; do
@@ -165,7 +173,11 @@ if single:
     err = mc.get("rel_error")
     print(f"  {'single':18} {t1:9.2f} {1.0:8.2f} {0.0:8.2f} {t1:8.2f} {'-':>10} "
           f"{(f'{100*err:+.1f}%' if err is not None else '-'):>8} {'-':>10} {'-':>10} {'-':>6}")
-for launch in ("threads", "mpi"):
+single_bf16 = load("r21-single-bf16")
+if single_bf16:
+    tb = median_after_first(single_bf16["runs"][0]["epoch_seconds"])
+    print(f"  {'single bf16':18} {tb:9.2f} {t1 / tb if tb else 0:8.2f}")
+for launch in ("threads", "mpi", "nooverlap-threads", "bf16-threads"):
     for s in ("drop", "halo", "gather", "pipeline"):
         j = load(f"r21-{s}-{launch}")
         if j is None:
