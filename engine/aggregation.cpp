@@ -153,7 +153,11 @@ class GatherAggregation final : public Aggregation {
     }
     if (res.context().is_cuda()) {
       res.activate();
-      GCNPART_CUDA_TRY(cudaStreamCreateWithFlags(&comm_stream_, cudaStreamNonBlocking));
+      // High priority: NCCL's blocks are scheduled ahead of the SpMM's as SMs free up, so a collective is not
+      // held back (with its peer GPU waiting) by the kernel it is meant to overlap.
+      int least = 0, greatest = 0;
+      GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
       for (auto& e : events_) GCNPART_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
       comm_ctx_ = res.context();
       comm_ctx_.stream = comm_stream_;

@@ -433,7 +433,11 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
       std::unique_ptr<Communicator> comm;
       DeviceBaseline baseline;
       if (cuda) {
-        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, nccl_connect(plan.strategy));
+        // Threads mode connects point to point lazily: the pipeline hung at start on 2 H200s with the up-front
+        // send/recv of connect_up_front (one process, one thread per GPU); under mpirun it connects fine.
+        NcclConnect connect = nccl_connect(plan.strategy);
+        connect.point_to_point = false;
+        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, connect);
         nccl->set_abort_flag(&failed);
         baseline = {nccl->used_before_init(), nccl->init_bytes()};
         comm = std::move(nccl);
