@@ -122,7 +122,8 @@ class LocalAggregation final : public Aggregation {
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
 /// table with the transposed matrix and reduce-scatters each block back to its owner.
 ///
-/// Overlap (CUDA). The width is cut into column chunks (kOverlapChunks, each a multiple of 8 columns) with a table
+/// Overlap (CUDA, opt-in: GCNPART_GATHER_CHUNKS=2..4, see kDefaultChunks). The width is cut into column chunks (each
+/// a multiple of 8 columns) with a table
 /// and staging slice each; collectives run on a communication stream of their own and events order the two
 /// streams, so forward's SpMM of chunk c runs while chunk c + 1 is being all-gathered, and backward's
 /// reduce-scatter of chunk c while chunk c + 1 is being aggregated. No host synchronisation. On CPU devices the
@@ -217,7 +218,12 @@ class GatherAggregation final : public Aggregation {
   }
 
  private:
-  static constexpr int kOverlapChunks = 4;          ///< column chunks per collective on CUDA
+  /// Column chunks per collective on CUDA when GCNPART_GATHER_CHUNKS asks for them (2..kMaxChunks). Off by default:
+  /// on 2 H200s (NVLink, RMAT scale 21, hidden 256) 2 and 4 chunks made the gather epoch 1.5x and 2x slower than
+  /// one (60.1 and 80.9 ms against 40.5), high-priority communication stream or not: the collectives' time grew
+  /// more than the SpMM time they hid (bench/results/h200x2-2026-11-29b).
+  static constexpr int kMaxChunks = 4;
+  static constexpr int kDefaultChunks = 1;
   static constexpr std::int64_t kChunkAlign = 8;    ///< chunk widths: multiples of 8 columns (16-byte bf16 loads)
   static constexpr std::int64_t kMinChunkWidth = 32;
 
@@ -226,7 +232,7 @@ class GatherAggregation final : public Aggregation {
     static const int wanted = [] {
       const char* env = std::getenv("GCNPART_GATHER_CHUNKS");  // experiments: 1 turns the overlap off
       const int v = env != nullptr ? std::atoi(env) : 0;
-      return v >= 1 && v <= kOverlapChunks ? v : kOverlapChunks;
+      return v >= 1 && v <= kMaxChunks ? v : kDefaultChunks;
     }();
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
     if (comm_stream_ == nullptr || wanted == 1 || width < kMinChunkWidth) {
@@ -319,7 +325,7 @@ class GatherAggregation final : public Aggregation {
   Buffer<kernels::Bf16> staging16_;
   cudaStream_t comm_stream_ = nullptr;
   kernels::Context comm_ctx_{};
-  std::array<cudaEvent_t, kOverlapChunks + 1> events_{};
+  std::array<cudaEvent_t, kMaxChunks + 1> events_{};
 };
 
 }  // namespace

@@ -90,6 +90,9 @@ class DeviceBuffer {
   }
   explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(host.size()) {
     if (n_ > 0) GCNPART_CUDA_TRY(cudaMemcpy(p_, host.data(), n_ * sizeof(T), cudaMemcpyHostToDevice));
+    // A pageable host-to-device cudaMemcpy may return before its DMA has landed, and the kernels under test run on a
+    // non-blocking stream that does not wait for the legacy stream: wait here.
+    GCNPART_CUDA_TRY(cudaDeviceSynchronize());
   }
   ~DeviceBuffer() {
     if (p_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaFree(p_));
