@@ -136,7 +136,8 @@ def parse_findings(lines: list[str]) -> tuple[list[Finding], list[str]]:
         elif text.startswith("in ") and "/" in text:
             current.modules.append(text[3:].strip())
         elif text.startswith("Host Frame:"):
-            so = re.search(r"(/\S+\.so(?:\.[\d.]+)?)", text)
+            # "in /usr/lib/.../libnccl.so.2" or, from compute-sanitizer 2025.3, a bare "in libnccl.so.2"
+            so = re.search(r"in (\S+\.so(?:\.[\d.]+)?)\s*$", text) or re.search(r"(/\S+\.so(?:\.[\d.]+)?)", text)
             if so:
                 current.modules.append(so.group(1))
     return findings, tool_failures
