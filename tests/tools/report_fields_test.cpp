@@ -87,3 +87,21 @@ TEST_CASE("bench nccl on virtual CPU devices reports algorithm and bus bandwidth
   CHECK(j["results"][1]["collective"] == "all_reduce");
   CHECK(j["results"][2]["bytes_per_rank"] == 1 << 20);
 }
+
+TEST_CASE("compare --precision bf16 records the precision, trains halo and gather, and skips bf16 pipeline rows") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("compare demo --parts 2 --layers 2 --strategies halo,gather,pipeline --measure-epochs 2 "
+                          "--precision bf16",
+                          tmp.file("b.json"));
+  CHECK(j["precision"] == "bf16");
+  REQUIRE(j["rows"].size() == 4);
+  for (const auto& r : j["rows"]) {
+    INFO(r["strategy"]);
+    if (r["strategy"] == "pipeline") {
+      CHECK(r["status"] == "skipped");
+      CHECK(r["reason"].get<std::string>().find("bf16") != std::string::npos);
+    } else {
+      check_split(r, static_cast<std::size_t>(r["parts"].get<int>()));
+    }
+  }
+}
