@@ -231,6 +231,17 @@ kernels::Dropout GcnModel::input_dropout(int epoch, float p) const {
   return d;
 }
 
+void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width) {
+  // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
+  const Context& ctx = res_.context();
+  CsrView xt = xt_view_;
+  if (last_p_ > 0) {
+    kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
+    xt.values = xtd_vals_.data();
+  }
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, kernels::SpmmAlgo::kOwn);
+}
+
 void GcnModel::upload_sparse_features() {
   const std::int64_t n = cols_, f = problem_.num_features;
   const auto& x = problem_.features;
@@ -366,13 +377,7 @@ void GcnModel::backward_bf16_async() {
       // Z = Â (X W): dP = Â G; dW = X^T dP; dX = dP W^T.
       aggregation_->backward_bf16(g, z32_.data(), ly.out);
       if (l == 0 && sparse_input_) {
-        CsrView xt = xt_view_;
-        if (last_p_ > 0) {
-          kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
-          xt.values = xtd_vals_.data();
-        }
-        kernels::spmm_async(ctx, xt, nullptr, nullptr, z32_.data(), ly.out, dw, ly.out, ly.out,
-                            kernels::SpmmAlgo::kOwn);
+        sparse_input_weight_gradient_async(z32_.data(), dw, ly.out);
       } else {
         kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
         const kernels::Bf16* x =
@@ -501,14 +506,7 @@ void GcnModel::backward_async() {
       // Z = Â (X W): dP = Â^T G = Â G; dW = X^T dP; dX = dP W^T.
       aggregation_->backward(g, tmp_.data(), ly.out);
       if (l == 0 && sparse_input_) {
-        // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
-        CsrView xt = xt_view_;
-        if (last_p_ > 0) {
-          kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
-          xt.values = xtd_vals_.data();
-        }
-        kernels::spmm_async(ctx, xt, nullptr, nullptr, tmp_.data(), ly.out, dw, ly.out, ly.out,
-                            kernels::SpmmAlgo::kOwn);
+        sparse_input_weight_gradient_async(tmp_.data(), dw, ly.out);
       } else {
         kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
                             ly.out);

@@ -113,6 +113,8 @@ class GcnModel {
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
   void sync();
   void upload_sparse_features();
+  /// dW of the sparse-input first layer from dP (rows x width, float): dropout(X)^T dP with the last forward's mask.
+  void sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width);
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
   void backward_async();
   void adam_async();

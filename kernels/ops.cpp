@@ -96,27 +96,9 @@ void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::in
   GCNPART_DISPATCH(convert_from_bf16(ctx, x, n, out));
 }
 
-void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                std::int64_t ldc) {
-  expect_non_negative("m", m);
-  expect_non_negative("n", n);
-  expect_non_negative("k", k);
-  // Row-major storage: A is m x k (or k x m when transposed), B is k x n (or n x k), C is m x n.
-  expect_leading_dim("lda", lda, trans_a ? m : k);
-  expect_leading_dim("ldb", ldb, trans_b ? k : n);
-  expect_leading_dim("ldc", ldc, n);
-  if (m == 0 || n == 0) return;
-  GCNPART_EXPECTS(c != nullptr, "gemm_async needs an output");
-  GCNPART_EXPECTS(k == 0 || alpha == 0.0f || (a != nullptr && b != nullptr), "gemm_async needs A and B");
-  expect_cuda_handles(ctx);
-  if (ctx.is_cuda()) GCNPART_EXPECTS(ctx.cublas != nullptr, "a CUDA context needs a cuBLAS handle for gemm");
-  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
-}
-
 namespace {
 
-/// The checks both bf16 GEMM entry points share; false when C is empty.
+/// The checks every GEMM entry point shares; false when C is empty.
 bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                       float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb, const void* c,
                       std::int64_t ldc) {
@@ -135,7 +117,42 @@ bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, std::int64
   return true;
 }
 
+/// The checks of both forward epilogues (float and bf16 output); false when there is nothing to compute.
+bool expect_epilogue_args(const Context& ctx, const void* z, std::int64_t rows, std::int64_t width,
+                          const Dropout& dropout, const void* out, const char* what) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  expect_dropout(dropout);
+  if (rows == 0 || width == 0) return false;
+  GCNPART_EXPECTS(z != nullptr && out != nullptr, (std::string(what) + " needs its buffers").c_str());
+  expect_cuda_handles(ctx);
+  return true;
+}
+
+/// The checks of both backward epilogues; false when there is nothing to compute.
+bool expect_backward_args(const Context& ctx, const void* h, const void* dh, std::int64_t rows, std::int64_t width,
+                          bool relu, float p, const void* dz) {
+  expect_non_negative("rows", rows);
+  expect_non_negative("width", width);
+  if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
+  // Without relu the dropout mask cannot be recovered from h (a kept value may be 0).
+  GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
+  if (rows == 0 || width == 0) return false;
+  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
+                  "bias_act_dropout_backward_async needs its buffers");
+  expect_cuda_handles(ctx);
+  return true;
+}
+
 }  // namespace
+
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
+                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
+                std::int64_t ldc) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
+  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+}
+
 
 void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                      float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
@@ -163,36 +180,19 @@ void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std:
 
 void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
                             std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  expect_dropout(dropout);
-  if (rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(z != nullptr && out != nullptr, "bias_act_dropout_async needs its buffers");
-  expect_cuda_handles(ctx);
+  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
   GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z, bias, rows, width, relu, dropout, out));
 }
 
 void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
                    Bf16* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  expect_dropout(dropout);
-  if (rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(x != nullptr && out != nullptr, "dropout_async needs its buffers");
-  expect_cuda_handles(ctx);
+  if (!expect_epilogue_args(ctx, x, rows, width, dropout, out, "dropout_async")) return;
   GCNPART_DISPATCH(dropout_bf16(ctx, x, rows, width, dropout, out));
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
                                      std::int64_t width, bool relu, float p, Bf16* dz) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
-  GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
-  if (rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
-                  "bias_act_dropout_backward_async needs its buffers");
-  expect_cuda_handles(ctx);
+  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
   if (!relu) {
     if (dz != dh) copy_async(ctx, dz, dh, static_cast<std::size_t>(rows * width) * sizeof(Bf16));
     return;
@@ -217,26 +217,13 @@ bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t colum
 
 void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
                             std::int64_t width, bool relu, const Dropout& dropout, float* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  expect_dropout(dropout);
-  if (rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(z != nullptr && out != nullptr, "bias_act_dropout_async needs its buffers");
-  expect_cuda_handles(ctx);
+  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
   GCNPART_DISPATCH(bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out));
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
                                      std::int64_t width, bool relu, float p, float* dz) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
-  // Without relu the dropout mask cannot be recovered from h (a kept value may be 0).
-  GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
-  if (rows == 0 || width == 0) return;
-  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
-                  "bias_act_dropout_backward_async needs its buffers");
-  expect_cuda_handles(ctx);
+  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
   GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h, dh, rows, width, relu, p, dz));
 }
 
