@@ -121,7 +121,9 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   if (math == GemmMath::kTf32 && card.tf32_tflops > 0) tflops = card.tf32_tflops;
   if (math == GemmMath::kBf16 && card.bf16_tflops > 0) tflops = card.bf16_tflops;
   const double flops = tflops * kTera;
-  const double spmm_eff = cusparse ? cal.spmm_cusparse_efficiency : cal.spmm_own_efficiency;
+  const double spmm_eff = math == GemmMath::kBf16 ? cal.spmm_bf16_efficiency
+                          : cusparse              ? cal.spmm_cusparse_efficiency
+                                                  : cal.spmm_own_efficiency;
   t.spmm = w.spmm_bytes / (bw * spmm_eff);
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
   for (const auto& [fl, by] : w.gemms)
@@ -140,8 +142,10 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
 }
 
 std::vector<CalibrationMeasurement> h200_measurements() {
-  // Cora and CiteSeer: bench/results/h200-2026-11-29/train-*.json (mean train step over 10 runs x 199 epochs);
-  // RMAT: the lead's figures for `gcnpart train rmat18 --hidden 256 --layers 3` (bench/gpu_single.sh).
+  // Cora and CiteSeer: bench/results/h200-2026-11-29/train-*.json (mean train step over 10 runs x 199 epochs).
+  // RMAT: `gcnpart bench epoch` medians of bench/results/h200x2-2026-11-29b/session-b/issue6/ (RMAT scale 18, 3
+  // layers; and issue 6's reddit / products / arxiv-sized graphs, 2 layers, hidden 256, peer/epoch*.json), GPU 0 of
+  // the 2xH200 host, same run for fp32 own, fp32 cuSPARSE and bf16 own.
   auto planetoid = [](const char* name, std::int64_t n, std::int64_t e, std::int64_t f, std::int64_t nnz,
                       std::int64_t c, std::int64_t train) {
     GraphStats g;
@@ -155,32 +159,53 @@ std::vector<CalibrationMeasurement> h200_measurements() {
     g.degree_mean = 2.0 * static_cast<double>(e) / static_cast<double>(n);
     return g;
   };
+  // Generated RMAT graphs: dense features, the generator's 60 / 20 / 20 split.
+  auto rmat = [](const char* name, std::int64_t n, std::int64_t e, std::int64_t f, std::int64_t c) {
+    GraphStats g;
+    g.name = name;
+    g.nodes = n;
+    g.edges = e;
+    g.features = f;
+    g.classes = c;
+    g.feature_density = 1.0;
+    const std::int64_t train = n * 6 / 10, valid = n / 5;
+    g.split_sizes = {train, valid, n - train - valid};
+    g.degree_mean = 2.0 * static_cast<double>(e) / static_cast<double>(n);
+    return g;
+  };
   const GraphStats cora = planetoid("cora", 2708, 5278, 1433, 49216, 7, 140);
   const GraphStats citeseer = planetoid("citeseer", 3327, 4552, 3703, 105165, 6, 120);
-  GraphStats rmat;
-  rmat.name = "rmat-s18-e16";
-  rmat.nodes = 262144;
-  rmat.edges = 3805589;
-  rmat.features = 128;
-  rmat.classes = 40;
-  rmat.feature_density = 1.0;
-  rmat.split_sizes = {157286, 52429, 52429};
-  rmat.degree_mean = 2.0 * 3805589 / 262144;
-  auto model = [](const GraphStats& g, std::int64_t hidden, int layers) {
+  const GraphStats r18 = rmat("rmat-s18-e16", 262144, 3805589, 128, 40);
+  const GraphStats reddit = rmat("rmat-s18-e220", 262144, 39720426, 602, 41);
+  const GraphStats products = rmat("rmat-s21-e30", 2097152, 58046336, 100, 47);
+  const GraphStats arxiv = rmat("rmat-s17-e8", 131072, 971347, 128, 40);
+  auto model = [](const GraphStats& g, std::int64_t hidden, int layers, Precision p = Precision::kFp32) {
     ModelSpec m;
     m.layers = layers;
     m.hidden = hidden;
     m.features = g.features;
     m.classes = g.classes;
+    m.precision = p;
     return m;
   };
+  const Precision bf16 = Precision::kBf16;
   return {
       {"Cora, own SpMM", cora, model(cora, 16, 2), false, 0.796e-3},
       {"Cora, cuSPARSE", cora, model(cora, 16, 2), true, 0.733e-3},
       {"CiteSeer, own SpMM", citeseer, model(citeseer, 16, 2), false, 0.617e-3},
       {"CiteSeer, cuSPARSE", citeseer, model(citeseer, 16, 2), true, 0.612e-3},
-      {"RMAT-18 ef16 F128 h256 L3, own SpMM", rmat, model(rmat, 256, 3), false, 17.7e-3},
-      {"RMAT-18 ef16 F128 h256 L3, cuSPARSE", rmat, model(rmat, 256, 3), true, 8.9e-3},
+      {"RMAT-18 ef16 F128 h256 L3, own SpMM", r18, model(r18, 256, 3), false, 9.164e-3},
+      {"RMAT-18 ef16 F128 h256 L3, cuSPARSE", r18, model(r18, 256, 3), true, 8.984e-3},
+      {"RMAT-18 ef16 F128 h256 L3, bf16", r18, model(r18, 256, 3, bf16), false, 5.498e-3},
+      {"reddit-sized h256 L2, own SpMM", reddit, model(reddit, 256, 2), false, 34.115e-3},
+      {"reddit-sized h256 L2, cuSPARSE", reddit, model(reddit, 256, 2), true, 37.100e-3},
+      {"reddit-sized h256 L2, bf16", reddit, model(reddit, 256, 2, bf16), false, 25.286e-3},
+      {"products-sized h256 L2, own SpMM", products, model(products, 256, 2), false, 47.843e-3},
+      {"products-sized h256 L2, cuSPARSE", products, model(products, 256, 2), true, 46.145e-3},
+      {"products-sized h256 L2, bf16", products, model(products, 256, 2, bf16), false, 39.536e-3},
+      {"arxiv-sized h256 L2, own SpMM", arxiv, model(arxiv, 256, 2), false, 1.833e-3},
+      {"arxiv-sized h256 L2, cuSPARSE", arxiv, model(arxiv, 256, 2), true, 1.725e-3},
+      {"arxiv-sized h256 L2, bf16", arxiv, model(arxiv, 256, 2, bf16), false, 1.276e-3},
   };
 }
 
@@ -196,33 +221,90 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   std::vector<Row> small, large;
   for (const auto& m : measurements) {
     Row row{&m, epoch_work(single_device_shape(m.graph), m.model)};
-    const EpochTime t = predict_epoch(row.work, card, cal, none, m.cusparse);
+    const EpochTime t = predict_epoch(row.work, card, cal, none, m.cusparse,
+                                      m.model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32);
     (t.spmm + t.stream + t.gemm < 0.1 * m.seconds ? small : large).push_back(row);
   }
   if (!small.empty()) {
     double num = 0, den = 0;
     for (const auto& row : small) {
-      const EpochTime t = predict_epoch(row.work, card, cal, none, row.m->cusparse);
+      const EpochTime t = predict_epoch(row.work, card, cal, none, row.m->cusparse,
+                                        row.m->model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32);
       const double k = static_cast<double>(row.work.kernels);
       num += (row.m->seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
       den += k * k;
     }
     if (den > 0 && num > 0) cal.launch_seconds = num / den;
   }
-  for (bool cusparse : {false, true}) {
-    for (const auto& row : large) {
-      if (row.m->cusparse != cusparse) continue;
-      Calibration probe = cal;
-      probe.spmm_own_efficiency = probe.spmm_cusparse_efficiency = 1.0;
-      const EpochTime t = predict_epoch(row.work, card, probe, none, cusparse);
-      const double spmm_seconds = row.m->seconds - (t.seconds - t.spmm);
-      // If the other terms already explain the measurement, leave the factor at 1 (the residual shows it).
-      const double eff = spmm_seconds > 0.05 * row.m->seconds ? t.spmm / spmm_seconds : 1.0;
-      (cusparse ? cal.spmm_cusparse_efficiency : cal.spmm_own_efficiency) = eff;
+  // The large epochs fix one SpMM time factor per kind (own fp32, cuSPARSE fp32, own bf16) and one factor shared by
+  // the element-wise and GEMM terms: measured ~ a_kind * SpMM + b * (stream + GEMM) + launches, by least squares on
+  // the relative error (linear in the factors; the GEMM term is taken at the default efficiencies). Efficiencies are
+  // then 1 / a_kind and the stream / GEMM efficiencies are divided by b.
+  auto math_of = [](const CalibrationMeasurement& m) {
+    return m.model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32;
+  };
+  auto kind_of = [](const CalibrationMeasurement& m) {
+    return m.model.precision == Precision::kBf16 ? 2 : m.cusparse ? 1 : 0;
+  };
+  constexpr int kUnknowns = 4;  // a_own, a_cusparse, a_bf16, b
+  double ata[kUnknowns][kUnknowns] = {}, atb[kUnknowns] = {};
+  bool seen[3] = {false, false, false};
+  for (const auto& row : large) {
+    Calibration probe = cal;
+    probe.spmm_own_efficiency = probe.spmm_cusparse_efficiency = probe.spmm_bf16_efficiency = 1.0;
+    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, math_of(*row.m));
+    double x[kUnknowns] = {0, 0, 0, (t.stream + t.gemm) / row.m->seconds};
+    x[kind_of(*row.m)] = t.spmm / row.m->seconds;
+    seen[kind_of(*row.m)] = true;
+    const double y = 1.0 - (t.launch + t.comm) / row.m->seconds;
+    for (int i = 0; i < kUnknowns; ++i) {
+      for (int j = 0; j < kUnknowns; ++j) ata[i][j] += x[i] * x[j];
+      atb[i] += x[i] * y;
+    }
+  }
+  for (int k = 0; k < 3; ++k)
+    if (!seen[k]) {  // no point of this kind: keep its default (a = 1 / default efficiency), solve for the rest
+      for (int j = 0; j < kUnknowns; ++j) ata[k][j] = ata[j][k] = 0;
+      ata[k][k] = 1;
+      atb[k] = 1.0 / (k == 2 ? cal.spmm_bf16_efficiency : k == 1 ? cal.spmm_cusparse_efficiency : cal.spmm_own_efficiency);
+    }
+  if (!large.empty()) {
+    // Gaussian elimination with partial pivoting on the normal equations.
+    double m[kUnknowns][kUnknowns + 1];
+    for (int i = 0; i < kUnknowns; ++i) {
+      for (int j = 0; j < kUnknowns; ++j) m[i][j] = ata[i][j];
+      m[i][kUnknowns] = atb[i];
+    }
+    bool solvable = true;
+    for (int c = 0; c < kUnknowns && solvable; ++c) {
+      int pivot = c;
+      for (int r = c + 1; r < kUnknowns; ++r)
+        if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
+      if (std::fabs(m[pivot][c]) < 1e-12) solvable = false;
+      if (!solvable) break;
+      for (int j = 0; j <= kUnknowns; ++j) std::swap(m[c][j], m[pivot][j]);
+      for (int r = 0; r < kUnknowns; ++r) {
+        if (r == c) continue;
+        const double f = m[r][c] / m[c][c];
+        for (int j = c; j <= kUnknowns; ++j) m[r][j] -= f * m[c][j];
+      }
+    }
+    double a[kUnknowns];
+    for (int i = 0; i < kUnknowns && solvable; ++i) {
+      a[i] = m[i][kUnknowns] / m[i][i];
+      if (!(a[i] > 0) || !std::isfinite(a[i])) solvable = false;  // a negative factor would be meaningless
+    }
+    if (solvable) {
+      cal.spmm_own_efficiency = 1.0 / a[0];
+      cal.spmm_cusparse_efficiency = 1.0 / a[1];
+      cal.spmm_bf16_efficiency = 1.0 / a[2];
+      cal.stream_efficiency /= a[3];
+      cal.gemm_efficiency /= a[3];
     }
   }
   for (const auto& m : measurements) {
-    const EpochTime t = predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse);
+    const EpochTime t =
+        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, math_of(m));
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
   cal.fitted = true;

@@ -39,6 +39,7 @@ struct Card {
 struct Calibration {
   double spmm_own_efficiency = 0.5;       ///< fraction of peak memory bandwidth gcnpart's SpMM reaches
   double spmm_cusparse_efficiency = 0.5;  ///< same for cuSPARSE CSR ALG2
+  double spmm_bf16_efficiency = 0.5;      ///< gcnpart's SpMM on bf16 rows (--precision bf16; own kernel only)
   double stream_efficiency = 0.8;         ///< element-wise kernels, copies
   double gemm_efficiency = 0.7;           ///< fraction of peak FP32 (TF32 with --tf32) cuBLAS reaches
   double launch_seconds = 5e-6;           ///< fixed cost per kernel launch (launch + tail of a tiny kernel)
@@ -104,9 +105,9 @@ struct CalibrationMeasurement {
 };
 /// The H200 measurements of 2026-11-29 (bench/results/h200-2026-11-29 and the lead's RMAT figures).
 std::vector<CalibrationMeasurement> h200_measurements();
-/// Fits launch and step costs on the small graphs (least squares, they are launch-bound) and the SpMM efficiencies
-/// on the large one (one point each, so those residuals are 0 by construction; the small graphs' residuals are
-/// the honest part of the error). `card` is the GPU they were measured on.
+/// Fits launch and step costs on the small graphs (least squares, they are launch-bound) and one SpMM efficiency per
+/// kind (own fp32, cuSPARSE fp32, own bf16) on the large graphs: the geometric mean of the efficiencies each large
+/// epoch implies, so every point keeps its own residual. `card` is the GPU they were measured on.
 Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement>& measurements);
 
 }  // namespace gcnpart::partition

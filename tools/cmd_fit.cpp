@@ -465,6 +465,7 @@ void run_fit(FitOptions& o, bool data_given) {
                       {"factors",
                        {{"spmm_own_efficiency", c.cal.spmm_own_efficiency},
                         {"spmm_cusparse_efficiency", c.cal.spmm_cusparse_efficiency},
+                        {"spmm_bf16_efficiency", c.cal.spmm_bf16_efficiency},
                         {"stream_efficiency", c.cal.stream_efficiency},
                         {"gemm_efficiency", c.cal.gemm_efficiency},
                         {"launch_seconds", c.cal.launch_seconds},
