@@ -36,8 +36,25 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
                                   "partitioner)");
   const std::int64_t n = graph.num_nodes;
   idx_t nvtxs = static_cast<idx_t>(n);
-  idx_t ncon = 1;
+  idx_t ncon = options.balance == Balance::kBoth ? 2 : 1;
   idx_t nparts = parts;
+  // Node weights: 1 + degree (edges), or (1, 1 + degree) per node (both); degrees of the full graph even when METIS
+  // sees a sample, since the work is the full graph's.
+  std::vector<idx_t> vwgt;
+  if (options.balance != Balance::kNodes) {
+    vwgt.resize(static_cast<std::size_t>(n) * static_cast<std::size_t>(ncon));
+    // METIS sums weights in 32-bit idx_t: keep the total (n + entries / divisor) below 2^30.
+    const std::int64_t divisor = std::max<std::int64_t>(1, (n + graph.num_edges()) / (std::int64_t{1} << 30) + 1);
+    for (std::int64_t v = 0; v < n; ++v) {
+      const auto degree = static_cast<idx_t>((graph.row_offsets[v + 1] - graph.row_offsets[v]) / divisor);
+      if (ncon == 2) {
+        vwgt[2 * v] = 1;
+        vwgt[2 * v + 1] = 1 + degree;
+      } else {
+        vwgt[v] = 1 + degree;
+      }
+    }
+  }
   // METIS takes idx_t offsets: the int64 offsets are copied (4 bytes per node); the columns are not, unless sampled.
   std::vector<idx_t> xadj(graph.row_offsets.size());
   std::vector<idx_t> sampled;
@@ -82,7 +99,8 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
   metis_options[METIS_OPTION_NUMBERING] = 0;
   metis_options[METIS_OPTION_NITER] = options.metis_iterations;
   idx_t objval = 0;
-  const int status = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, nullptr, nullptr, nullptr, &nparts, nullptr,
+  const int status = METIS_PartGraphKway(&nvtxs, &ncon, xadj.data(), adjncy, vwgt.empty() ? nullptr : vwgt.data(),
+                                         nullptr, nullptr, &nparts, nullptr,
                                          nullptr, metis_options, &objval, part_of.data());
   if (status == METIS_ERROR_MEMORY)
     throw OutOfMemory("METIS_PartGraphKway ran out of host memory partitioning " + std::to_string(graph.num_nodes) +

@@ -358,6 +358,20 @@ const char* strategy_name(Strategy s) {
   return "unknown";
 }
 
+const char* balance_name(Balance b) noexcept {
+  switch (b) {
+    case Balance::kEdges: return "edges";
+    case Balance::kBoth: return "both";
+    default: return "nodes";
+  }
+}
+
+Balance parse_balance(const std::string& text, const std::string& parameter) {
+  for (Balance b : {Balance::kNodes, Balance::kEdges, Balance::kBoth})
+    if (text == balance_name(b)) return b;
+  throw InvalidInput::parameter(parameter, text, "nodes, edges or both");
+}
+
 Strategy parse_strategy(const std::string& name, const std::string& parameter) {
   for (const Strategy s : {Strategy::kSingle, Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline})
     if (name == strategy_name(s)) return s;

@@ -13,6 +13,12 @@ namespace gcnpart::partition {
 
 enum class Partitioner { kMetis, kRandom, kRange };
 enum class Objective { kCut, kVolume };
+/// What METIS keeps balanced across parts: node counts (its default), the parts' adjacency entries (each node
+/// weighted by 1 + its degree: SpMM work), or both at once (two constraints).
+enum class Balance { kNodes, kEdges, kBoth };
+/// "nodes", "edges", "both". @throws InvalidInput naming `parameter` otherwise.
+Balance parse_balance(const std::string& text, const std::string& parameter);
+const char* balance_name(Balance b) noexcept;
 
 struct PartitionOptions {
   Partitioner method = Partitioner::kMetis;
@@ -26,6 +32,8 @@ struct PartitionOptions {
   /// power-law graphs, so on RMAT its memory is ~18x the CSR; a sample cuts memory and time in proportion.
   /// The cut and volume reported are always those of the full graph.
   double metis_edge_sample = 1.0;
+  /// METIS only: which per-part totals stay within `imbalance` (node weights from the full graph's degrees).
+  Balance balance = Balance::kNodes;
 };
 
 /// part_of[v] in [0, parts) for every node.

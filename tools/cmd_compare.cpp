@@ -37,6 +37,7 @@ struct CompareOptions {
   double imbalance = 1.03;
   std::string objective = "cut";
   std::string metis_sample = "auto";
+  std::string balance = "nodes";
   std::string device = "cpu";
   std::string precision = "fp32";
 };
@@ -108,6 +109,7 @@ void run_compare(CompareOptions& o) {
 
   const auto ds = load_data(o.data);
   popt.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
+  popt.balance = partition::parse_balance(o.balance, "--balance");
   engine::TrainConfig cfg = o.config;
   cfg.model.tf32 = o.precision == "tf32";
   cfg.model.bf16 = o.precision == "bf16";
@@ -131,6 +133,7 @@ void run_compare(CompareOptions& o) {
                        {"classes", ds.num_classes}};
   report["partitioner"] = o.partitioner;
   report["metis_edge_sample"] = popt.metis_edge_sample;
+  report["balance"] = partition::balance_name(popt.balance);
   report["parts"] = o.parts;
   report["layers"] = o.layers;
   report["device"] = cuda ? "cuda (" + std::to_string(gpus) + " visible GPU(s), NCCL, one thread each)"
@@ -271,6 +274,10 @@ Command register_compare(CLI::App& app) {
   cmd->add_option("--partition-seed", o->partition_seed, "Partitioner seed")->capture_default_str();
   cmd->add_option("--imbalance", o->imbalance, "Largest part / mean part (METIS)")->capture_default_str();
   cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember({"cut", "vol"}))
+      ->capture_default_str();
+  cmd->add_option("--balance", o->balance,
+                  "What METIS balances across parts: nodes, edges (node weight 1 + degree: SpMM work) or both")
+      ->check(CLI::IsMember({"nodes", "edges", "both"}))
       ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")

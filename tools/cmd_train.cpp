@@ -37,6 +37,7 @@ struct TrainOptions {
   int parts = 0;  // 0: --gpus, the MPI world size, or 1
   std::string partitioner = "metis";
   std::string metis_sample = "auto";
+  std::string balance = "nodes";
   int gpus = 0;
   std::string link_bench = "auto";
 };
@@ -136,6 +137,7 @@ void run_train(TrainOptions& o) {
                   : o.partitioner == "range" ? partition::Partitioner::kRange
                                              : partition::Partitioner::kMetis;
     popt.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
+    popt.balance = partition::parse_balance(o.balance, "--balance");
     const auto plan = partition::make_plan(ds.graph, strategy, o.parts, o.config.model.layers, popt);
     std::vector<double> acc;
     Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
@@ -177,7 +179,7 @@ void run_train(TrainOptions& o) {
                           {"dataset", ds.name}, {"strategy", o.strategy}, {"parts", o.parts},
                           {"device", device_name}, {"launch", launch.mpi ? "mpi" : "threads"},
                           {"driver_bytes", last.driver_bytes}, {"valid_loss", last.valid_loss},
-                          {"partitioner", o.partitioner}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
+                          {"partitioner", o.partitioner}, {"balance", o.balance}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
                           {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
                           {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
                           {"lost_edges", plan.metrics.lost_edges}};
@@ -347,6 +349,10 @@ Command register_train(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "on", "off"}))->capture_default_str();
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
+  cmd->add_option("--balance", o->balance,
+                  "What METIS balances across parts: nodes, edges (node weight 1 + degree: SpMM work) or both")
+      ->check(CLI::IsMember({"nodes", "edges", "both"}))
+      ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")
       ->capture_default_str();
