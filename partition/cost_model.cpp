@@ -106,6 +106,10 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   return w;
 }
 
+GemmMath gemm_math(const ModelSpec& m, bool tf32) {
+  return m.precision == Precision::kBf16 ? GemmMath::kBf16 : tf32 ? GemmMath::kTf32 : GemmMath::kFp32;
+}
+
 Link link_for(const Card& card, int gpus) {
   if (gpus <= 1) return {"none", 0};
   if (card.nvlink_gbs > 0 && gpus <= card.nvlink_max_gpus) return {"nvlink", card.nvlink_gbs / 2};
@@ -222,14 +226,14 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   for (const auto& m : measurements) {
     Row row{&m, epoch_work(single_device_shape(m.graph), m.model)};
     const EpochTime t = predict_epoch(row.work, card, cal, none, m.cusparse,
-                                      m.model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32);
+                                      gemm_math(m.model));
     (t.spmm + t.stream + t.gemm < 0.1 * m.seconds ? small : large).push_back(row);
   }
   if (!small.empty()) {
     double num = 0, den = 0;
     for (const auto& row : small) {
       const EpochTime t = predict_epoch(row.work, card, cal, none, row.m->cusparse,
-                                        row.m->model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32);
+                                        gemm_math(row.m->model));
       const double k = static_cast<double>(row.work.kernels);
       num += (row.m->seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
       den += k * k;
@@ -240,9 +244,6 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   // the element-wise and GEMM terms: measured ~ a_kind * SpMM + b * (stream + GEMM) + launches, by least squares on
   // the relative error (linear in the factors; the GEMM term is taken at the default efficiencies). Efficiencies are
   // then 1 / a_kind and the stream / GEMM efficiencies are divided by b.
-  auto math_of = [](const CalibrationMeasurement& m) {
-    return m.model.precision == Precision::kBf16 ? GemmMath::kBf16 : GemmMath::kFp32;
-  };
   auto kind_of = [](const CalibrationMeasurement& m) {
     return m.model.precision == Precision::kBf16 ? 2 : m.cusparse ? 1 : 0;
   };
@@ -252,7 +253,7 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   for (const auto& row : large) {
     Calibration probe = cal;
     probe.spmm_own_efficiency = probe.spmm_cusparse_efficiency = probe.spmm_bf16_efficiency = 1.0;
-    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, math_of(*row.m));
+    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, gemm_math(row.m->model));
     double x[kUnknowns] = {0, 0, 0, (t.stream + t.gemm) / row.m->seconds};
     x[kind_of(*row.m)] = t.spmm / row.m->seconds;
     seen[kind_of(*row.m)] = true;
@@ -304,7 +305,7 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   }
   for (const auto& m : measurements) {
     const EpochTime t =
-        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, math_of(m));
+        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, gemm_math(m.model));
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
   cal.fitted = true;

@@ -84,6 +84,8 @@ Link link_for(const Card& card, int gpus);
 
 /// What the GEMMs run on: FP32 cores, TF32 tensor cores (--tf32) or BF16 tensor cores (bf16 precision).
 enum class GemmMath { kFp32, kTf32, kBf16 };
+/// What a model's GEMMs run on: bf16 tensor cores for bf16 precision, else TF32 when asked, else FP32.
+GemmMath gemm_math(const ModelSpec& m, bool tf32 = false);
 
 /// Predicted epoch time, split by term.
 struct EpochTime {

@@ -3,6 +3,7 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 
 #include "kernels/core/atomic_file.hpp"
@@ -66,6 +67,18 @@ void write_json(const std::string& path, const nlohmann::json& j) {
     return;
   }
   write_file_atomic(path, text);
+}
+
+std::string now_iso() {
+  char buf[32];
+  const std::time_t t = std::time(nullptr);
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
+  return buf;
+}
+
+nlohmann::json dataset_json(const datasets::Dataset& ds) {
+  return {{"name", ds.name},         {"provenance", ds.provenance}, {"nodes", ds.num_nodes()},
+          {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features}, {"classes", ds.num_classes}};
 }
 
 std::string with_commas(std::int64_t v) {

@@ -39,6 +39,11 @@ double metis_sample(const std::string& option, std::int64_t directed_edges);
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
 
+/// The current UTC time as "2026-11-29T18:40:00Z" (the date of every JSON report).
+std::string now_iso();
+/// {name, provenance, nodes, edges_directed, features, classes} of a dataset, as every report gives it.
+nlohmann::json dataset_json(const datasets::Dataset& ds);
+
 /// "1,234,567"
 std::string with_commas(std::int64_t v);
 /// "12.3 MiB"

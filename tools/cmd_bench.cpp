@@ -107,13 +107,6 @@ engine::Device cuda_device(const std::string& spec) {
 
 // ------------------------------------------------------------------------------------------------ helpers
 
-std::string now_iso() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 struct Summary {
   double median = 0, min = 0, p90 = 0, mean = 0;
 };
@@ -143,11 +136,6 @@ nlohmann::json memory_json(const engine::MemoryStats& m) {
   for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c)
     at_peak[memory_category_name(static_cast<MemoryCategory>(c))] = m.at_peak_by[static_cast<std::size_t>(c)];
   return {{"peak_bytes", m.peak}, {"at_peak_by_category", at_peak}, {"allocations", m.allocations}};
-}
-
-nlohmann::json dataset_json(const datasets::Dataset& ds) {
-  return {{"name", ds.name},         {"provenance", ds.provenance}, {"nodes", ds.num_nodes()},
-          {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features}, {"classes", ds.num_classes}};
 }
 
 /// GPU name, multiprocessors, memory, L2, peak clocks (device attributes: CUDA 13 dropped them from

@@ -52,13 +52,6 @@ std::vector<std::int64_t> parse_sizes(const std::string& list) {
   return out;
 }
 
-std::string now_iso() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 void run_bench_nccl(BenchNcclOptions& o) {
   // Every argument is checked before a GPU is touched.
   const engine::Device device = engine::Device::parse(o.device);

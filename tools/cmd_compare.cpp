@@ -85,13 +85,6 @@ double mean_after_warmup(const std::vector<double>& v) {
   return v.size() > from ? sum / static_cast<double>(v.size() - from) : 0.0;
 }
 
-std::string now_iso() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 void run_compare(CompareOptions& o) {
   partition::PartitionOptions popt;
   if (o.partitioner == "metis") popt.method = partition::Partitioner::kMetis;
@@ -128,9 +121,7 @@ void run_compare(CompareOptions& o) {
   report["command"] = "compare";
   report["date"] = now_iso();
   report["commit"] = GCNPART_GIT_COMMIT;
-  report["dataset"] = {{"name", ds.name}, {"provenance", ds.provenance}, {"nodes", ds.num_nodes()},
-                       {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features},
-                       {"classes", ds.num_classes}};
+  report["dataset"] = dataset_json(ds);
   report["partitioner"] = o.partitioner;
   report["metis_edge_sample"] = popt.metis_edge_sample;
   report["balance"] = partition::balance_name(popt.balance);
@@ -175,6 +166,11 @@ void run_compare(CompareOptions& o) {
     std::fflush(stdout);
   };
 
+  // Accuracy and loss of a trained row (RunReport for single, DistributedReport for the strategies).
+  auto train_json = [](const auto& rep) -> nlohmann::json {
+    return {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
+            {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
+  };
   for (int layers : o.layers) {
     engine::TrainConfig c = cfg;
     c.model.layers = layers;
@@ -196,9 +192,7 @@ void run_compare(CompareOptions& o) {
       r["device_epoch_ms"] = {epoch_ms};
       r["memory_check"] = nlohmann::json::array({memory_check_json(rep.memory_check)});
       r["link"] = nullptr;
-      if (o.train)
-        r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
-                      {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
+      if (o.train) r["train"] = train_json(rep);
       print_row(r);
       rows.push_back(r);
       progress.update(++done);
@@ -210,19 +204,14 @@ void run_compare(CompareOptions& o) {
           progress.update(++done);
           continue;
         }
-        if (s == partition::Strategy::kPipeline && cfg.model.bf16) {  // refused by the engine: say so once per row
-          std::printf("%-8s %3d %2d skipped: bf16 pipeline stages are not implemented\n", "pipeline", k, layers);
-          rows.push_back({{"strategy", "pipeline"}, {"parts", k}, {"layers", layers}, {"status", "skipped"},
-                          {"reason", "bf16 pipeline stages are not implemented"}});
-          progress.update(++done);
-          continue;
-        }
-        if (cuda && k > gpus) {
-          std::printf("%-8s %3d %2d skipped: needs %d GPUs, %d visible\n", partition::strategy_name(s), k, layers, k,
-                      gpus);
+        // Rows the engine would refuse (bf16 pipeline) or that need more GPUs than there are: said and recorded.
+        std::string skip;
+        if (s == partition::Strategy::kPipeline && cfg.model.bf16) skip = "bf16 pipeline stages are not implemented";
+        if (cuda && k > gpus) skip = "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible";
+        if (!skip.empty()) {
+          std::printf("%-8s %3d %2d skipped: %s\n", partition::strategy_name(s), k, layers, skip.c_str());
           rows.push_back({{"strategy", partition::strategy_name(s)}, {"parts", k}, {"layers", layers},
-                          {"status", "skipped"},
-                          {"reason", "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible"}});
+                          {"status", "skipped"}, {"reason", skip}});
           progress.update(++done);
           continue;
         }
@@ -238,9 +227,7 @@ void run_compare(CompareOptions& o) {
           r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
           r["train_loss"] = rep.train_loss;
           add_distributed_json(r, rep);
-          if (o.train)
-            r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
-                          {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
+          if (o.train) r["train"] = train_json(rep);
         }
         print_row(r);
         rows.push_back(r);

@@ -212,13 +212,11 @@ std::vector<StrategyFit> split_fits(FitContext& c, int k) {
 partition::EpochTime epoch_of(const FitContext& c, const StrategyFit& f, const Card& card) {
   partition::EpochTime worst;
   const auto link = partition::link_for(card, f.parts);
+  const auto math = partition::gemm_math(c.model, c.o.tf32);
   for (const auto& shape : f.shapes) {
     const auto work = partition::epoch_work(shape, c.model);
     partition::EpochTime t;
     const bool gather = shape.gather;  // the gather aggregation runs gcnpart's SpMM only
-    const auto math = c.model.precision == partition::Precision::kBf16 ? partition::GemmMath::kBf16
-                      : c.o.tf32                                         ? partition::GemmMath::kTf32
-                                                                         : partition::GemmMath::kFp32;
     if (c.o.spmm == "own" || gather) t = partition::predict_epoch(work, card, c.cal, link, false, math);
     else if (c.o.spmm == "cusparse") t = partition::predict_epoch(work, card, c.cal, link, true, math);
     else {

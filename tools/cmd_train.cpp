@@ -62,13 +62,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-std::string now_iso() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
-
 nlohmann::json memory_json(const engine::MemoryStats& m) {
   nlohmann::json at_peak = nlohmann::json::object();
   for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c)
@@ -258,9 +251,7 @@ void run_train(TrainOptions& o) {
     j["command"] = "train";
     j["date"] = now_iso();
     j["commit"] = GCNPART_GIT_COMMIT;
-    j["dataset"] = {{"name", ds.name}, {"provenance", ds.provenance}, {"nodes", ds.num_nodes()},
-                    {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features},
-                    {"classes", ds.num_classes}};
+    j["dataset"] = dataset_json(ds);
     j["device"] = device_name;
     j["model"] = {{"dims", dims},
                   {"layers", o.config.model.layers},

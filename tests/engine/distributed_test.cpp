@@ -8,30 +8,17 @@
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
 #include "kernels/core/error.hpp"
+#include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
 using partition::Strategy;
+using testing::cora;
+using testing::dense_feature_graph;
+using testing::sbm_3000;
 
 namespace {
-
-const datasets::Dataset& cora() {
-  static const datasets::Dataset ds = datasets::load_dataset(testing::data_dir() + "/cora");
-  return ds;
-}
-
-const datasets::Dataset& generated() {
-  static const datasets::Dataset ds = [] {
-    datasets::SbmParams p;
-    p.nodes = 3000;
-    p.classes = 5;
-    p.features = 48;
-    p.seed = 11;
-    return datasets::generate_sbm(p);
-  }();
-  return ds;
-}
 
 TrainConfig twenty_epochs(int layers) {
   TrainConfig cfg;
@@ -83,7 +70,7 @@ TEST_CASE("halo, gather and pipeline on 2, 3 and 4 virtual devices reproduce sin
 }
 
 TEST_CASE("halo, gather and pipeline reproduce single-device training on a generated graph with 3 layers") {
-  check_exact_strategies(generated(), 3);
+  check_exact_strategies(sbm_3000(), 3);
 }
 
 TEST_CASE("drop on one device equals single-device training") {
@@ -274,11 +261,11 @@ TEST_SUITE("gpu") {
 
 TEST_CASE("pipeline with 4 layers on 2 and 4 stages reproduces single-device training and holds only its layers") {
   const auto cfg = twenty_epochs(4);
-  const auto single = train_single(single_device_problem(generated(), true), Device{}, cfg);
+  const auto single = train_single(single_device_problem(sbm_3000(), true), Device{}, cfg);
   for (int k : {2, 4}) {
     INFO("pipeline on " << k << " stages");
-    const auto plan = partition::make_plan(generated().graph, Strategy::kPipeline, k, 4);
-    const auto dist = train_distributed(generated(), plan, cfg);
+    const auto plan = partition::make_plan(sbm_3000().graph, Strategy::kPipeline, k, 4);
+    const auto dist = train_distributed(sbm_3000(), plan, cfg);
     check_same_training(single, dist, 1e-5);
     const auto w = dist.memory[0].at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)];
     CHECK(w < single.memory.at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)]);
@@ -293,21 +280,6 @@ TEST_CASE("pipeline refuses more stages than layers") {
 // ---------------------------------------------------------------------------------------------------- bf16
 
 namespace {
-
-/// Dense Gaussian features on a 3000-node SBM (as in gcn_test): with 3 layers of hidden 64 the first two layers
-/// aggregate first (48 <= 64, 64 <= 64) and the last multiplies first (64 > 5).
-const datasets::Dataset& dense_feature_graph() {
-  static const datasets::Dataset ds = [] {
-    datasets::SbmParams p;
-    p.nodes = 3000;
-    p.classes = 5;
-    p.features = 48;
-    p.seed = 11;
-    p.train_per_class = 300;
-    return datasets::generate_sbm(p);
-  }();
-  return ds;
-}
 
 TrainConfig bf16_ten_epochs(int layers, std::int64_t hidden) {
   TrainConfig cfg = twenty_epochs(layers);

@@ -13,6 +13,7 @@
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;
@@ -277,27 +278,6 @@ TEST_CASE("a corrupt or foreign checkpoint is refused") {
 
 namespace {
 
-const datasets::Dataset& cora_dataset() {
-  static const datasets::Dataset ds = datasets::load_dataset(testing::data_dir() + "/cora");
-  return ds;
-}
-
-/// Dense Gaussian features (48 wide) on a 3000-node SBM. With 3 layers of hidden 64 the first two layers aggregate
-/// first (48 <= 64, 64 <= 64) and the last multiplies first (64 > 5): both orders, no sparse-input path.
-/// 300 training nodes per class: the gradients carry signal beyond the cancellation of few rows.
-const datasets::Dataset& dense_feature_graph() {
-  static const datasets::Dataset ds = [] {
-    datasets::SbmParams p;
-    p.nodes = 3000;
-    p.classes = 5;
-    p.features = 48;
-    p.seed = 11;
-    p.train_per_class = 300;
-    return datasets::generate_sbm(p);
-  }();
-  return ds;
-}
-
 /// The configuration of a dataset's bf16 comparisons: Cora with the paper's model (sparse input features), the
 /// dense graph with 3 layers of hidden 64.
 TrainConfig bf16_comparison_config(bool dense_graph, int epochs) {
@@ -325,7 +305,7 @@ double worst_relative_gap(const std::vector<double>& a, const std::vector<double
 
 TEST_CASE("bf16 training tracks fp32 losses within 1e-3 relative for the first 10 epochs on Cora and a dense graph") {
   for (const bool dense : {false, true}) {
-    const auto& ds = dense ? dense_feature_graph() : cora_dataset();
+    const auto& ds = dense ? testing::dense_feature_graph() : testing::cora();
     const LocalProblem p = single_device_problem(ds, true);
     TrainConfig cfg = bf16_comparison_config(dense, 10);
     const auto fp32 = train_single(p, Device{}, cfg);
@@ -351,7 +331,7 @@ TEST_CASE("bf16 gradients are within 2e-2 relative L2 error of fp32 gradients at
   // weights): their relative error then measures the cancellation more than the bf16 path (2e-2 to 3.5e-2 measured
   // on the dense graph). After 20 fp32 epochs they carry signal. Both models take the same weights and dropout masks.
   for (const bool dense : {false, true}) {
-    const auto& ds = dense ? dense_feature_graph() : cora_dataset();
+    const auto& ds = dense ? testing::dense_feature_graph() : testing::cora();
     const LocalProblem p = single_device_problem(ds, true);
     GcnConfig cfg = bf16_comparison_config(dense, 1).model;
     Resources res32(Device{}), res16(Device{});
@@ -403,7 +383,7 @@ TEST_CASE("bf16 gradients are within 2e-2 relative L2 error of fp32 gradients at
 }
 
 TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense-feature graph") {
-  const LocalProblem p = single_device_problem(dense_feature_graph(), true);
+  const LocalProblem p = single_device_problem(testing::dense_feature_graph(), true);
   TrainConfig cfg = bf16_comparison_config(true, 2);
   const auto fp32 = train_single(p, Device{}, cfg);
   cfg.model.bf16 = true;
@@ -420,7 +400,7 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
 }
 
 TEST_CASE("bf16 training is deterministic for a seed on the CPU") {
-  const LocalProblem p = single_device_problem(dense_feature_graph(), true);
+  const LocalProblem p = single_device_problem(testing::dense_feature_graph(), true);
   TrainConfig cfg = bf16_comparison_config(true, 5);
   cfg.model.bf16 = true;
   const auto a = train_single(p, Device{}, cfg);
@@ -431,7 +411,7 @@ TEST_CASE("bf16 training is deterministic for a seed on the CPU") {
 
 TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and losses as an uninterrupted run") {
   // The bf16 copy of the weights must be refreshed from the restored master weights.
-  const LocalProblem p = single_device_problem(cora_dataset(), true);
+  const LocalProblem p = single_device_problem(testing::cora(), true);
   testing::TempDir dir;
   TrainConfig cfg;
   cfg.epochs = 12;
@@ -452,7 +432,7 @@ TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and l
 }
 
 TEST_CASE("bf16 is refused with pipeline stages, the cuSPARSE SpMM and TF32") {
-  const auto& ds = cora_dataset();
+  const auto& ds = testing::cora();
   TrainConfig cfg;
   cfg.epochs = 1;
   cfg.model.bf16 = true;

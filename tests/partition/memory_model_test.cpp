@@ -13,29 +13,15 @@
 #include "engine/trainer.hpp"
 #include "kernels/core/error.hpp"
 #include "partition/cost_model.hpp"
+#include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::partition;
+using gcnpart::testing::cora;
+using gcnpart::testing::sbm_3000;
 
 namespace {
-
-const datasets::Dataset& cora() {
-  static const datasets::Dataset ds = datasets::load_dataset(testing::data_dir() + "/cora");
-  return ds;
-}
-
-const datasets::Dataset& sbm() {
-  static const datasets::Dataset ds = [] {
-    datasets::SbmParams p;
-    p.nodes = 3000;
-    p.classes = 5;
-    p.features = 48;
-    p.seed = 11;
-    return datasets::generate_sbm(p);
-  }();
-  return ds;
-}
 
 engine::TrainConfig two_epochs(int layers) {
   engine::TrainConfig cfg;
@@ -70,7 +56,7 @@ std::string breakdown(const CategoryBytes& c) {
 }  // namespace
 
 TEST_CASE("memory model reproduces the tracked peak of single-device training on Cora and a generated graph") {
-  for (const auto* ds : {&cora(), &sbm()}) {
+  for (const auto* ds : {&cora(), &sbm_3000()}) {
     for (int layers : {2, 3}) {
       const auto cfg = two_epochs(layers);
       const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
@@ -92,7 +78,7 @@ TEST_CASE("memory model reproduces the tracked peak of single-device training on
 TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, halo and gather on K = 2, 3, 4 "
           "devices and 2 and 3 layers") {
   double worst_exact = 0, worst_metrics = 0;
-  for (const auto* ds : {&cora(), &sbm()}) {
+  for (const auto* ds : {&cora(), &sbm_3000()}) {
     const GraphStats stats = graph_stats(*ds);
     for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
       for (int k : {2, 3, 4}) {
@@ -130,7 +116,7 @@ TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, h
 }
 
 TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 training, single, halo and gather") {
-  for (const auto* ds : {&cora(), &sbm()}) {
+  for (const auto* ds : {&cora(), &sbm_3000()}) {
     for (int layers : {2, 3}) {
       auto cfg = two_epochs(layers);
       cfg.model.bf16 = true;
@@ -224,7 +210,7 @@ TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and 
 }
 
 TEST_CASE("sampled split estimate agrees with the plan within a few of its standard errors") {
-  for (const auto* ds : {&cora(), &sbm()}) {
+  for (const auto* ds : {&cora(), &sbm_3000()}) {
     for (int k : {2, 4}) {
       for (int layers : {2, 3}) {
         PartitionOptions opt;
@@ -258,7 +244,7 @@ TEST_CASE("count model stays within the error it reports of exact random-split h
   rp.classes = 4;
   const datasets::Dataset rmat = datasets::generate_rmat(rp);
   double worst = 0, worst_rough = 0;
-  for (const auto* ds : {&cora(), &sbm(), &rmat}) {
+  for (const auto* ds : {&cora(), &sbm_3000(), &rmat}) {
     const GraphStats stats = graph_stats(*ds);
     for (int k : {2, 4, 8}) {
       for (int layers : {2, 3}) {
