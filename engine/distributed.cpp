@@ -102,9 +102,10 @@ namespace {
 /// What the device held before the run's own allocations (GPUs): the CUDA context, and what NCCL took.
 struct DeviceBaseline {
   std::int64_t context = 0, nccl = 0;
+  bool known = false;  ///< false: take the context from the device's Resources (one device, no NCCL)
 };
 
-/// What one rank measured, gathered into the report after the run.
+/// What one device measured, gathered into the report after the run.
 struct RankResult {
   std::vector<double> step_seconds, comm_seconds;
   MemoryStats memory;
@@ -131,78 +132,146 @@ bool link_collective(partition::Strategy s, CollectiveKind& kind) {
 /// when there are more.
 std::size_t first_measured_epoch(std::size_t epochs) { return epochs > 1 ? 1 : 0; }
 
-/// Trains rank `rank` of the plan with `comm`; rank 0 also fills the report's losses, accuracy and weights.
-void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const TrainConfig& config,
-              const EpochCallback& on_epoch, const LaunchOptions& launch, int rank, const Device& device,
-              Communicator& comm, const DeviceBaseline& baseline, DistributedReport& report, RankResult& mine) {
-  const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
+/// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
+struct LoopState {
+  int start = 0;
+  double best_valid = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  std::vector<double> train_loss, valid_loss;
+};
+
+LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {
+  LoopState st;
+  if (!config.resume || config.checkpoint_dir.empty()) return st;
+  const auto epoch = read_checkpoint_latest(config.checkpoint_dir, parts);
+  if (!epoch) return st;
+  const std::string path = checkpoint_path(config.checkpoint_dir, rank, parts, *epoch);
+  const Checkpoint c = load_checkpoint(path);
+  if (c.dims != model.dims() || c.seed != config.model.seed)
+    throw InvalidInput(InputLocation{path, 0, 0}, "checkpoint of another model or seed",
+                       "seed " + std::to_string(c.seed),
+                       "seed " + std::to_string(config.model.seed) + " and the same widths");
+  model.set_state(c.model);
+  st.start = c.next_epoch;
+  st.train_loss = c.train_loss;
+  st.valid_loss = c.valid_loss;
+  st.best_valid = c.best_valid;
+  st.since_best = c.since_best;
+  return st;
+}
+
+/// Writes this device's checkpoint after `epoch`; once every device has, rank 0 names the generation in
+/// DIR/checkpoint.latest, and then each device removes its older generations.
+void write_checkpoint(const TrainConfig& config, int rank, int parts, int epoch, GcnModel& model,
+                      const LoopState& st, Communicator* comm, const kernels::Context& ctx) {
+  Checkpoint c;
+  c.dims = model.dims();
+  c.seed = config.model.seed;
+  c.next_epoch = epoch + 1;
+  c.model = model.state();
+  c.train_loss = st.train_loss;
+  c.valid_loss = st.valid_loss;
+  c.best_valid = st.best_valid;
+  c.since_best = st.since_best;
+  save_checkpoint(checkpoint_path(config.checkpoint_dir, rank, parts, c.next_epoch), c);
+  if (comm != nullptr) comm->barrier(ctx);
+  if (rank == 0) write_checkpoint_latest(config.checkpoint_dir, parts, c.next_epoch);
+  if (comm != nullptr) comm->barrier(ctx);
+  remove_checkpoints_except(config.checkpoint_dir, rank, parts, c.next_epoch);
+}
+
+void inject_fault(const FaultInjection& fault, int rank, int epoch) {
+  if (fault.kind == FaultInjection::Kind::kNone || fault.rank != rank || fault.epoch != epoch) return;
+  if (fault.kind == FaultInjection::Kind::kKill) std::raise(SIGKILL);
+  throw FaultInjected("injected fault: device " + std::to_string(rank) + " failed in epoch " + std::to_string(epoch));
+}
+
+/// The one training loop. Trains `problem` on `device` as rank comm->rank() of comm->size() devices (comm null:
+/// one device, no communication); fills `mine` with what this device measured and, on rank 0, the report's
+/// global figures (losses, accuracy, weights). Every device runs the same epochs: losses and the validation loss
+/// that early stopping reads are all-reduced, so all stop together.
+void run_device(const LocalProblem& problem, partition::Strategy strategy, int parts, const TrainConfig& config,
+                const EpochCallback& on_epoch, const LaunchOptions& launch, const Device& device,
+                Communicator* comm, DeviceBaseline baseline, TrainReport& report, RankResult& mine) {
+  const int rank = comm != nullptr ? comm->rank() : 0;
   Resources res(device, config.memory_limit);
-  (void)res.context();  // handles now: library_bytes() measures them apart from the run's allocations
+  const kernels::Context& ctx = res.context();  // handles now: library_bytes() measures them apart from the run
   if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
   GcnConfig model_config = config.model;
-  const bool pipeline = plan.strategy == partition::Strategy::kPipeline;
-  if (pipeline) model_config.pipeline_stages = plan.parts;
-  GcnModel model(res, problem, model_config, &comm);
+  const bool pipeline = strategy == partition::Strategy::kPipeline;
+  if (pipeline) model_config.pipeline_stages = parts;
+  GcnModel model(res, problem, model_config, comm);
   if (!config.load_weights.empty()) {
     auto all = load_weights(config.load_weights, model.dims());
     const auto [first, last] = model.layer_range();
     model.set_parameters(std::vector<std::vector<float>>(all.begin() + 2 * first, all.begin() + 2 * last));
   }
+  if (!baseline.known) baseline.context = res.used_at_construction();
   std::int64_t driver_sampled = 0;  // cudaMemGetInfo after set-up and at the end of every epoch
   if (device.is_cuda()) driver_sampled = mine.driver_bytes = res.driver_used_bytes();
-  (void)comm.take_tallies();  // set-up's calls belong to no epoch
+  auto take_tallies = [&] { return comm != nullptr ? comm->take_tallies() : std::vector<CommTally>{}; };
+  auto bytes_sent = [&] { return comm != nullptr ? comm->bytes_sent() : std::int64_t{0}; };
+  (void)take_tallies();  // set-up's calls belong to no epoch
   std::vector<CommTally> first_epoch_calls, measured_calls;
   auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
-  double best = std::numeric_limits<double>::infinity();
-  int since_best = 0;
-  for (int epoch = 0; epoch < config.epochs; ++epoch) {
-    const std::int64_t sent_before = comm.bytes_sent();
+
+  LoopState st = resume_from_checkpoint(config, rank, parts, model);
+  if (rank == 0) {
+    report.train_loss = st.train_loss;
+    report.valid_loss = st.valid_loss;
+    report.epochs_run = report.resumed_at = st.start;
+  }
+  const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
+  const bool checkpoints = !config.checkpoint_dir.empty() && config.checkpoint_every > 0;
+  for (int epoch = st.start; epoch < config.epochs; ++epoch) {
+    const std::int64_t sent_before = bytes_sent();
     const auto t0 = std::chrono::steady_clock::now();
     const double loss_sum = model.train_step(epoch);  // ends with the stream synchronised
     mine.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
-    std::vector<CommTally> calls = comm.take_tallies();
+    std::vector<CommTally> calls = take_tallies();
     mine.comm_seconds.push_back(Communicator::total_ms(calls) * 1e-3);
-    if (epoch == 0) {
-      mine.bytes_first_epoch = comm.bytes_sent() - sent_before;
+    if (epoch == st.start) {
+      mine.bytes_first_epoch = bytes_sent() - sent_before;
       first_epoch_calls = calls;
     }
-    if (epoch >= 1 || config.epochs == 1) measured_calls.insert(measured_calls.end(), calls.begin(), calls.end());
+    if (epoch > st.start || config.epochs - st.start == 1)
+      measured_calls.insert(measured_calls.end(), calls.begin(), calls.end());
     if (device.is_cuda()) driver_sampled = std::max(driver_sampled, res.driver_used_bytes());
-    // Fault injection for the launch tests: GCNPART_FAULT_KILL=<rank>:<epoch> SIGKILLs that rank there.
-    if (const char* fault = std::getenv("GCNPART_FAULT_KILL"); fault != nullptr) {
-      int kill_rank = -1, kill_epoch = -1;
-      if (std::sscanf(fault, "%d:%d", &kill_rank, &kill_epoch) == 2 && kill_rank == comm.rank() && kill_epoch == epoch)
-        std::raise(SIGKILL);
-    }
+    inject_fault(config.fault, rank, epoch);
+    st.train_loss.push_back(mean(loss_sum, problem.global_train));
     double vloss = 0, vacc = 0;
-    const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
     if (eval) {
       const EvalResult ev = model.evaluate();
       vloss = mean(ev.loss_sum[1], problem.global_valid);
       vacc = mean(static_cast<double>(ev.correct[1]), problem.global_valid);
-      (void)comm.take_tallies();  // evaluation's calls are not the train step's
+      (void)take_tallies();  // evaluation's calls are not the train step's
+      st.valid_loss.push_back(vloss);
     }
     if (rank == 0) {
-      report.train_loss.push_back(mean(loss_sum, problem.global_train));
-      if (eval) report.valid_loss.push_back(vloss);
+      report.train_loss = st.train_loss;
+      report.valid_loss = st.valid_loss;
       report.epochs_run = epoch + 1;
-      if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, vacc);
+      if (on_epoch) on_epoch(epoch, st.train_loss.back(), vloss, vacc);
     }
-    if (config.early_stopping > 0) {  // every rank sees the same all-reduced vloss, so all stop together
-      if (vloss < best) {
-        best = vloss;
-        since_best = 0;
-      } else if (++since_best >= config.early_stopping) {
-        break;
+    bool stop = false;
+    if (config.early_stopping > 0) {
+      if (vloss < st.best_valid) {
+        st.best_valid = vloss;
+        st.since_best = 0;
+      } else if (++st.since_best >= config.early_stopping) {
+        stop = true;
       }
     }
+    if (checkpoints && (epoch + 1) % config.checkpoint_every == 0)
+      write_checkpoint(config, rank, parts, epoch, model, st, comm, ctx);
+    if (stop) break;
   }
   const EvalResult ev = model.evaluate();
-  (void)comm.take_tallies();
+  (void)take_tallies();
   auto params = model.parameters();
   if (pipeline) mine.parameters = params;
   mine.memory = res.memory().stats();
-  mine.bytes_sent = comm.bytes_sent();
+  mine.bytes_sent = bytes_sent();
   MemoryCheck& mc = mine.memory_check;
   mc.tracked_peak = mine.memory.peak;
   mc.cache_slack = mine.memory.reserved_peak - mine.memory.peak;
@@ -222,13 +291,14 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
       report.loss[s] = mean(ev.loss_sum[s], totals[s]);
     }
     report.parameters = std::move(params);
+    report.spmm_choices = model.spmm_choices();
   }
 
   // The link: after everything above is measured, so that its buffers and calls change none of it.
   CollectiveKind kind{};
   const bool wanted = launch.link == LaunchOptions::Link::kAlways ||
                       (launch.link == LaunchOptions::Link::kAuto && device.is_cuda());
-  if (!wanted || comm.size() < 2 || !link_collective(plan.strategy, kind)) return;
+  if (!wanted || comm == nullptr || comm->size() < 2 || !link_collective(strategy, kind)) return;
   for (const CommTally& t : first_epoch_calls)  // identical on every rank: every rank makes the same calls
     if (t.kind == kind && t.payload_bytes >= mine.link_payload) {
       mine.link_payload = t.payload_bytes;
@@ -245,7 +315,7 @@ void run_rank(const datasets::Dataset& ds, const partition::Plan& plan, const Tr
       same_sent += t.bytes_sent;
     }
   }
-  const CollectiveTiming plain = benchmark_collective(comm, res, kind, mine.link_payload);
+  const CollectiveTiming plain = benchmark_collective(*comm, res, kind, mine.link_payload);
   mine.has_link = true;
   mine.link_kind = kind;
   mine.link.train_GBps = all_ms > 0 ? static_cast<double>(all_sent) / (all_ms * 1e-3) / 1e9 : 0.0;
@@ -261,7 +331,7 @@ double mean_of(const std::vector<double>& v, std::size_t from) {
   return sum / static_cast<double>(v.size() - from);
 }
 
-void fill_report(DistributedReport& report, const std::vector<RankResult>& results) {
+void fill_report(TrainReport& report, const std::vector<RankResult>& results) {
   const std::size_t k = results.size();
   report.memory.resize(k);
   report.bytes_sent.resize(k);
@@ -375,9 +445,22 @@ bool is_abort_echo(const std::exception_ptr& e) {
 
 }  // namespace
 
-DistributedReport train_distributed(const datasets::Dataset& ds, const partition::Plan& plan,
-                                    const TrainConfig& config, const EpochCallback& on_epoch,
-                                    const LaunchOptions& launch) {
+TrainReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
+                         const EpochCallback& on_epoch) {
+  config.validate();
+  TrainReport report;
+  report.seed = config.model.seed;
+  LaunchOptions launch;
+  launch.backend = device.backend;
+  std::vector<RankResult> results(1);
+  run_device(problem, partition::Strategy::kSingle, 1, config, on_epoch, launch, device, nullptr, {}, report,
+             results[0]);
+  fill_report(report, results);
+  return report;
+}
+
+TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan& plan, const TrainConfig& config,
+                              const EpochCallback& on_epoch, const LaunchOptions& launch) {
   config.validate();
   const int k = plan.parts;
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == k, "plan has one DevicePlan per part");
@@ -389,9 +472,10 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
       throw InvalidInput::parameter("--gpus", std::to_string(k),
                                     "at most the " + std::to_string(visible) + " visible CUDA devices");
   }
-  DistributedReport report;
+  TrainReport report;
   report.strategy = plan.strategy;
   report.parts = k;
+  report.seed = config.model.seed;
 
   if (launch.mpi) {
     // One process per device: this process is rank mpi_rank(); per-rank figures are exchanged over MPI.
@@ -407,13 +491,14 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
       device.index = mpi_local_rank() % cuda_device_count();
       const NcclId id = mpi_broadcast_nccl_id();
       auto nccl = std::make_unique<NcclCommunicator>(id, rank, k, device.index, nccl_connect(plan.strategy));
-      baseline = {nccl->used_before_init(), nccl->init_bytes()};
+      baseline = {nccl->used_before_init(), nccl->init_bytes(), true};
       comm = std::move(nccl);
     } else {
       comm = std::make_unique<MpiCommunicator>();
     }
-    run_rank(ds, plan, config, rank == 0 ? on_epoch : EpochCallback{}, launch, rank, device, *comm, baseline, report,
-             mine);
+    const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
+    run_device(problem, plan.strategy, k, config, rank == 0 ? on_epoch : EpochCallback{}, launch, device,
+               comm.get(), baseline, report, mine);
     std::vector<RankResult> all(static_cast<std::size_t>(k));
     mpi_gather_results(mine, all, config.epochs);
     fill_report(report, all);
@@ -439,13 +524,14 @@ DistributedReport train_distributed(const datasets::Dataset& ds, const partition
         connect.point_to_point = false;
         auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, connect);
         nccl->set_abort_flag(&failed);
-        baseline = {nccl->used_before_init(), nccl->init_bytes()};
+        baseline = {nccl->used_before_init(), nccl->init_bytes(), true};
         comm = std::move(nccl);
       } else {
         comm = std::make_unique<InProcessCommunicator>(group, rank);
       }
-      run_rank(ds, plan, config, on_epoch, launch, rank, Device{launch.backend, rank}, *comm, baseline, report,
-               results[rank]);
+      const LocalProblem problem = device_problem(ds, plan, rank, config.normalize_features);
+      run_device(problem, plan.strategy, k, config, on_epoch, launch, Device{launch.backend, rank}, comm.get(),
+                 baseline, report, results[rank]);
     } catch (...) {
       errors[rank] = std::current_exception();
       failed = true;

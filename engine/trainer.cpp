@@ -19,94 +19,49 @@ void TrainConfig::validate() const {
   if (memory_limit < 0) throw InvalidInput::parameter("--memory-limit", std::to_string(memory_limit), ">= 0 bytes");
 }
 
-RunReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
-                       const EpochCallback& on_epoch) {
-  config.validate();
-  Resources res(device, config.memory_limit);
-  (void)res.context();  // handles now: library_bytes() measures them apart from the run's allocations
-  if (!config.oom_hint.empty()) res.memory().set_oom_hint(config.oom_hint);
-  RunReport report;
-  report.seed = config.model.seed;
-  GcnModel model(res, problem, config.model);
-  if (!config.load_weights.empty()) model.set_parameters(load_weights(config.load_weights, model.dims()));
-  if (device.is_cuda()) report.driver_peak_bytes = res.driver_used_bytes();
-  auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
-  double best_valid = std::numeric_limits<double>::infinity();
-  int since_best = 0;
-  int start = 0;
-  const std::string ckpt = config.checkpoint_dir.empty() ? std::string() : config.checkpoint_dir + "/checkpoint.gckpt";
-  if (config.resume && !ckpt.empty() && std::filesystem::exists(ckpt)) {
-    const Checkpoint c = load_checkpoint(ckpt);
-    if (c.dims != model.dims() || c.seed != config.model.seed)
-      throw InvalidInput(InputLocation{ckpt, 0, 0}, "checkpoint of another model or seed",
-                         "seed " + std::to_string(c.seed), "seed " + std::to_string(config.model.seed) + " and the same widths");
-    model.set_state(c.model);
-    start = c.next_epoch;
-    report.train_loss = c.train_loss;
-    report.valid_loss = c.valid_loss;
-    best_valid = c.best_valid;
-    since_best = c.since_best;
-    report.epochs_run = start;
+std::string checkpoint_path(const std::string& dir, int rank, int parts, int next_epoch) {
+  return dir + "/rank" + std::to_string(rank) + "-of-" + std::to_string(parts) + ".e" + std::to_string(next_epoch) +
+         ".gckpt";
+}
+
+namespace {
+std::string latest_path(const std::string& dir) { return dir + "/checkpoint.latest"; }
+}  // namespace
+
+std::optional<int> read_checkpoint_latest(const std::string& dir, int parts) {
+  const std::string path = latest_path(dir);
+  std::ifstream in(path);
+  if (!in) return std::nullopt;
+  std::string magic, epoch_key, parts_key;
+  long long epoch = -1, saved_parts = -1;
+  in >> magic >> epoch_key >> epoch >> parts_key >> saved_parts;
+  if (!in || magic != "gcnpart-checkpoint-v2" || epoch_key != "next_epoch" || parts_key != "parts" || epoch < 0 ||
+      saved_parts < 1)
+    throw InvalidInput(InputLocation{path, 1, 1}, "malformed checkpoint index", magic,
+                       "'gcnpart-checkpoint-v2 next_epoch E parts K'");
+  if (saved_parts != parts)
+    throw InvalidInput(InputLocation{path, 1, 1}, "checkpoint written by a run on another number of devices",
+                       "parts " + std::to_string(saved_parts), "parts " + std::to_string(parts) + " (this run)");
+  return static_cast<int>(epoch);
+}
+
+void write_checkpoint_latest(const std::string& dir, int parts, int next_epoch) {
+  const std::string text = "gcnpart-checkpoint-v2\nnext_epoch " + std::to_string(next_epoch) + "\nparts " +
+                           std::to_string(parts) + "\n";
+  AtomicFile f(latest_path(dir));
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+void remove_checkpoints_except(const std::string& dir, int rank, int parts, int keep) {
+  const std::string prefix = "rank" + std::to_string(rank) + "-of-" + std::to_string(parts) + ".e";
+  const std::string kept = std::filesystem::path(checkpoint_path(dir, rank, parts, keep)).filename().string();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (name.rfind(prefix, 0) == 0 && name.size() > 6 && name.substr(name.size() - 6) == ".gckpt" && name != kept)
+      std::filesystem::remove(entry.path(), ec);
   }
-  for (int epoch = start; epoch < config.epochs; ++epoch) {
-    const auto t0 = std::chrono::steady_clock::now();
-    const double loss_sum = model.train_step(epoch);
-    const auto t1 = std::chrono::steady_clock::now();
-    report.epoch_seconds.push_back(std::chrono::duration<double>(t1 - t0).count());
-    if (device.is_cuda()) report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
-    report.train_loss.push_back(mean(loss_sum, problem.global_train));
-    report.epochs_run = epoch + 1;
-    if (!config.evaluate_every_epoch && config.early_stopping == 0) {
-      if (on_epoch) on_epoch(epoch, report.train_loss.back(), 0.0, 0.0);
-      continue;
-    }
-    const EvalResult ev = model.evaluate();
-    const double vloss = mean(ev.loss_sum[1], problem.global_valid);
-    report.valid_loss.push_back(vloss);
-    if (on_epoch) on_epoch(epoch, report.train_loss.back(), vloss, mean(ev.correct[1], problem.global_valid));
-    bool stop = false;
-    if (config.early_stopping > 0) {
-      if (vloss < best_valid) {
-        best_valid = vloss;
-        since_best = 0;
-      } else if (++since_best >= config.early_stopping) {
-        stop = true;
-      }
-    }
-    if (!ckpt.empty() && config.checkpoint_every > 0 && (epoch + 1) % config.checkpoint_every == 0) {
-      Checkpoint c;
-      c.dims = model.dims();
-      c.seed = config.model.seed;
-      c.next_epoch = epoch + 1;
-      c.model = model.state();
-      c.train_loss = report.train_loss;
-      c.valid_loss = report.valid_loss;
-      c.best_valid = best_valid;
-      c.since_best = since_best;
-      save_checkpoint(ckpt, c);
-    }
-    if (stop) break;
-  }
-  const EvalResult ev = model.evaluate();
-  const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
-  for (int s = 0; s < 3; ++s) {
-    report.accuracy[s] = mean(static_cast<double>(ev.correct[s]), totals[s]);
-    report.loss[s] = mean(ev.loss_sum[s], totals[s]);
-  }
-  report.parameters = model.parameters();
-  report.spmm_choices = model.spmm_choices();
-  report.memory = res.memory().stats();
-  MemoryCheck& mc = report.memory_check;
-  mc.tracked_peak = report.memory.peak;
-  mc.cache_slack = report.memory.reserved_peak - report.memory.peak;
-  if (device.is_cuda()) {
-    report.driver_peak_bytes = std::max(report.driver_peak_bytes, res.driver_used_bytes());
-    mc.available = true;
-    mc.measured = std::max(report.driver_peak_bytes, report.memory.driver_peak);
-    mc.context = res.used_at_construction();
-    mc.libraries = res.library_bytes();
-  }
-  return report;
 }
 
 namespace {

@@ -1,16 +1,32 @@
-// The training loop: epochs of train_step, evaluation, early stopping, timing and memory reporting.
+// The one training loop, for every strategy and launch mode (single = one device, no communication): epochs of
+// train_step, evaluation, early stopping, checkpoints, timing, memory and communication reporting.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "datasets/dataset.hpp"
+#include "engine/communicator.hpp"
 #include "engine/gcn.hpp"
 #include "engine/memory.hpp"
+#include "kernels/core/error.hpp"
+#include "partition/plan.hpp"
 
 namespace gcnpart::engine {
+
+/// Deliberate failure of one device at one epoch, for the tests of crash recovery (the CLI's hidden
+/// --fault-inject flag). kKill raises SIGKILL in the whole process (what a crashed node looks like to mpirun and
+/// to the checkpoint); kThrow makes that device throw FaultInjected, which the other devices see as an aborted
+/// collective (a library caller and the in-process tests can then resume).
+struct FaultInjection {
+  enum class Kind { kNone, kKill, kThrow } kind = Kind::kNone;
+  int rank = 0;   ///< the device (rank) that fails
+  int epoch = 0;  ///< after this epoch's train step and checkpoint, before its evaluation
+};
 
 struct TrainConfig {
   GcnConfig model;
@@ -21,36 +37,105 @@ struct TrainConfig {
   std::string load_weights;       ///< start from these weights instead of the initialisation
   std::string oom_hint;           ///< appended to out-of-memory errors (e.g. the `gcnpart fit` command to run)
   bool evaluate_every_epoch = true;  ///< validation loss / accuracy each epoch (forced on by early stopping)
-  std::string checkpoint_dir;        ///< write DIR/checkpoint.gckpt (atomically) every checkpoint_every epochs
+  /// Checkpoints: every checkpoint_every epochs each device writes DIR/rank<r>-of-<K>.e<E>.gckpt (atomically),
+  /// then, once all have, DIR/checkpoint.latest names epoch E; older generations are removed after that. A crash
+  /// at any moment leaves a complete generation that `latest` names. Works for every strategy and launch mode.
+  std::string checkpoint_dir;
   int checkpoint_every = 0;
-  bool resume = false;               ///< continue from DIR/checkpoint.gckpt when it exists
+  bool resume = false;               ///< continue from the generation DIR/checkpoint.latest names, when it exists
+  FaultInjection fault;              ///< tests only
   void validate() const;
 };
 
-/// One training run.
-struct RunReport {
+/// One device's side of LinkReport.
+struct LinkDevice {
+  double train_GBps = 0;       ///< the whole train step's communication: bytes sent / time in communication
+  double train_same_GBps = 0;  ///< only the training's calls of the benchmarked kind and size
+  double plain_GBps = 0;       ///< the plain collective: bytes sent per call / median time
+  double plain_median_ms = 0;
+};
+
+/// Bus bandwidth the training's communication achieved against a plain collective of the same size, timed
+/// afterwards on the same communicator in the same run (median of kLinkRepeats after warm-up, same timing
+/// method). Bus bandwidth = bytes sent as a ring sends them / time (nccl-tests' busbw); means over epochs after
+/// the first.
+struct LinkReport {
+  CollectiveKind collective = CollectiveKind::kAllGather;  ///< all-gather for gather, all-reduce for drop / halo
+  std::int64_t payload_bytes = 0;    ///< per call and rank: the training's largest call of that kind
+  std::int64_t calls_per_epoch = 0;  ///< training calls of that kind and size per epoch
+  int repeats = 0;
+  std::vector<LinkDevice> devices;
+  /// Means over the devices, and train / plain.
+  [[nodiscard]] double train_GBps() const noexcept;
+  [[nodiscard]] double train_same_GBps() const noexcept;
+  [[nodiscard]] double plain_GBps() const noexcept;
+  [[nodiscard]] double ratio() const noexcept;
+  [[nodiscard]] double same_ratio() const noexcept;
+};
+
+/// One training run on K >= 1 devices (single is K = 1 without communication). The one report type of every
+/// strategy and launch mode; per-device vectors have K entries.
+struct TrainReport {
+  partition::Strategy strategy = partition::Strategy::kSingle;
+  int parts = 1;
   std::uint64_t seed = 0;
-  std::vector<double> train_loss;  ///< mean cross-entropy on the training nodes, per epoch (dropout on)
-  std::vector<double> valid_loss;  ///< per epoch, dropout off
+  std::vector<double> train_loss;  ///< global mean training loss per epoch (dropout on; identical on every device)
+  std::vector<double> valid_loss;  ///< per epoch, dropout off (empty when not evaluated every epoch)
   double accuracy[3] = {0, 0, 0};  ///< train / valid / test after the last epoch
   double loss[3] = {0, 0, 0};
   int epochs_run = 0;
-  std::vector<double> epoch_seconds;  ///< train_step wall time per epoch
-  MemoryStats memory;                 ///< tracked memory of the device over the run
-  std::int64_t driver_peak_bytes = 0; ///< highest cudaMemGetInfo used bytes: after set-up, each epoch, end (CUDA)
-  MemoryCheck memory_check;           ///< the driver's view against the accounted terms (CUDA only; nccl = 0)
-  std::vector<std::vector<float>> parameters;  ///< final weights
-  std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU)
+  int resumed_at = 0;              ///< first epoch this call trained (> 0 when resumed from a checkpoint)
+  std::vector<double> epoch_seconds;  ///< per epoch trained in this call, the slowest device's train step
+  std::vector<std::vector<float>> parameters;    ///< final weights (W0, b0, W1, b1, ...; all layers)
+  std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU; device 0)
+  // Per device:
+  std::vector<MemoryStats> memory;                 ///< tracked memory over the run
+  std::vector<std::int64_t> bytes_sent;            ///< whole run
+  std::vector<std::int64_t> bytes_sent_per_epoch;  ///< one training epoch (set-up and evaluation excluded)
+  std::vector<std::int64_t> driver_bytes;          ///< highest cudaMemGetInfo used bytes (CUDA only)
+  std::vector<std::vector<double>> device_step_seconds;  ///< [device][epoch]: that device's own train step
+  std::vector<std::vector<double>> comm_seconds;  ///< [device][epoch]: its time in communication during the step
+  /// Means over the epochs after the first (the first is warm-up; all when there is one):
+  std::vector<double> epoch_ms_per_epoch;    ///< the device's train step
+  std::vector<double> comm_ms_per_epoch;     ///< time in communication (Communicator::take_tallies)
+  std::vector<double> compute_ms_per_epoch;  ///< epoch_ms_per_epoch - comm_ms_per_epoch
+  std::vector<MemoryCheck> memory_check;     ///< the driver's view against the accounted terms (GPUs only)
+  bool has_link = false;                     ///< link was measured
+  LinkReport link;
+};
+
+/// How the devices are driven.
+struct LaunchOptions {
+  kernels::Backend backend = kernels::Backend::kCpu;  ///< virtual CPU devices or GPUs (NCCL)
+  bool mpi = false;  ///< one process per device started by mpirun (this process is one rank), else threads
+  /// After training, time the plain collective the strategy depends on (LinkReport): all-gather for gather,
+  /// all-reduce for drop and halo, none for pipeline. kAuto: on GPUs only (on virtual CPU devices it measures
+  /// memcpy, not a link).
+  enum class Link { kAuto, kAlways, kNever } link = Link::kAuto;
 };
 
 /// Called after every epoch: (epoch, train loss, valid loss, valid accuracy).
 using EpochCallback = std::function<void(int, double, double, double)>;
 
-/// Trains the GCN on one device. Validation is evaluated every epoch (needed for early stopping and reported).
-RunReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
-                       const EpochCallback& on_epoch = {});
+/// Trains the GCN on one device (the whole dataset as `problem`): the one training loop with K = 1 and no
+/// communicator.
+TrainReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
+                         const EpochCallback& on_epoch = {});
 
-/// A training checkpoint: the model state, the next epoch, the loss history and the early-stopping state.
+/// Trains under `plan` on plan.parts devices: virtual CPU devices or GPUs, one thread each in this process, or
+/// (launch.mpi) this process as one rank of an mpirun job; the same loop as train_single. Every device starts from
+/// the same weights and applies the same all-reduced gradients, so halo and gather reproduce single-device
+/// training. @throws the first device's error (the others are aborted, never left hanging).
+TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan& plan, const TrainConfig& config,
+                              const EpochCallback& on_epoch = {}, const LaunchOptions& launch = {});
+
+/// Thrown by the device that FaultInjection::kThrow names.
+class FaultInjected : public Error {
+ public:
+  using Error::Error;
+};
+
+/// One device's training checkpoint: the model state, the next epoch, the loss history and the early-stopping state.
 struct Checkpoint {
   std::vector<std::int64_t> dims;
   std::uint64_t seed = 0;
@@ -60,6 +145,15 @@ struct Checkpoint {
   double best_valid = 0;
   int since_best = 0;
 };
+/// DIR/rank<rank>-of-<parts>.e<next_epoch>.gckpt: one device's checkpoint of one generation.
+std::string checkpoint_path(const std::string& dir, int rank, int parts, int next_epoch);
+/// The generation DIR/checkpoint.latest names (the next epoch to train), or nothing when there is none.
+/// @throws InvalidInput when it was written by a run on another number of devices, or is malformed.
+std::optional<int> read_checkpoint_latest(const std::string& dir, int parts);
+/// Names generation `next_epoch` of a run on `parts` devices as the latest (atomically).
+void write_checkpoint_latest(const std::string& dir, int parts, int next_epoch);
+/// Removes this device's checkpoints of generations other than `keep` (best effort: a leftover is harmless).
+void remove_checkpoints_except(const std::string& dir, int rank, int parts, int keep);
 /// Writes a checkpoint atomically (temporary file, fsync, rename): a crash leaves the previous one intact.
 void save_checkpoint(const std::string& path, const Checkpoint& c);
 /// @throws InvalidInput (corrupt, truncated, other model) / IoError.

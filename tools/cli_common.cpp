@@ -135,7 +135,7 @@ nlohmann::json memory_check_json(const engine::MemoryCheck& m) {
   return j;
 }
 
-void add_distributed_json(nlohmann::json& j, const engine::DistributedReport& r) {
+void add_distributed_json(nlohmann::json& j, const engine::TrainReport& r) {
   j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
   j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
   j["device_epoch_ms"] = r.epoch_ms_per_epoch;
@@ -180,7 +180,7 @@ void print_memory_check(const engine::MemoryCheck& m, const std::string& device_
               m.within(0.05) ? "within 5 %" : "NOT within 5 %");
 }
 
-void print_distributed_details(const engine::DistributedReport& r, const std::string& device_prefix) {
+void print_distributed_details(const engine::TrainReport& r, const std::string& device_prefix) {
   for (std::size_t d = 0; d < r.memory.size(); ++d)
     std::printf("device %zu     peak %s, sent %s per epoch; epoch %.3f ms = comm %.3f ms + compute %.3f ms\n", d,
                 human_bytes(static_cast<double>(r.memory[d].peak)).c_str(),

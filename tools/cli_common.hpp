@@ -54,9 +54,9 @@ std::string human_bytes(double bytes);
 nlohmann::json memory_check_json(const engine::MemoryCheck& m);
 /// A distributed run's per-device time split (comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms),
 /// memory_check (one per device) and link (null when not measured), added to `j`.
-void add_distributed_json(nlohmann::json& j, const engine::DistributedReport& r);
+void add_distributed_json(nlohmann::json& j, const engine::TrainReport& r);
 /// The human lines for the same: per device, time split and memory check; then the link.
-void print_distributed_details(const engine::DistributedReport& r, const std::string& device_prefix);
+void print_distributed_details(const engine::TrainReport& r, const std::string& device_prefix);
 /// "memory check cuda:0: driver ... vs accounted ... (...): +1.2 %, within 5 %"
 void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name);
 

@@ -77,14 +77,6 @@ double median_after_warmup(const std::vector<double>& v) {
   return t[t.size() / 2];
 }
 
-/// The mean of the epochs after the first (warm-up), as DistributedReport's per-device figures.
-double mean_after_warmup(const std::vector<double>& v) {
-  const std::size_t from = v.size() > 1 ? 1 : 0;
-  double sum = 0;
-  for (std::size_t i = from; i < v.size(); ++i) sum += v[i];
-  return v.size() > from ? sum / static_cast<double>(v.size() - from) : 0.0;
-}
-
 void run_compare(CompareOptions& o) {
   partition::PartitionOptions popt;
   if (o.partitioner == "metis") popt.method = partition::Partitioner::kMetis;
@@ -166,10 +158,18 @@ void run_compare(CompareOptions& o) {
     std::fflush(stdout);
   };
 
-  // Accuracy and loss of a trained row (RunReport for single, DistributedReport for the strategies).
-  auto train_json = [](const auto& rep) -> nlohmann::json {
-    return {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
-            {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
+  // A trained row's measurements: one report type for single and every strategy.
+  auto add_run = [&](nlohmann::json& r, const engine::TrainReport& rep) {
+    nlohmann::json mem = nlohmann::json::array();
+    for (const auto& m : rep.memory) mem.push_back(memory_json(m));
+    r["memory"] = mem;
+    r["bytes_sent_per_epoch"] = rep.bytes_sent_per_epoch;
+    r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
+    r["train_loss"] = rep.train_loss;
+    add_distributed_json(r, rep);
+    if (o.train)
+      r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
+                    {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
   };
   for (int layers : o.layers) {
     engine::TrainConfig c = cfg;
@@ -178,21 +178,9 @@ void run_compare(CompareOptions& o) {
     {
       const auto plan = partition::make_plan(ds.graph, partition::Strategy::kSingle, 1, layers, popt);
       const auto problem = engine::single_device_problem(ds, c.normalize_features);
-      const auto rep = engine::train_single(problem, cuda ? engine::Device::parse("cuda:0") : engine::Device{}, c);
       nlohmann::json r = {{"strategy", "single"}, {"parts", 1}, {"layers", layers},
-                          {"metrics", metrics_json(plan.metrics)},
-                          {"memory", nlohmann::json::array({memory_json(rep.memory)})},
-                          {"bytes_sent_per_epoch", nlohmann::json::array({0})},
-                          {"epoch_seconds", median_after_warmup(rep.epoch_seconds)},
-                          {"train_loss", rep.train_loss}};
-      // One device communicates with nobody: its whole epoch is compute.
-      const double epoch_ms = rep.epoch_seconds.empty() ? 0.0 : 1e3 * mean_after_warmup(rep.epoch_seconds);
-      r["comm_ms_per_epoch"] = {0.0};
-      r["compute_ms_per_epoch"] = {epoch_ms};
-      r["device_epoch_ms"] = {epoch_ms};
-      r["memory_check"] = nlohmann::json::array({memory_check_json(rep.memory_check)});
-      r["link"] = nullptr;
-      if (o.train) r["train"] = train_json(rep);
+                          {"metrics", metrics_json(plan.metrics)}};
+      add_run(r, engine::train_single(problem, cuda ? engine::Device::parse("cuda:0") : engine::Device{}, c));
       print_row(r);
       rows.push_back(r);
       progress.update(++done);
@@ -218,17 +206,7 @@ void run_compare(CompareOptions& o) {
         const auto plan = partition::make_plan(ds.graph, s, k, layers, popt);
         nlohmann::json r = {{"strategy", partition::strategy_name(s)}, {"parts", k}, {"layers", layers},
                             {"metrics", metrics_json(plan.metrics)}};
-        {
-          const auto rep = engine::train_distributed(ds, plan, c, {}, launch);
-          nlohmann::json mem = nlohmann::json::array();
-          for (const auto& m : rep.memory) mem.push_back(memory_json(m));
-          r["memory"] = mem;
-          r["bytes_sent_per_epoch"] = rep.bytes_sent_per_epoch;
-          r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
-          r["train_loss"] = rep.train_loss;
-          add_distributed_json(r, rep);
-          if (o.train) r["train"] = train_json(rep);
-        }
+        add_run(r, engine::train_distributed(ds, plan, c, {}, launch));
         print_row(r);
         rows.push_back(r);
         progress.update(++done);

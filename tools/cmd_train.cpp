@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string balance = "nodes";
   int gpus = 0;
   std::string link_bench = "auto";
+  std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
 };
 
 struct MeanStd {
@@ -80,6 +81,13 @@ void run_train(TrainOptions& o) {
     throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
   if (o.config.model.tf32) o.precision = "tf32";
   o.config.normalize_features = !o.no_normalize;
+  if (!o.fault.empty()) {
+    int rank = -1, epoch = -1;
+    char tail = 0;
+    if (std::sscanf(o.fault.c_str(), "%d:%d%c", &rank, &epoch, &tail) != 2 || rank < 0 || epoch < 0)
+      throw InvalidInput::parameter("--fault-kill", o.fault, "RANK:EPOCH, two non-negative integers");
+    o.config.fault = {engine::FaultInjection::Kind::kKill, rank, epoch};
+  }
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   if (o.runs < 1) throw InvalidInput::parameter("--runs", std::to_string(o.runs), ">= 1");
   o.config.validate();
@@ -122,6 +130,19 @@ void run_train(TrainOptions& o) {
   }
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
   const bool root = !launch.mpi || engine::mpi_rank() == 0;
+  // Run r's configuration: its seed, and its own checkpoint folder when there are several runs.
+  auto run_config = [&](int r) {
+    engine::TrainConfig cfg = o.config;
+    cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
+    cfg.load_weights = o.load;
+    if (!o.config.checkpoint_dir.empty()) {
+      cfg.checkpoint_dir = o.runs > 1 ? o.config.checkpoint_dir + "/run-" + std::to_string(r + 1) : o.config.checkpoint_dir;
+      std::error_code ec;
+      std::filesystem::create_directories(cfg.checkpoint_dir, ec);
+      if (ec) throw IoError(cfg.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+    }
+    return cfg;
+  };
   if (strategy != partition::Strategy::kSingle) {
     if (o.parts < 1) throw InvalidInput::parameter("--parts", std::to_string(o.parts), ">= 1");
     if (!root) std::freopen("/dev/null", "w", stdout);
@@ -134,13 +155,10 @@ void run_train(TrainOptions& o) {
     const auto plan = partition::make_plan(ds.graph, strategy, o.parts, o.config.model.layers, popt);
     std::vector<double> acc;
     Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
-    engine::DistributedReport last;
+    engine::TrainReport last;
     for (int r = 0; r < o.runs; ++r) {
-      engine::TrainConfig cfg = o.config;
-      cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
-      cfg.load_weights = o.load;
       last = engine::train_distributed(
-          ds, plan, cfg,
+          ds, plan, run_config(r),
           [&](int epoch, double loss, double, double vacc) {
             char status[128];
             std::snprintf(status, sizeof status, "run %d/%d loss %.4f val acc %.1f%%", r + 1, o.runs, loss,
@@ -182,18 +200,10 @@ void run_train(TrainOptions& o) {
     return;
   }
 
-  std::vector<engine::RunReport> reports;
+  std::vector<engine::TrainReport> reports;
   Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
   for (int r = 0; r < o.runs; ++r) {
-    engine::TrainConfig cfg = o.config;
-    cfg.model.seed = o.config.model.seed + static_cast<std::uint64_t>(r);
-    cfg.load_weights = o.load;
-    if (!o.config.checkpoint_dir.empty()) {
-      cfg.checkpoint_dir = o.runs > 1 ? o.config.checkpoint_dir + "/run-" + std::to_string(r + 1) : o.config.checkpoint_dir;
-      std::error_code ec;
-      std::filesystem::create_directories(cfg.checkpoint_dir, ec);
-      if (ec) throw IoError(cfg.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
-    }
+    const engine::TrainConfig cfg = run_config(r);
     auto on_epoch = [&](int epoch, double loss, double vloss, double vacc) {
       char status[160];
       std::snprintf(status, sizeof status, "run %d/%d epoch %d loss %.4f val loss %.4f val acc %.1f%%", r + 1, o.runs,
@@ -213,7 +223,7 @@ void run_train(TrainOptions& o) {
   }
   const MeanStd a_train = mean_std(acc[0]), a_valid = mean_std(acc[1]), a_test = mean_std(acc[2]);
   const MeanStd t = mean_std(times);
-  const auto& mem = reports.front().memory;
+  const auto& mem = reports.front().memory.front();
   std::printf("accuracy     train %.2f ± %.2f %%   valid %.2f ± %.2f %%   test %.2f ± %.2f %%   (%d run%s)\n",
               100 * a_train.mean, 100 * a_train.std, 100 * a_valid.mean, 100 * a_valid.std, 100 * a_test.mean,
               100 * a_test.std, o.runs, o.runs > 1 ? "s" : "");
@@ -238,8 +248,8 @@ void run_train(TrainOptions& o) {
   if (device.is_cuda()) {
     std::printf("driver view  %s in use on the device at most (cudaMemGetInfo, includes CUDA context and "
                 "libraries)\n",
-                human_bytes(static_cast<double>(reports.front().driver_peak_bytes)).c_str());
-    print_memory_check(reports.front().memory_check, device.name());
+                human_bytes(static_cast<double>(reports.front().driver_bytes.front())).c_str());
+    print_memory_check(reports.front().memory_check.front(), device.name());
   }
 
   if (!o.save.empty()) {
@@ -270,8 +280,8 @@ void run_train(TrainOptions& o) {
                                   {"test", {{"mean", a_test.mean}, {"std", a_test.std}}}}},
                     {"epoch_seconds", {{"mean", t.mean}, {"std", t.std}, {"median", median(times)}}},
                     {"memory", memory_json(mem)},
-                    {"driver_used_bytes", reports.front().driver_peak_bytes},
-                    {"memory_check", memory_check_json(reports.front().memory_check)}};
+                    {"driver_used_bytes", reports.front().driver_bytes.front()},
+                    {"memory_check", memory_check_json(reports.front().memory_check.front())}};
     nlohmann::json choices = nlohmann::json::object();
     for (const auto& [w, c] : reports.front().spmm_choices) choices[std::to_string(w)] = c;
     j["spmm_choices"] = choices;
@@ -327,7 +337,9 @@ Command register_train(CLI::App& app) {
                   "Folder for training checkpoints (model, Adam state, losses), written atomically");
   cmd->add_option("--checkpoint-every", o->config.checkpoint_every, "Epochs between checkpoints")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact on one device)");
+  cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact, every strategy and launch mode)");
+  cmd->add_option("--fault-kill", o->fault, "Tests: device RANK kills the process in EPOCH (RANK:EPOCH)")
+      ->group("");  // hidden
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")

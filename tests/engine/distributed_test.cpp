@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
@@ -30,7 +31,7 @@ TrainConfig twenty_epochs(int layers) {
   return cfg;
 }
 
-void check_same_training(const RunReport& single, const DistributedReport& dist, double tolerance) {
+void check_same_training(const TrainReport& single, const TrainReport& dist, double tolerance) {
   REQUIRE(dist.train_loss.size() == single.train_loss.size());
   for (std::size_t e = 0; e < single.train_loss.size(); ++e) {
     INFO("epoch " << e << ": single " << single.train_loss[e] << " vs " << dist.train_loss[e]);
@@ -156,8 +157,8 @@ TEST_CASE("reports carry one memory check per device, without a driver view on v
     CHECK_FALSE(m.within(0.05));  // nothing measured, nothing confirmed
   }
   const auto single = train_single(single_device_problem(cora(), true), Device{}, cfg);
-  CHECK_FALSE(single.memory_check.available);
-  CHECK(single.memory_check.tracked_peak == single.memory.peak);
+  CHECK_FALSE(single.memory_check[0].available);
+  CHECK(single.memory_check[0].tracked_peak == single.memory[0].peak);
 }
 
 TEST_CASE("the memory check's relative error is measured over the accounted bytes") {
@@ -268,7 +269,7 @@ TEST_CASE("pipeline with 4 layers on 2 and 4 stages reproduces single-device tra
     const auto dist = train_distributed(sbm_3000(), plan, cfg);
     check_same_training(single, dist, 1e-5);
     const auto w = dist.memory[0].at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)];
-    CHECK(w < single.memory.at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)]);
+    CHECK(w < single.memory[0].at_peak_by[static_cast<std::size_t>(MemoryCategory::kWeights)]);
   }
 }
 
@@ -343,4 +344,59 @@ TEST_CASE("halo and gather on 2 and 3 virtual devices in bf16 reproduce bf16 sin
 
 TEST_CASE("halo and gather in bf16 reproduce bf16 single-device losses on a dense-feature graph with 3 layers") {
   check_bf16_strategies(dense_feature_graph(), 3, 64);
+}
+
+TEST_CASE("a killed and resumed halo or gather run on 2 devices ends bit-identical to an uninterrupted one") {
+  for (const Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
+    CAPTURE(partition::strategy_name(s));
+    const auto plan = partition::make_plan(cora().graph, s, 2, 2);
+    TrainConfig cfg = twenty_epochs(2);
+    cfg.epochs = 12;
+    cfg.early_stopping = 50;  // exercises the stored early-stopping state without stopping
+    const auto whole = train_distributed(cora(), plan, cfg);
+
+    testing::TempDir dir;
+    cfg.checkpoint_dir = dir.path.string();
+    cfg.checkpoint_every = 4;
+    cfg.fault = {FaultInjection::Kind::kThrow, 1, 9};  // device 1 fails in epoch 9; last checkpoint after epoch 7
+    CHECK_THROWS_AS(train_distributed(cora(), plan, cfg), FaultInjected);
+    CHECK(read_checkpoint_latest(cfg.checkpoint_dir, 2) == 8);
+    cfg.fault = {};
+    cfg.resume = true;
+    const auto resumed = train_distributed(cora(), plan, cfg);
+    CHECK(resumed.resumed_at == 8);
+    CHECK(resumed.epoch_seconds.size() == 4);
+    CHECK(resumed.train_loss == whole.train_loss);  // bit-identical, not within a tolerance
+    CHECK(resumed.valid_loss == whole.valid_loss);
+    CHECK(resumed.parameters == whole.parameters);
+    CHECK(resumed.accuracy[2] == whole.accuracy[2]);
+    // Only the named generation is left: one file per device.
+    int files = 0;
+    for (const auto& e : std::filesystem::directory_iterator(dir.path)) files += e.path().extension() == ".gckpt";
+    CHECK(files == 2);
+    // A checkpoint of 2 devices does not resume a run on 3.
+    const auto three = partition::make_plan(cora().graph, s == Strategy::kPipeline ? Strategy::kHalo : s, 3, 2);
+    CHECK_THROWS_AS(train_distributed(cora(), three, cfg), InvalidInput);
+  }
+}
+
+TEST_CASE("single is the one training loop with one device: a resumed single run matches and names its generation") {
+  const LocalProblem p = single_device_problem(cora(), true);
+  TrainConfig cfg = twenty_epochs(2);
+  cfg.epochs = 9;
+  const auto whole = train_single(p, Device{}, cfg);
+  CHECK(whole.parts == 1);
+  CHECK(whole.memory.size() == 1);
+  CHECK(whole.comm_ms_per_epoch == std::vector<double>{0.0});
+  testing::TempDir dir;
+  cfg.checkpoint_dir = dir.path.string();
+  cfg.checkpoint_every = 3;
+  cfg.fault = {FaultInjection::Kind::kThrow, 0, 7};
+  CHECK_THROWS_AS(train_single(p, Device{}, cfg), FaultInjected);
+  CHECK(read_checkpoint_latest(cfg.checkpoint_dir, 1) == 6);
+  cfg.fault = {};
+  cfg.resume = true;
+  const auto resumed = train_single(p, Device{}, cfg);
+  CHECK(resumed.train_loss == whole.train_loss);
+  CHECK(resumed.parameters == whole.parameters);
 }

@@ -237,7 +237,7 @@ TEST_CASE("sparse input features give the same losses as dense ones, dropout inc
   REQUIRE(sparse.train_loss.size() == dense.train_loss.size());
   for (std::size_t e = 0; e < dense.train_loss.size(); ++e)
     CHECK(sparse.train_loss[e] == doctest::Approx(dense.train_loss[e]).epsilon(1e-5));
-  CHECK(sparse.memory.peak < dense.memory.peak);
+  CHECK(sparse.memory[0].peak < dense.memory[0].peak);
 }
 
 TEST_CASE("a run killed after a checkpoint and resumed ends with the same weights and losses as an uninterrupted run") {
@@ -388,9 +388,9 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
   const auto fp32 = train_single(p, Device{}, cfg);
   cfg.model.bf16 = true;
   const auto bf16 = train_single(p, Device{}, cfg);
-  const auto at = [](const RunReport& r, MemoryCategory c) { return r.memory.at_peak_by[static_cast<std::size_t>(c)]; };
-  INFO("peak: fp32 " << fp32.memory.peak << " B, bf16 " << bf16.memory.peak << " B");  // measured 6.7 MB, 4.4 MB
-  CHECK(bf16.memory.peak < fp32.memory.peak);
+  const auto at = [](const TrainReport& r, MemoryCategory c) { return r.memory[0].at_peak_by[static_cast<std::size_t>(c)]; };
+  INFO("peak: fp32 " << fp32.memory[0].peak << " B, bf16 " << bf16.memory[0].peak << " B");  // measured 6.7 MB, 4.4 MB
+  CHECK(bf16.memory[0].peak < fp32.memory[0].peak);
   // The feature matrix is held as bf16 only (labels and split rows are unchanged): exactly 2 bytes a value less.
   CHECK(at(fp32, MemoryCategory::kFeatures) - at(bf16, MemoryCategory::kFeatures) == p.num_rows * p.num_features * 2);
   // Saved activations: the dropped-out X, both hidden inputs and both aggregated inputs halve; the float logits stay.

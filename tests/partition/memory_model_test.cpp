@@ -63,13 +63,13 @@ TEST_CASE("memory model reproduces the tracked peak of single-device training on
       const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), spec(*ds, cfg), ComputeBackend::kCpu);
       const MemoryEstimate from_stats =
           estimate_device_memory(single_device_shape(graph_stats(*ds)), spec(*ds, cfg), ComputeBackend::kCpu);
-      INFO(ds->name << " L=" << layers << ": measured " << report.memory.peak << " (" << breakdown(report.memory.at_peak_by)
+      INFO(ds->name << " L=" << layers << ": measured " << report.memory[0].peak << " (" << breakdown(report.memory[0].at_peak_by)
                     << "), model " << est.peak << " (" << breakdown(est.at_peak) << "), from statistics "
                     << from_stats.peak);
-      CHECK(std::fabs(relative(static_cast<double>(est.peak), static_cast<double>(report.memory.peak))) <= 0.05);
-      CHECK(std::fabs(relative(static_cast<double>(from_stats.peak), static_cast<double>(report.memory.peak))) <= 0.05);
-      MESSAGE(ds->name << " single L=" << layers << ": measured " << report.memory.peak << " B, model " << est.peak
-                       << " B (" << relative(static_cast<double>(est.peak), static_cast<double>(report.memory.peak)) * 100
+      CHECK(std::fabs(relative(static_cast<double>(est.peak), static_cast<double>(report.memory[0].peak))) <= 0.05);
+      CHECK(std::fabs(relative(static_cast<double>(from_stats.peak), static_cast<double>(report.memory[0].peak))) <= 0.05);
+      MESSAGE(ds->name << " single L=" << layers << ": measured " << report.memory[0].peak << " B, model " << est.peak
+                       << " B (" << relative(static_cast<double>(est.peak), static_cast<double>(report.memory[0].peak)) * 100
                        << " %)");
     }
   }
@@ -124,10 +124,10 @@ TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 t
       m.precision = Precision::kBf16;
       const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
       const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), m, ComputeBackend::kCpu);
-      INFO(ds->name << " bf16 L=" << layers << ": measured " << report.memory.peak << " ("
-                    << breakdown(report.memory.at_peak_by) << "), model " << est.peak << " (" << breakdown(est.at_peak)
+      INFO(ds->name << " bf16 L=" << layers << ": measured " << report.memory[0].peak << " ("
+                    << breakdown(report.memory[0].at_peak_by) << "), model " << est.peak << " (" << breakdown(est.at_peak)
                     << ")");
-      CHECK(est.peak == report.memory.peak);
+      CHECK(est.peak == report.memory[0].peak);
       for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
         for (int k : {2, 3}) {
           const Plan plan = make_plan(ds->graph, s, k, layers);
@@ -368,11 +368,11 @@ TEST_SUITE("gpu") {
         const MemoryEstimate e = estimate_device_memory(single_device_shape(*c.ds), m, ComputeBackend::kCuda);
         const std::int64_t driver = e.peak - e.transient + e.cached + kHopperOverhead;
         INFO(c.ds->name << (algo == kernels::SpmmAlgo::kOwn ? " own" : " cusparse") << ": tracked peak "
-                        << report.memory.peak << " (" << breakdown(report.memory.at_peak_by) << "), model " << e.peak
-                        << " (" << breakdown(e.at_peak) << "); driver used " << report.driver_peak_bytes
+                        << report.memory[0].peak << " (" << breakdown(report.memory[0].at_peak_by) << "), model " << e.peak
+                        << " (" << breakdown(e.at_peak) << "); driver used " << report.driver_bytes[0]
                         << ", model " << driver);
-        CHECK(std::fabs(relative(static_cast<double>(e.peak), static_cast<double>(report.memory.peak))) <= 0.05);
-        CHECK(std::fabs(relative(static_cast<double>(driver), static_cast<double>(report.driver_peak_bytes))) <= 0.10);
+        CHECK(std::fabs(relative(static_cast<double>(e.peak), static_cast<double>(report.memory[0].peak))) <= 0.05);
+        CHECK(std::fabs(relative(static_cast<double>(driver), static_cast<double>(report.driver_bytes[0]))) <= 0.10);
       }
     }
   }
