@@ -76,11 +76,6 @@ std::string now_iso() {
   return buf;
 }
 
-nlohmann::json dataset_json(const datasets::Dataset& ds) {
-  return {{"name", ds.name},         {"provenance", ds.provenance}, {"nodes", ds.num_nodes()},
-          {"edges_directed", ds.graph.num_edges()}, {"features", ds.num_features}, {"classes", ds.num_classes}};
-}
-
 std::string with_commas(std::int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
@@ -119,52 +114,6 @@ std::int64_t parse_bytes(const std::string& text, const std::string& parameter) 
   else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
   else throw InvalidInput::parameter(parameter, text, expected);
   return static_cast<std::int64_t>(value * mult);
-}
-
-nlohmann::json memory_check_json(const engine::MemoryCheck& m) {
-  nlohmann::json j = {{"available", m.available},      {"tracked_peak", m.tracked_peak},
-                      {"cache_slack", m.cache_slack},  {"context", m.context},
-                      {"nccl", m.nccl},                {"libraries", m.libraries},
-                      {"accounted", m.accounted()},    {"measured", nullptr},
-                      {"rel_error", nullptr},          {"within_5pct", nullptr}};
-  if (m.available) {
-    j["measured"] = m.measured;
-    j["rel_error"] = m.rel_error();
-    j["within_5pct"] = m.within(0.05);
-  }
-  return j;
-}
-
-void add_distributed_json(nlohmann::json& j, const engine::TrainReport& r) {
-  j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
-  j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
-  j["device_epoch_ms"] = r.epoch_ms_per_epoch;
-  nlohmann::json checks = nlohmann::json::array();
-  for (const auto& m : r.memory_check) checks.push_back(memory_check_json(m));
-  j["memory_check"] = checks;
-  if (!r.has_link) {
-    j["link"] = nullptr;
-    return;
-  }
-  const auto& l = r.link;
-  std::string plain_key = l.collective == engine::CollectiveKind::kAllGather   ? "plain_allgather_GBps"
-                          : l.collective == engine::CollectiveKind::kAllReduce ? "plain_allreduce_GBps"
-                                                                               : "plain_reducescatter_GBps";
-  nlohmann::json devices = nlohmann::json::array();
-  for (const auto& d : l.devices)
-    devices.push_back({{"train_GBps", d.train_GBps}, {"train_same_GBps", d.train_same_GBps},
-                       {"plain_GBps", d.plain_GBps}, {"plain_median_ms", d.plain_median_ms}});
-  j["link"] = {{"collective", engine::collective_name(l.collective)},
-               {"bytes_per_call", l.payload_bytes},
-               {"calls_per_epoch", l.calls_per_epoch},
-               {"repeats", l.repeats},
-               {"train_GBps", l.train_GBps()},
-               {"train_same_GBps", l.train_same_GBps()},
-               {"plain_GBps", l.plain_GBps()},
-               {plain_key, l.plain_GBps()},
-               {"ratio", l.ratio()},
-               {"same_ratio", l.same_ratio()},
-               {"devices", devices}};
 }
 
 void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name) {

@@ -9,8 +9,11 @@
 #include "datasets/loaders.hpp"
 #include "engine/distributed.hpp"
 #include "engine/memory.hpp"
+#include "engine/report_json.hpp"
 
 namespace gcnpart::cli {
+
+using engine::dataset_json;  // one JSON form of a dataset, the library's
 
 /// Options every subcommand that reads DATA shares.
 struct DataOptions {
@@ -41,20 +44,12 @@ void write_json(const std::string& path, const nlohmann::json& j);
 
 /// The current UTC time as "2026-11-29T18:40:00Z" (the date of every JSON report).
 std::string now_iso();
-/// {name, provenance, nodes, edges_directed, features, classes} of a dataset, as every report gives it.
-nlohmann::json dataset_json(const datasets::Dataset& ds);
 
 /// "1,234,567"
 std::string with_commas(std::int64_t v);
 /// "12.3 MiB"
 std::string human_bytes(double bytes);
 
-/// A MemoryCheck as JSON: {available, measured, tracked_peak, cache_slack, context, nccl, libraries, accounted,
-/// rel_error, within_5pct}; the driver-side figures are null where there is no driver view (CPU devices).
-nlohmann::json memory_check_json(const engine::MemoryCheck& m);
-/// A distributed run's per-device time split (comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms),
-/// memory_check (one per device) and link (null when not measured), added to `j`.
-void add_distributed_json(nlohmann::json& j, const engine::TrainReport& r);
 /// The human lines for the same: per device, time split and memory check; then the link.
 void print_distributed_details(const engine::TrainReport& r, const std::string& device_prefix);
 /// "memory check cuda:0: driver ... vs accounted ... (...): +1.2 %, within 5 %"

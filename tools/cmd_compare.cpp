@@ -63,13 +63,6 @@ nlohmann::json metrics_json(const partition::PlanMetrics& m) {
           {"partition_seconds", m.partition_seconds}};
 }
 
-nlohmann::json memory_json(const engine::MemoryStats& m) {
-  nlohmann::json by = nlohmann::json::object();
-  for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c)
-    by[memory_category_name(static_cast<MemoryCategory>(c))] = m.at_peak_by[static_cast<std::size_t>(c)];
-  return {{"peak_bytes", m.peak}, {"at_peak_by_category", by}};
-}
-
 double median_after_warmup(const std::vector<double>& v) {
   std::vector<double> t(v.begin() + (v.size() > 1 ? 1 : 0), v.end());
   if (t.empty()) return 0;
@@ -160,13 +153,9 @@ void run_compare(CompareOptions& o) {
 
   // A trained row's measurements: one report type for single and every strategy.
   auto add_run = [&](nlohmann::json& r, const engine::TrainReport& rep) {
-    nlohmann::json mem = nlohmann::json::array();
-    for (const auto& m : rep.memory) mem.push_back(memory_json(m));
-    r["memory"] = mem;
-    r["bytes_sent_per_epoch"] = rep.bytes_sent_per_epoch;
+    engine::add_device_json(r, rep);
     r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
     r["train_loss"] = rep.train_loss;
-    add_distributed_json(r, rep);
     if (o.train)
       r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
                     {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};

@@ -1,0 +1,24 @@
+// JSON of the engine's reports: what train, compare and the bindings write, serialised in one place.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include "datasets/dataset.hpp"
+#include "engine/memory.hpp"
+#include "engine/trainer.hpp"
+
+namespace gcnpart::engine {
+
+/// {peak_bytes, at_peak_by_category: {category: bytes}, allocations, limit_bytes}
+nlohmann::json to_json(const MemoryStats& m);
+/// {available, measured, tracked_peak, cache_slack, context, nccl, libraries, accounted, rel_error, within_5pct};
+/// the driver-side figures are null where there is no driver view (CPU devices).
+nlohmann::json to_json(const MemoryCheck& m);
+/// {name, provenance, nodes, edges_directed, features, classes}: a dataset as every report gives it.
+nlohmann::json dataset_json(const datasets::Dataset& ds);
+/// A run's per-device figures added to `j`: memory (one per device), bytes_sent_per_epoch, driver_bytes,
+/// comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms, memory_check (one per device) and link (null when
+/// not measured).
+void add_device_json(nlohmann::json& j, const TrainReport& r);
+
+}  // namespace gcnpart::engine

@@ -1,0 +1,173 @@
+#include "engine/train.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <numeric>
+
+#include "engine/distributed.hpp"
+#include "engine/report_json.hpp"
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::engine {
+
+namespace {
+
+MeanStd mean_std(const std::vector<double>& v) {
+  MeanStd r;
+  if (v.empty()) return r;
+  r.mean = std::accumulate(v.begin(), v.end(), 0.0) / static_cast<double>(v.size());
+  double ss = 0;
+  for (double x : v) ss += (x - r.mean) * (x - r.mean);
+  r.std = v.size() > 1 ? std::sqrt(ss / static_cast<double>(v.size() - 1)) : 0.0;
+  return r;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+const char* spmm_name(kernels::SpmmAlgo a) {
+  switch (a) {
+    case kernels::SpmmAlgo::kOwn: return "own";
+    case kernels::SpmmAlgo::kCusparse: return "cusparse";
+    default: return "auto";
+  }
+}
+
+const char* precision_name(const GcnConfig& m) { return m.bf16 ? "bf16" : m.tf32 ? "tf32" : "fp32"; }
+
+const char* partitioner_name(partition::Partitioner p) {
+  switch (p) {
+    case partition::Partitioner::kRandom: return "random";
+    case partition::Partitioner::kRange: return "range";
+    default: return "metis";
+  }
+}
+
+nlohmann::json mean_std_json(const MeanStd& m) { return {{"mean", m.mean}, {"std", m.std}}; }
+
+nlohmann::json accuracy_json(const double (&a)[3]) { return {{"train", a[0]}, {"valid", a[1]}, {"test", a[2]}}; }
+
+/// Run r's configuration: its seed, and its own checkpoint folder (created) when there are several runs.
+TrainConfig run_config(const TrainRequest& req, int r) {
+  TrainConfig cfg = req.config;
+  cfg.model.seed = req.config.model.seed + static_cast<std::uint64_t>(r);
+  if (!req.config.checkpoint_dir.empty()) {
+    cfg.checkpoint_dir = req.runs > 1 ? req.config.checkpoint_dir + "/run-" + std::to_string(r + 1)
+                                      : req.config.checkpoint_dir;
+    std::error_code ec;
+    std::filesystem::create_directories(cfg.checkpoint_dir, ec);
+    if (ec) throw IoError(cfg.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+  }
+  return cfg;
+}
+
+}  // namespace
+
+void TrainRequest::validate() const {
+  config.validate();
+  if (runs < 1) throw InvalidInput::parameter("--runs", std::to_string(runs), ">= 1");
+  if (parts < 1) throw InvalidInput::parameter("--parts", std::to_string(parts), ">= 1");
+  if (strategy == partition::Strategy::kSingle && parts != 1)
+    throw InvalidInput::parameter("--parts", std::to_string(parts), "1 with --strategy single");
+}
+
+TrainSummary train(const datasets::Dataset& ds, const TrainRequest& request, const TrainProgress& progress) {
+  request.validate();
+  TrainSummary s;
+  s.request = request;
+  s.dataset = dataset_json(ds);
+  s.dims = request.config.model.dims(ds.num_features, ds.num_classes);
+  const bool single = request.strategy == partition::Strategy::kSingle;
+  // single trains the dataset as one problem (no plan copy of a large graph); its plan gives the metrics only.
+  const partition::Plan plan = single ? partition::Plan{}
+                                      : partition::make_plan(ds.graph, request.strategy, request.parts,
+                                                             request.config.model.layers, request.partition);
+  s.plan = single ? partition::plan_metrics(ds.graph, request.strategy,
+                                            partition::partition_graph(ds.graph, 1, request.partition),
+                                            request.config.model.layers)
+                  : plan.metrics;
+  const LocalProblem problem = single ? single_device_problem(ds, request.config.normalize_features) : LocalProblem{};
+  LaunchOptions launch = request.launch;
+  launch.backend = request.device.backend;
+  for (int r = 0; r < request.runs; ++r) {
+    const TrainConfig cfg = run_config(request, r);
+    EpochCallback on_epoch;
+    if (progress) on_epoch = [&, r](int e, double l, double vl, double va) { progress(r, e, l, vl, va); };
+    s.runs.push_back(single ? train_single(problem, request.device, cfg, on_epoch)
+                            : train_distributed(ds, plan, cfg, on_epoch, launch));
+  }
+  std::vector<double> acc[3], times;
+  for (const auto& rep : s.runs) {
+    for (int k = 0; k < 3; ++k) acc[k].push_back(rep.accuracy[k]);
+    for (std::size_t e = rep.epoch_seconds.size() > 1 ? 1 : 0; e < rep.epoch_seconds.size(); ++e)
+      times.push_back(rep.epoch_seconds[e]);
+  }
+  for (int k = 0; k < 3; ++k) s.accuracy[k] = mean_std(acc[k]);
+  s.epoch_seconds = mean_std(times);
+  s.epoch_median_seconds = median(times);
+  return s;
+}
+
+nlohmann::json TrainSummary::to_json() const {
+  const TrainRequest& q = request;
+  const GcnConfig& m = q.config.model;
+  const TrainReport& first = runs.front();
+  nlohmann::json j;
+  j["dataset"] = dataset;
+  j["device"] = q.device.name();
+  j["strategy"] = partition::strategy_name(q.strategy);
+  j["parts"] = q.parts;
+  j["launch"] = q.launch.mpi ? "mpi" : "threads";
+  j["partitioner"] = partitioner_name(q.partition.method);
+  j["balance"] = partition::balance_name(q.partition.balance);
+  j["model"] = {{"dims", dims},
+                {"layers", m.layers},
+                {"hidden", m.hidden},
+                {"dropout", m.dropout},
+                {"lr", m.lr},
+                {"weight_decay", m.weight_decay},
+                {"weight_decay_all_layers", m.weight_decay_all_layers},
+                {"normalize_features", q.config.normalize_features},
+                {"spmm", spmm_name(m.spmm)},
+                {"precision", precision_name(m)},
+                {"epochs", q.config.epochs},
+                {"early_stopping", q.config.early_stopping}};
+  j["lost_edges"] = plan.lost_edges;
+  j["edge_cut"] = plan.edge_cut;
+  j["test_accuracy"] = mean_std_json(accuracy[2]);
+  j["summary"] = {{"accuracy", {{"train", mean_std_json(accuracy[0])},
+                                {"valid", mean_std_json(accuracy[1])},
+                                {"test", mean_std_json(accuracy[2])}}},
+                  {"epoch_seconds", {{"mean", epoch_seconds.mean}, {"std", epoch_seconds.std},
+                                     {"median", epoch_median_seconds}}},
+                  {"memory", engine::to_json(first.memory.front())},
+                  {"driver_used_bytes", first.driver_bytes.front()},
+                  {"memory_check", engine::to_json(first.memory_check.front())}};
+  nlohmann::json choices = nlohmann::json::object();
+  for (const auto& [w, c] : first.spmm_choices) choices[std::to_string(w)] = c;
+  j["spmm_choices"] = choices;
+  // Run 1 at the top level, as one report: losses, epoch times and the per-device figures.
+  j["train_loss"] = first.train_loss;
+  j["valid_loss"] = first.valid_loss;
+  j["epoch_seconds"] = first.epoch_seconds;
+  add_device_json(j, first);
+  nlohmann::json all = nlohmann::json::array();
+  for (const auto& rep : runs)
+    all.push_back({{"seed", rep.seed},
+                   {"epochs_run", rep.epochs_run},
+                   {"resumed_at", rep.resumed_at},
+                   {"accuracy", accuracy_json(rep.accuracy)},
+                   {"loss", accuracy_json(rep.loss)},
+                   {"train_loss", rep.train_loss},
+                   {"valid_loss", rep.valid_loss},
+                   {"epoch_seconds", rep.epoch_seconds}});
+  j["runs"] = all;
+  return j;
+}
+
+}  // namespace gcnpart::engine
