@@ -814,6 +814,7 @@ TEST_CASE("METIS balancing edges or both keeps the parts' adjacency entries with
   const datasets::Csr g = datasets::generate_rmat({.scale = 14, .edge_factor = 16, .seed = 5}).graph;
   for (int k : {2, 4}) {
     PartitionOptions by_nodes;
+    by_nodes.balance = Balance::kNodes;
     PartitionOptions by_edges = by_nodes, by_both = by_nodes;
     by_edges.balance = Balance::kEdges;
     by_both.balance = Balance::kBoth;
