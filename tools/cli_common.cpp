@@ -1,5 +1,6 @@
 #include "tools/cli_common.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -138,6 +139,14 @@ nlohmann::json memory_check_json(const engine::MemoryCheck& m) {
 void add_distributed_json(nlohmann::json& j, const engine::DistributedReport& r) {
   j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
   j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
+  // Measured work imbalance: max / mean of the devices' compute (the plan's work_imbalance predicts it).
+  double sum = 0, most = 0;
+  for (const double c : r.compute_ms_per_epoch) {
+    sum += c;
+    most = std::max(most, c);
+  }
+  j["work_imbalance_measured"] =
+      sum > 0 ? most * static_cast<double>(r.compute_ms_per_epoch.size()) / sum : 1.0;
   j["device_epoch_ms"] = r.epoch_ms_per_epoch;
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& m : r.memory_check) checks.push_back(memory_check_json(m));

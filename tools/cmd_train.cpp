@@ -37,7 +37,7 @@ struct TrainOptions {
   int parts = 0;  // 0: --gpus, the MPI world size, or 1
   std::string partitioner = "metis";
   std::string metis_sample = "auto";
-  std::string balance = "nodes";
+  std::string balance = "work";
   int gpus = 0;
   std::string link_bench = "auto";
 };
@@ -158,6 +158,8 @@ void run_train(TrainOptions& o) {
                 o.strategy.c_str(), o.parts, where.c_str(), o.partitioner.c_str(),
                 with_commas(plan.metrics.lost_edges).c_str(),
                 100 * plan.metrics.lost_fraction, plan.metrics.replication_factor);
+    std::printf("balance      %s: predicted work imbalance %.3f (max / mean device work), edge cut %s\n",
+                o.balance.c_str(), plan.metrics.work_imbalance, with_commas(plan.metrics.edge_cut).c_str());
     std::printf("accuracy     test %.2f ± %.2f %%   (last run: train %.2f %%, valid %.2f %%)\n", 100 * a.mean,
                 100 * a.std, 100 * last.accuracy[0], 100 * last.accuracy[1]);
     std::printf("epoch time   %.3f ms median (slowest device); per device below: means over epochs 2..%d\n",
@@ -175,7 +177,8 @@ void run_train(TrainOptions& o) {
                           {"partitioner", o.partitioner}, {"balance", o.balance}, {"test_accuracy", {{"mean", a.mean}, {"std", a.std}}},
                           {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
                           {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
-                          {"lost_edges", plan.metrics.lost_edges}};
+                          {"lost_edges", plan.metrics.lost_edges}, {"edge_cut", plan.metrics.edge_cut},
+                          {"work", plan.metrics.work}, {"work_imbalance_predicted", plan.metrics.work_imbalance}};
       add_distributed_json(j, last);
       write_json(o.json, j);
     }
@@ -341,8 +344,9 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   cmd->add_option("--balance", o->balance,
-                  "What METIS balances across parts: nodes, edges (node weight 1 + degree: SpMM work) or both")
-      ->check(CLI::IsMember({"nodes", "edges", "both"}))
+                  "What METIS balances across parts: work (each device's Â entries + 8 x rows, refined; default), "
+                  "nodes, edges (node weight 1 + degree) or both")
+      ->check(CLI::IsMember({"work", "nodes", "edges", "both"}))
       ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")
