@@ -39,6 +39,15 @@ double LinkReport::plain_GBps() const noexcept { return device_mean(devices, &Li
 double LinkReport::ratio() const noexcept { return plain_GBps() > 0 ? train_GBps() / plain_GBps() : 0.0; }
 double LinkReport::same_ratio() const noexcept { return plain_GBps() > 0 ? train_same_GBps() / plain_GBps() : 0.0; }
 
+double TrainReport::compute_imbalance() const noexcept {
+  double sum = 0, most = 0;
+  for (const double c : compute_ms_per_epoch) {
+    sum += c;
+    most = std::max(most, c);
+  }
+  return sum > 0 ? most * static_cast<double>(compute_ms_per_epoch.size()) / sum : 1.0;
+}
+
 LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& plan, int device,
                             bool normalize_features) {
   GCNPART_EXPECTS(device >= 0 && device < static_cast<int>(plan.devices.size()), "device out of the plan's range");

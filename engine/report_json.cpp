@@ -61,6 +61,7 @@ void add_device_json(nlohmann::json& j, const TrainReport& r) {
   j["driver_bytes"] = r.driver_bytes;
   j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
   j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
+  j["work_imbalance_measured"] = r.compute_imbalance();
   j["device_epoch_ms"] = r.epoch_ms_per_epoch;
   j["memory_check"] = checks;
   j["link"] = r.has_link ? link_json(r.link) : nlohmann::json(nullptr);

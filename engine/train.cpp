@@ -139,6 +139,8 @@ nlohmann::json TrainSummary::to_json() const {
                 {"early_stopping", q.config.early_stopping}};
   j["lost_edges"] = plan.lost_edges;
   j["edge_cut"] = plan.edge_cut;
+  j["work"] = plan.work;
+  j["work_imbalance_predicted"] = plan.work_imbalance;
   j["test_accuracy"] = mean_std_json(accuracy[2]);
   j["summary"] = {{"accuracy", {{"train", mean_std_json(accuracy[0])},
                                 {"valid", mean_std_json(accuracy[1])},

@@ -102,6 +102,9 @@ struct TrainReport {
   std::vector<MemoryCheck> memory_check;     ///< the driver's view against the accounted terms (GPUs only)
   bool has_link = false;                     ///< link was measured
   LinkReport link;
+  /// Measured work imbalance: max / mean of the devices' compute per epoch (1 for one device or no epochs). The
+  /// plan's PlanMetrics::work_imbalance predicts it.
+  [[nodiscard]] double compute_imbalance() const noexcept;
 };
 
 /// How the devices are driven.

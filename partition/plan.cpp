@@ -282,6 +282,7 @@ void finish_metrics(const Csr& g, PlanMetrics& m) {
   m.replicated_edges = local_edges - g.num_edges();
   m.node_imbalance = max_over_mean(m.local_nodes);
   m.edge_imbalance = max_over_mean(m.local_edges);
+  detail::fill_work(m);
 }
 
 // Recomputes the cut of a caller's partition (its stored numbers are not trusted).
@@ -362,14 +363,15 @@ const char* balance_name(Balance b) noexcept {
   switch (b) {
     case Balance::kEdges: return "edges";
     case Balance::kBoth: return "both";
+    case Balance::kWork: return "work";
     default: return "nodes";
   }
 }
 
 Balance parse_balance(const std::string& text, const std::string& parameter) {
-  for (Balance b : {Balance::kNodes, Balance::kEdges, Balance::kBoth})
+  for (Balance b : {Balance::kNodes, Balance::kEdges, Balance::kBoth, Balance::kWork})
     if (text == balance_name(b)) return b;
-  throw InvalidInput::parameter(parameter, text, "nodes, edges or both");
+  throw InvalidInput::parameter(parameter, text, "nodes, edges, both or work");
 }
 
 Strategy parse_strategy(const std::string& name, const std::string& parameter) {
@@ -381,7 +383,9 @@ Strategy parse_strategy(const std::string& name, const std::string& parameter) {
 Plan make_plan(const Csr& graph, Strategy strategy, int parts, int layers, const PartitionOptions& options) {
   check_layers(layers);
   if (splits_nodes(strategy)) {
-    Partition partition = partition_graph(graph, parts, options);  // checks the graph
+    PartitionOptions own = options;
+    own.work_strategy = strategy;
+    Partition partition = partition_graph(graph, parts, own);  // checks the graph
     return build_plan(graph, strategy, std::move(partition), layers);
   }
   Partition whole = whole_graph_partition(graph.num_nodes, parts, options.method);

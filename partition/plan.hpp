@@ -12,11 +12,16 @@
 namespace gcnpart::partition {
 
 enum class Partitioner { kMetis, kRandom, kRange };
+enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
 enum class Objective { kCut, kVolume };
 /// What METIS keeps balanced across parts: node counts (its default), the parts' adjacency entries (each node
-/// weighted by 1 + its degree: SpMM work), or both at once (two constraints).
-enum class Balance { kNodes, kEdges, kBoth };
-/// "nodes", "edges", "both". @throws InvalidInput naming `parameter` otherwise.
+/// weighted by 1 + its degree: SpMM work), both at once (two constraints), or the work model's device work
+/// (device_work; the default): METIS with node weights degree + 1 + kRowWork, then a greedy refinement that moves
+/// boundary nodes out of the heaviest part until the work of PartitionOptions::work_strategy (gather: own rows
+/// with all neighbours; drop: own rows with in-part neighbours) is within `imbalance` or no move helps. halo's
+/// work (rings included) is not refined: it follows the gather work (see the balance test for what it reaches).
+enum class Balance { kNodes, kEdges, kBoth, kWork };
+/// "nodes", "edges", "both", "work". @throws InvalidInput naming `parameter` otherwise.
 Balance parse_balance(const std::string& text, const std::string& parameter);
 const char* balance_name(Balance b) noexcept;
 
@@ -33,7 +38,11 @@ struct PartitionOptions {
   /// The cut and volume reported are always those of the full graph.
   double metis_edge_sample = 1.0;
   /// METIS only: which per-part totals stay within `imbalance` (node weights from the full graph's degrees).
-  Balance balance = Balance::kNodes;
+  Balance balance = Balance::kWork;
+  /// Balance::kWork: whose device work is balanced. drop: its own rows with their in-part neighbours; any other:
+  /// the own rows with all their neighbours (gather's work, and the own part of halo's). make_plan sets it to the
+  /// plan's strategy; partition_graph alone balances gather's.
+  Strategy work_strategy = Strategy::kGather;
 };
 
 /// part_of[v] in [0, parts) for every node.
@@ -52,7 +61,6 @@ struct Partition {
 /// more than 2^31 - 1 entries for METIS; METIS failures as Error (OutOfMemory for METIS_ERROR_MEMORY).
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});
 
-enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
 [[nodiscard]] const char* strategy_name(Strategy s);
 /// "single", "drop", "halo", "gather", "pipeline". @throws InvalidInput naming the parameter.
 Strategy parse_strategy(const std::string& name, const std::string& parameter = "--strategy");
@@ -95,8 +103,32 @@ struct PlanMetrics {
   std::int64_t table_rows = 0;              ///< gather: rows of the table on every device (parts * table_block)
   std::int64_t index_bytes = 0;             ///< gather: bytes of the gather matrices, max over devices
   double node_imbalance = 1, edge_imbalance = 1;  ///< max / mean over devices
+  std::vector<std::int64_t> work;           ///< per device: device_work(local_edges, local_nodes)
+  double work_imbalance = 1;                ///< max / mean of `work`: the predicted compute imbalance
   double plan_seconds = 0, partition_seconds = 0;
 };
+
+/// Dense work of one computed row, in units of one Â entry's SpMM work (the model's alpha). Per layer a device
+/// reads one width-long row per Â entry (SpMM, memory-bound at ~half of peak bandwidth) and per row does a
+/// width x width GEMM row plus ~6 width-long element-wise streams (bias, activation, dropout, their backward).
+/// At width 256 in fp32 on an H200 the GEMM row costs ~6.5 entries and the streams ~1.5-3.5: about 8. With bf16
+/// tensor-core GEMMs it is nearer 4, at width 64 nearer 3; the balance hardly moves between 3 and 10 because
+/// entries per row (mean degree + 1) dominate on the graphs that need balancing.
+inline constexpr std::int64_t kRowWork = 8;
+
+/// The work model: what one device computes per layer (forward; backward mirrors it), in Â entries.
+///   work(d) = (Â entries of the rows d aggregates) + kRowWork x (rows d computes)
+///           = local_edges + (1 + kRowWork) x rows   (local_edges excludes the self loops; each row adds one)
+/// The rows and entries per strategy (PlanMetrics::local_nodes and local_edges):
+///   gather:          own rows, each with all its neighbours (gather_forward; the backward SpMM has the same entries)
+///   drop:            own rows, each with its in-part neighbours (the induced subgraph)
+///   halo:            every row of the local graph (own + rings 1..layers, outermost ring truncated): the engine
+///                    aggregates all of them at every layer
+///   single/pipeline: the whole graph on every device
+/// Work imbalance = max / mean of work over devices (PlanMetrics::work_imbalance).
+[[nodiscard]] constexpr std::int64_t device_work(std::int64_t local_edges, std::int64_t rows) noexcept {
+  return local_edges + (1 + kRowWork) * rows;
+}
 
 struct Plan {
   Strategy strategy = Strategy::kSingle;

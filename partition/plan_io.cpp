@@ -30,6 +30,7 @@
 #include "kernels/core/binary_format.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/input_file.hpp"
+#include "partition/detail/plan_detail.hpp"
 #include "partition/plan.hpp"
 
 namespace gcnpart::partition {
@@ -501,6 +502,7 @@ Plan load_plan(const std::string& path) {
   m.local_edges = in.next<std::int64_t>("metrics.local_edges", parts);
   m.halo_per_hop.resize(static_cast<std::size_t>(parts));
   for (int p = 0; p < parts; ++p) m.halo_per_hop[p] = in.next<std::int64_t>("metrics.halo_per_hop " + std::to_string(p));
+  detail::fill_work(m);  // derived from local_nodes and local_edges: not stored
   if (in.offset() != size) throw LogicError("load_plan: reader out of step with the declared file size");
   return plan;
 }

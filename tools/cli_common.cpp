@@ -1,5 +1,6 @@
 #include "tools/cli_common.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>

@@ -37,7 +37,7 @@ struct CompareOptions {
   double imbalance = 1.03;
   std::string objective = "cut";
   std::string metis_sample = "auto";
-  std::string balance = "nodes";
+  std::string balance = "work";
   std::string device = "cpu";
   std::string precision = "fp32";
 };
@@ -59,6 +59,8 @@ nlohmann::json metrics_json(const partition::PlanMetrics& m) {
           {"index_bytes", m.index_bytes},
           {"node_imbalance", m.node_imbalance},
           {"edge_imbalance", m.edge_imbalance},
+          {"work", m.work},
+          {"work_imbalance", m.work_imbalance},
           {"plan_seconds", m.plan_seconds},
           {"partition_seconds", m.partition_seconds}};
 }
@@ -124,8 +126,9 @@ void run_compare(CompareOptions& o) {
                              (1 + static_cast<std::int64_t>(o.parts.size() * strategies.size()));
   Progress progress("compare", total);
   std::int64_t done = 0;
-  std::printf("%-7s %3s %2s %12s %8s %7s %12s %12s %12s %10s %9s %8s\n", "strategy", "K", "L", "lost edges",
-              "lost %", "repl", "halo/dev", "peak/dev", "sent/epoch", "epoch ms", "comm ms", "test acc");
+  std::printf("%-7s %3s %2s %12s %12s %8s %7s %12s %12s %12s %10s %9s %15s %8s\n", "strategy", "K", "L",
+              "edge cut", "lost edges", "lost %", "repl", "halo/dev", "peak/dev", "sent/epoch", "epoch ms", "comm ms",
+              "work imb p/m", "test acc");
   auto print_row = [&](const nlohmann::json& r) {
     const auto& m = r["metrics"];
     std::int64_t peak = 0;
@@ -140,14 +143,19 @@ void run_compare(CompareOptions& o) {
     halo /= std::max<std::size_t>(1, local.size());
     double comm_ms = 0;  // the device that communicates longest
     for (const auto& c : r["comm_ms_per_epoch"]) comm_ms = std::max(comm_ms, c.get<double>());
+    char work[32];
+    std::snprintf(work, sizeof work, "%.3f/%.3f", m["work_imbalance"].get<double>(),
+                  r["work_imbalance_measured"].get<double>());
     char acc[16] = "-";
     if (r.contains("train")) std::snprintf(acc, sizeof acc, "%.2f%%", 100 * r["train"]["test_accuracy"].get<double>());
-    std::printf("%-8s %3d %2d %12s %7.2f%% %7.3f %12s %12s %12s %10.3f %9.3f %8s\n",
-                r["strategy"].get<std::string>().c_str(),
-                r["parts"].get<int>(), r["layers"].get<int>(), with_commas(m["lost_edges"].get<std::int64_t>()).c_str(),
+    std::printf("%-8s %3d %2d %12s %12s %7.2f%% %7.3f %12s %12s %12s %10.3f %9.3f %15s %8s\n",
+                r["strategy"].get<std::string>().c_str(), r["parts"].get<int>(), r["layers"].get<int>(),
+                with_commas(m["edge_cut"].get<std::int64_t>()).c_str(),
+                with_commas(m["lost_edges"].get<std::int64_t>()).c_str(),
                 100 * m["lost_fraction"].get<double>(), m["replication_factor"].get<double>(),
                 with_commas(static_cast<std::int64_t>(halo)).c_str(), human_bytes(static_cast<double>(peak)).c_str(),
-                human_bytes(static_cast<double>(sent)).c_str(), 1e3 * r["epoch_seconds"].get<double>(), comm_ms, acc);
+                human_bytes(static_cast<double>(sent)).c_str(), 1e3 * r["epoch_seconds"].get<double>(), comm_ms, work,
+                acc);
     std::fflush(stdout);
   };
 
@@ -168,7 +176,7 @@ void run_compare(CompareOptions& o) {
       const auto plan = partition::make_plan(ds.graph, partition::Strategy::kSingle, 1, layers, popt);
       const auto problem = engine::single_device_problem(ds, c.normalize_features);
       nlohmann::json r = {{"strategy", "single"}, {"parts", 1}, {"layers", layers},
-                          {"metrics", metrics_json(plan.metrics)}};
+                          {"metrics", metrics_json(plan.metrics)}, {"work_imbalance_predicted", 1.0}};
       add_run(r, engine::train_single(problem, cuda ? engine::Device::parse("cuda:0") : engine::Device{}, c));
       print_row(r);
       rows.push_back(r);
@@ -194,7 +202,8 @@ void run_compare(CompareOptions& o) {
         }
         const auto plan = partition::make_plan(ds.graph, s, k, layers, popt);
         nlohmann::json r = {{"strategy", partition::strategy_name(s)}, {"parts", k}, {"layers", layers},
-                            {"metrics", metrics_json(plan.metrics)}};
+                            {"metrics", metrics_json(plan.metrics)},
+                            {"work_imbalance_predicted", plan.metrics.work_imbalance}};
         add_run(r, engine::train_distributed(ds, plan, c, {}, launch));
         print_row(r);
         rows.push_back(r);
@@ -230,8 +239,9 @@ Command register_compare(CLI::App& app) {
   cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember({"cut", "vol"}))
       ->capture_default_str();
   cmd->add_option("--balance", o->balance,
-                  "What METIS balances across parts: nodes, edges (node weight 1 + degree: SpMM work) or both")
-      ->check(CLI::IsMember({"nodes", "edges", "both"}))
+                  "What METIS balances across parts: work (each device's Â entries + 8 x rows, refined per "
+                  "strategy; default), nodes, edges (node weight 1 + degree) or both")
+      ->check(CLI::IsMember({"work", "nodes", "edges", "both"}))
       ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")

@@ -38,7 +38,7 @@ struct TrainOptions {
   int parts = 0;  // 0: --gpus, the MPI world size, or 1
   std::string partitioner = "metis";
   std::string metis_sample = "auto";
-  std::string balance = "nodes";
+  std::string balance = "work";
   int gpus = 0;
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
@@ -152,6 +152,10 @@ void print_distributed(const engine::TrainSummary& s, const std::string& device_
   std::printf("strategy     %s on %d %s, %s partition: %s lost edges (%.2f %%), replication %.3f\n",
               partition::strategy_name(q.strategy), q.parts, where.c_str(), partitioner.c_str(),
               with_commas(s.plan.lost_edges).c_str(), 100 * s.plan.lost_fraction, s.plan.replication_factor);
+  std::printf("balance      %s: predicted work imbalance %.3f (max / mean device work), measured %.3f (compute), "
+              "edge cut %s\n",
+              partition::balance_name(q.partition.balance), s.plan.work_imbalance, last.compute_imbalance(),
+              with_commas(s.plan.edge_cut).c_str());
   std::printf("accuracy     test %.2f ± %.2f %%   (last run: train %.2f %%, valid %.2f %%)\n", 100 * s.accuracy[2].mean,
               100 * s.accuracy[2].std, 100 * last.accuracy[0], 100 * last.accuracy[1]);
   std::printf("epoch time   %.3f ms median (slowest device); per device below: means over epochs 2..%d\n",
@@ -249,8 +253,9 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--partitioner", o->partitioner, "metis, random or range")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   cmd->add_option("--balance", o->balance,
-                  "What METIS balances across parts: nodes, edges (node weight 1 + degree: SpMM work) or both")
-      ->check(CLI::IsMember({"nodes", "edges", "both"}))
+                  "What METIS balances across parts: work (each device's Â entries + 8 x rows, refined; default), "
+                  "nodes, edges (node weight 1 + degree) or both")
+      ->check(CLI::IsMember({"work", "nodes", "edges", "both"}))
       ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")

@@ -99,6 +99,7 @@ struct Row {
   int parts = 0, layers = 0;
   std::optional<double> edge_cut, comm_volume, lost_edges, lost_fraction, replication, replicated_edges;
   std::optional<double> table_rows, index_bytes, node_imbalance, edge_imbalance, plan_seconds, partition_seconds;
+  std::optional<double> work_predicted, work_measured;  ///< work imbalance: the plan's model, the devices' compute
   std::vector<double> inner_nodes, local_nodes, local_edges, bytes_sent;
   std::vector<std::vector<double>> halo_per_hop;  ///< [device][hop - 1]
   std::vector<DeviceMemory> memory;
@@ -133,6 +134,7 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
     r.index_bytes = number(*m, "index_bytes");
     r.node_imbalance = number(*m, "node_imbalance");
     r.edge_imbalance = number(*m, "edge_imbalance");
+    r.work_predicted = number(*m, "work_imbalance");
     r.plan_seconds = number(*m, "plan_seconds");
     r.partition_seconds = number(*m, "partition_seconds");
     r.inner_nodes = numbers(field(*m, "inner_nodes"));
@@ -153,6 +155,7 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
   }
   r.bytes_sent = numbers(field(j, "bytes_sent_per_epoch"));
   r.epoch_seconds = number(j, "epoch_seconds");
+  r.work_measured = number(j, "work_imbalance_measured");
   if (const json* t = field(j, "train"); t != nullptr && t->is_object()) {
     r.test_accuracy = number(*t, "test_accuracy");
     r.valid_accuracy = number(*t, "valid_accuracy");
@@ -1333,14 +1336,18 @@ void write_details(std::ostringstream& o, const Report& r) {
   // Plan metrics per run.
   o << "<details><summary>Plan metrics per run</summary>\n<div class=\"table-wrap\"><table>\n<thead><tr>"
        "<th class=\"l\">strategy</th><th class=\"l\">partitioner</th><th>K</th><th>layers</th><th>comm<br>volume</th>"
-       "<th>replicated<br>edges</th><th>node<br>imbalance</th><th>edge<br>imbalance</th><th>gather<br>table rows</th>"
+       "<th>edge<br>cut</th><th>replicated<br>edges</th><th>node<br>imbalance</th><th>edge<br>imbalance</th>"
+       "<th>work imbalance<br>predicted</th><th>work imbalance<br>measured</th><th>gather<br>table rows</th>"
        "<th>index<br>bytes</th><th>partition<br>time</th><th>plan<br>time</th></tr></thead>\n<tbody>\n";
   for (const Row& row : r.rows) {
     o << "<tr><td class=\"l\">" << chip(strategy_colour(row.strategy)) << esc(row.strategy) << "</td><td class=\"l\">"
       << esc(row.partitioner) << "</td><td>" << row.parts << "</td><td>" << row.layers << "</td><td>"
-      << cell(opt(row.comm_volume, commas)) << "</td><td>" << cell(opt(row.replicated_edges, commas)) << "</td><td>"
+      << cell(opt(row.comm_volume, commas)) << "</td><td>" << cell(opt(row.edge_cut, commas)) << "</td><td>"
+      << cell(opt(row.replicated_edges, commas)) << "</td><td>"
       << cell(opt(row.node_imbalance, [](double v) { return fixed(v, 3); })) << "</td><td>"
       << cell(opt(row.edge_imbalance, [](double v) { return fixed(v, 3); })) << "</td><td>"
+      << cell(opt(row.work_predicted, [](double v) { return fixed(v, 3); })) << "</td><td>"
+      << cell(opt(row.work_measured, [](double v) { return fixed(v, 3); })) << "</td><td>"
       << cell(opt(row.table_rows, commas)) << "</td><td>" << cell(opt(row.index_bytes, bytes_text)) << "</td><td>"
       << cell(opt(row.partition_seconds, seconds_text)) << "</td><td>" << cell(opt(row.plan_seconds, seconds_text))
       << "</td></tr>\n";

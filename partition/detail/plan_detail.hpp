@@ -76,6 +76,24 @@ class HaloBfs {
   int layers_ = 0;
 };
 
+/// Sets m.work (device_work of local_edges and local_nodes per device) and m.work_imbalance (max / mean).
+void fill_work(PlanMetrics& m);
+
+/// What refine_work_balance did.
+struct RefineStats {
+  std::int64_t moves = 0;
+  double gather_imbalance = 1, drop_imbalance = 1;  ///< of device_work, after refinement
+};
+
+/// Greedy work refinement of a k-way partition (Balance::kWork). The measure is the gather work (own rows with all
+/// their neighbours; also halo's own rows) or, with drop_work, the drop work (own rows with in-part neighbours).
+/// While a part exceeds `target` x mean, take the heaviest part and move its nodes, best cut gain first, to the
+/// part with most neighbours of the node among those that stay under the cap (else among all); a move is kept
+/// only if it strictly lowers the total excess over the cap and leaves its destination below the cap or lighter
+/// than the part it left, so the loop ends and hubs do not bounce. Serial and deterministic.
+RefineStats refine_work_balance(const datasets::Csr& graph, int parts, double target, bool drop_work,
+                                std::int32_t* part_of);
+
 /// D^-1/2 with the self loop counted: 1 / sqrt(degree + 1).
 inline float inverse_sqrt_degree(std::int64_t degree_without_loop) {
   return static_cast<float>(1.0 / std::sqrt(static_cast<double>(degree_without_loop + 1)));

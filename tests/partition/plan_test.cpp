@@ -238,7 +238,8 @@ TEST_CASE("the METIS edge cut and volume are recomputed and equal the objective 
       for (const Objective objective : {Objective::kCut, Objective::kVolume}) {
         CAPTURE(name);
         CAPTURE(parts);
-        const PartitionOptions options{.method = Partitioner::kMetis, .seed = 11, .imbalance = 1.05, .objective = objective};
+        const PartitionOptions options{.method = Partitioner::kMetis, .seed = 11, .imbalance = 1.05, .objective = objective,
+                                         .balance = Balance::kNodes};  // METIS as called below: no weights
         const Partition partition = partition_graph(g, parts, options);
         // The same call made directly: METIS is deterministic for a seed, so part_of must match too.
         std::vector<idx_t> xadj(g.row_offsets.begin(), g.row_offsets.end());
@@ -814,6 +815,7 @@ TEST_CASE("METIS balancing edges or both keeps the parts' adjacency entries with
   const datasets::Csr g = datasets::generate_rmat({.scale = 14, .edge_factor = 16, .seed = 5}).graph;
   for (int k : {2, 4}) {
     PartitionOptions by_nodes;
+    by_nodes.balance = Balance::kNodes;
     PartitionOptions by_edges = by_nodes, by_both = by_nodes;
     by_edges.balance = Balance::kEdges;
     by_both.balance = Balance::kBoth;
