@@ -30,6 +30,7 @@ struct TrainOptions {
   int runs = 1;
   std::string spmm = "auto";
   std::string precision = "fp32";
+  bool tf32 = false;  ///< --tf32, the same as --precision tf32
   std::string json, save, load, memory_limit;
   bool no_normalize = false;
   engine::TrainConfig config;
@@ -71,14 +72,11 @@ nlohmann::json memory_json(const engine::MemoryStats& m) {
 }
 
 void run_train(TrainOptions& o) {
-  o.config.model.spmm = o.spmm == "cusparse" ? kernels::SpmmAlgo::kCusparse
-                        : o.spmm == "own"    ? kernels::SpmmAlgo::kOwn
-                                             : kernels::SpmmAlgo::kAuto;
-  if (o.precision == "tf32") o.config.model.tf32 = true;
-  if (o.precision == "bf16") o.config.model.bf16 = true;
-  if (o.config.model.tf32 && o.precision != "tf32" && o.precision != "fp32")
+  o.config.model.spmm = from_string<SpmmAlgo>(o.spmm, "--spmm");
+  if (o.tf32 && o.precision != "tf32" && o.precision != "fp32")
     throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
-  if (o.config.model.tf32) o.precision = "tf32";
+  if (o.tf32) o.precision = "tf32";
+  o.config.model.precision = from_string<Precision>(o.precision, "--precision");
   o.config.normalize_features = !o.no_normalize;
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   if (o.runs < 1) throw InvalidInput::parameter("--runs", std::to_string(o.runs), ">= 1");
@@ -106,7 +104,7 @@ void run_train(TrainOptions& o) {
                ds.name.c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
                device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
 
-  const partition::Strategy strategy = partition::parse_strategy(o.strategy);
+  const partition::Strategy strategy = from_string<partition::Strategy>(o.strategy, "--strategy");
   engine::LaunchOptions launch;
   launch.backend = device.backend;
   launch.mpi = engine::launched_under_mpi();
@@ -312,14 +310,12 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--runs", o->runs, "Independent runs (mean and std are reported)")->capture_default_str();
   cmd->add_option("--spmm", o->spmm,
                   "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
-      ->check(CLI::IsMember({"auto", "own", "cusparse"}))
+      ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision,
-                  "fp32; tf32 (TF32 tensor-core GEMMs); bf16 (bf16 features, activations and their gradients, bf16 "
-                  "tensor-core GEMMs, fp32 accumulation, master weights and Adam)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+  cmd->add_option("--precision", o->precision, precisions_help())
+      ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
-  cmd->add_flag("--tf32", m.tf32, "Same as --precision tf32");
+  cmd->add_flag("--tf32", o->tf32, "Same as --precision tf32");
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card");
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");
@@ -330,8 +326,9 @@ Command register_train(CLI::App& app) {
   cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact on one device)");
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
-  cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
-      ->check(CLI::IsMember({"single", "drop", "halo", "gather", "pipeline"}))->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices:\n" +
+                                                 partition::strategies_help())
+      ->check(CLI::IsMember(enum_names<partition::Strategy>()))->capture_default_str();
   cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--link-bench", o->link_bench,
