@@ -435,7 +435,7 @@ std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset
 
 std::vector<DeviceShape> device_shapes(const PlanMetrics& m, Strategy strategy, int parts, const GraphStats& g) {
   expect_modelled(strategy);
-  if (strategy == Strategy::kSingle) return {single_device_shape(g)};
+  if (traits(strategy).parts == PartsRule::kOne) return {single_device_shape(g)};
   GCNPART_EXPECTS(static_cast<int>(m.inner_nodes.size()) == parts && static_cast<int>(m.local_nodes.size()) == parts &&
                       static_cast<int>(m.local_edges.size()) == parts,
                   "plan metrics carry one entry per device");

@@ -113,9 +113,12 @@ void run_train(TrainOptions& o) {
                                         : engine::LaunchOptions::Link::kAuto;
   if (launch.mpi) {
     engine::mpi_init();
-    if (strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
-      throw InvalidInput::parameter("--strategy", "single", "drop, halo or gather when started by mpirun with " +
-                                                               std::to_string(engine::mpi_size()) + " ranks");
+    if (partition::traits(strategy).parts == partition::PartsRule::kOne && engine::mpi_size() > 1) {
+      const auto any_k = partition::strategy_names_where(
+          [](const partition::StrategyTraits& t) { return t.parts == partition::PartsRule::kAny; });
+      throw InvalidInput::parameter("--strategy", to_string(strategy), or_list(any_k) + " when started by mpirun with " +
+                                                                          std::to_string(engine::mpi_size()) + " ranks");
+    }
     if (o.parts == 0) o.parts = engine::mpi_size();
   }
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
