@@ -44,7 +44,7 @@ json measure(const gcnpart::datasets::Csr& g, int k, part::Balance balance) {
   for (auto s : {part::Strategy::kGather, part::Strategy::kDrop, part::Strategy::kHalo}) {
     const part::Partition& p = s == part::Strategy::kDrop ? drop : shared;
     const part::PlanMetrics m = part::plan_metrics(g, s, p, 2);
-    j[part::strategy_name(s)] = {
+    j[to_string(s)] = {
         {"work_imbalance", m.work_imbalance}, {"node_imbalance", m.node_imbalance}, {"edge_cut", p.edge_cut},
         {"edge_cut_fraction", static_cast<double>(p.edge_cut) / static_cast<double>(g.num_edges() / 2)},
         {"partition_seconds", p.seconds}};

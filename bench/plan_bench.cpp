@@ -204,9 +204,9 @@ int main(int argc, char** argv) {
               },
               peak_reset_ok);
           const std::int64_t working = plan_peak - bytes;
-          std::cerr << "  " << part::strategy_name(s) << ": " << plan_seconds << " s, peak +" << gib(plan_peak)
+          std::cerr << "  " << to_string(s) << ": " << plan_seconds << " s, peak +" << gib(plan_peak)
                     << " GiB, plan " << gib(bytes) << " GiB\n";
-          plans[part::strategy_name(s)] = json{
+          plans[to_string(s)] = json{
               {"plan_seconds", plan_seconds},
               {"total_seconds_with_metis", plan_seconds + metis_seconds},
               {"peak_bytes", plan_peak},

@@ -33,12 +33,12 @@ struct DeviceCsr {
 /// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
 class LocalAggregation final : public Aggregation {
  public:
-  LocalAggregation(Resources& res, const LocalProblem& p, kernels::SpmmAlgo algo,
+  LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo,
                    const std::vector<std::int64_t>& widths)
       : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo) {
     dinv_row_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     dinv_col_ = upload(res, p.dinv_col, MemoryCategory::kGraph);
-    if (algo == kernels::SpmmAlgo::kCusparse && res.context().is_cuda())
+    if (algo == SpmmAlgo::kCusparse && res.context().is_cuda())
       for (auto w : widths)
         if (cusparse_.count(w) == 0)
           cusparse_[w] = std::make_unique<kernels::CusparseSpmm>(res.context(), graph_.view, dinv_row_.data(),
@@ -53,17 +53,17 @@ class LocalAggregation final : public Aggregation {
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width,
                              width);
-    if (algo_ == kernels::SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
+    if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
   void run(const float* x, float* y, std::int64_t width) {
-    if (algo_ == kernels::SpmmAlgo::kAuto && res_.context().is_cuda() && tuned_.count(width) == 0) tune(x, y, width);
+    if (algo_ == SpmmAlgo::kAuto && res_.context().is_cuda() && tuned_.count(width) == 0) tune(x, y, width);
     if (auto it = cusparse_.find(width); it != cusparse_.end()) {
       it->second->run_async(x, y);
       return;
     }
     kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        kernels::SpmmAlgo::kOwn);
+                        SpmmAlgo::kOwn);
   }
 
   /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
@@ -85,7 +85,7 @@ class LocalAggregation final : public Aggregation {
     };
     float best = time([&] {
       kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                          kernels::SpmmAlgo::kOwn);
+                          SpmmAlgo::kOwn);
     });
     std::string choice = "own";
     for (int alg : {2, 3}) {
@@ -110,7 +110,7 @@ class LocalAggregation final : public Aggregation {
   Resources& res_;
   DeviceCsr graph_;
   Buffer<float> dinv_row_, dinv_col_;
-  kernels::SpmmAlgo algo_;
+  SpmmAlgo algo_;
   std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
   std::map<std::int64_t, std::string> tuned_;
 
@@ -130,7 +130,7 @@ class LocalAggregation final : public Aggregation {
 /// calls are synchronous anyway: one chunk.
 class GatherAggregation final : public Aggregation {
  public:
-  GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, kernels::SpmmAlgo algo,
+  GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, SpmmAlgo algo,
                     std::int64_t max_width, bool bf16)
       : res_(res),
         comm_(comm),
@@ -139,7 +139,7 @@ class GatherAggregation final : public Aggregation {
         parts_(p.parts),
         forward_(res, p.gather_forward, p.table_block * p.parts),
         backward_(res, p.gather_backward, p.num_rows),
-        algo_(algo == kernels::SpmmAlgo::kCusparse ? kernels::SpmmAlgo::kOwn : algo) {
+        algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
     dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
@@ -320,7 +320,7 @@ class GatherAggregation final : public Aggregation {
   std::int64_t rows_, block_;
   int parts_;
   DeviceCsr forward_, backward_;
-  kernels::SpmmAlgo algo_;
+  SpmmAlgo algo_;
   Buffer<float> dinv_own_, table_dinv_, staging_, table_;
   Buffer<kernels::Bf16> staging16_;
   cudaStream_t comm_stream_ = nullptr;
@@ -331,7 +331,7 @@ class GatherAggregation final : public Aggregation {
 }  // namespace
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
-                                              kernels::SpmmAlgo algo, std::int64_t max_width,
+                                              SpmmAlgo algo, std::int64_t max_width,
                                               const std::vector<std::int64_t>& spmm_widths, bool bf16) {
   if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16);
   return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths);

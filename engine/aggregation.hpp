@@ -34,7 +34,7 @@ class Aggregation {
 /// bf16: the model stores activations as bf16 (the gather table then travels as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
-                                              kernels::SpmmAlgo algo, std::int64_t max_width,
+                                              SpmmAlgo algo, std::int64_t max_width,
                                               const std::vector<std::int64_t>& spmm_widths, bool bf16 = false);
 
 }  // namespace gcnpart::engine

@@ -127,12 +127,11 @@ struct RankResult {
   LinkDevice link;
 };
 
-/// Which collective LinkReport compares for a strategy, or false for none.
+/// Which collective LinkReport compares for a strategy (its communication kind), or false for none.
 bool link_collective(partition::Strategy s, CollectiveKind& kind) {
-  switch (s) {
-    case partition::Strategy::kGather: kind = CollectiveKind::kAllGather; return true;
-    case partition::Strategy::kHalo:
-    case partition::Strategy::kDrop: kind = CollectiveKind::kAllReduce; return true;
+  switch (partition::traits(s).communication) {
+    case partition::Communication::kAllGatherTable: kind = CollectiveKind::kAllGather; return true;
+    case partition::Communication::kAllReduce: kind = CollectiveKind::kAllReduce; return true;
     default: return false;
   }
 }
@@ -438,7 +437,7 @@ void mpi_gather_results(const RankResult& mine, std::vector<RankResult>& all, in
 /// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline.
 NcclConnect nccl_connect(partition::Strategy s) {
   NcclConnect c;
-  c.point_to_point = s == partition::Strategy::kPipeline;
+  c.point_to_point = partition::traits(s).communication == partition::Communication::kPointToPoint;
   return c;
 }
 
@@ -473,7 +472,7 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
   config.validate();
   const int k = plan.parts;
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == k, "plan has one DevicePlan per part");
-  const bool cuda = launch.backend == kernels::Backend::kCuda;
+  const bool cuda = launch.backend == Backend::kCuda;
   if (cuda) {
     const int visible = cuda_device_count();
     const int needed = launch.mpi ? 1 : k;
@@ -481,6 +480,7 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
       throw InvalidInput::parameter("--gpus", std::to_string(k),
                                     "at most the " + std::to_string(visible) + " visible CUDA devices");
   }
+  partition::check_strategy(plan.strategy, k, config.model.layers, config.model.precision);
   TrainReport report;
   report.strategy = plan.strategy;
   report.parts = k;

@@ -5,6 +5,7 @@
 
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "partition/strategy.hpp"
 
 namespace gcnpart::engine {
 
@@ -25,10 +26,9 @@ void GcnConfig::validate() const {
   if (!(lr > 0.0f) || !std::isfinite(lr)) throw InvalidInput::parameter("--lr", std::to_string(lr), "> 0");
   if (!(weight_decay >= 0.0f) || !std::isfinite(weight_decay))
     throw InvalidInput::parameter("--weight-decay", std::to_string(weight_decay), ">= 0");
-  if (bf16 && spmm == kernels::SpmmAlgo::kCusparse)
+  if (bf16() && spmm == SpmmAlgo::kCusparse)
     throw InvalidInput::parameter("--spmm", "cusparse",
                                   "own or auto with --precision bf16 (cuSPARSE has no bf16-input, fp32-output CSR SpMM)");
-  if (bf16 && tf32) throw InvalidInput::parameter("--precision", "bf16 and tf32", "one precision");
 }
 
 namespace {
@@ -51,13 +51,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   stages_ = config_.pipeline_stages;
   if (stages_ > 1) {
     GCNPART_EXPECTS(comm_ != nullptr && comm_->size() == stages_, "a pipeline needs a communicator of its stages");
-    if (stages_ > L)
-      throw InvalidInput::parameter("--parts", std::to_string(stages_),
-                                    "at most the number of layers (" + std::to_string(L) + ") pipeline stages");
+    partition::check_strategy(partition::Strategy::kPipeline, stages_, L, config_.precision);
     stage_ = comm_->rank();
-    if (config_.bf16)
-      throw InvalidInput::parameter("--precision", "bf16",
-                                    "fp32 or tf32 with pipeline stages (bf16 pipeline stages are not implemented)");
   }
   first_ = stage_ * L / stages_;
   last_ = (stage_ + 1) * L / stages_;
@@ -74,7 +69,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   }
   if (sparse_input_) {
     upload_sparse_features();
-  } else if (first_ == 0 && config_.bf16) {  // rounded on the host: the float copy never reaches the device
+  } else if (first_ == 0 && config_.bf16()) {  // rounded on the host: the float copy never reaches the device
     std::vector<kernels::Bf16> x16(problem.features.size());
     kernels::convert_to_bf16_async(kernels::Context{}, problem.features.data(),
                                    static_cast<std::int64_t>(x16.size()), x16.data());
@@ -122,7 +117,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
-  if (config_.bf16) {
+  if (config_.bf16()) {
     allocate_bf16_activations();
   } else {
     // Activations saved for backward: inputs_[l] is layer l's (dropped-out) input, for the layers held here plus,
@@ -163,9 +158,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   std::vector<std::int64_t> widths;
   for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
   const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
-  if (config_.bf16) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16);
-  if (config_.bf16) refresh_bf16_weights();
+  if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16());
+  if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
 
@@ -239,7 +234,7 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
     kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
-  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, kernels::SpmmAlgo::kOwn);
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, SpmmAlgo::kOwn);
 }
 
 void GcnModel::upload_sparse_features() {
@@ -318,7 +313,7 @@ void GcnModel::forward_bf16(bool training, int epoch) {
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
-                          kernels::SpmmAlgo::kOwn);
+                          SpmmAlgo::kOwn);
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
@@ -399,7 +394,7 @@ void GcnModel::backward_bf16_async() {
 }
 
 void GcnModel::forward(bool training, int epoch) {
-  if (config_.bf16) return forward_bf16(training, epoch);
+  if (config_.bf16()) return forward_bf16(training, epoch);
   const Context& ctx = res_.context();
   const int L = config_.layers;
   const float p = training ? config_.dropout : 0.0f;
@@ -427,7 +422,7 @@ void GcnModel::forward(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, kernels::SpmmAlgo::kOwn);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, SpmmAlgo::kOwn);
       aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward(x, aggregated_[l].data(), ly.in);
@@ -469,7 +464,7 @@ double GcnModel::train_step(int epoch) {
 }
 
 void GcnModel::backward_async() {
-  if (config_.bf16) return backward_bf16_async();
+  if (config_.bf16()) return backward_bf16_async();
   const Context& ctx = res_.context();
   const int L = config_.layers;
   float* g = grad_a_.data();
@@ -543,7 +538,7 @@ void GcnModel::adam_async() {
     kernels::adam_step_async(ctx, params_.data() + ly.b_offset, grads_.data() + ly.b_offset,
                              adam_m_.data() + ly.b_offset, adam_v_.data() + ly.b_offset, ly.out, ap);
   }
-  if (config_.bf16) refresh_bf16_weights();
+  if (config_.bf16()) refresh_bf16_weights();
 }
 
 EvalResult GcnModel::evaluate() {
@@ -612,7 +607,7 @@ void GcnModel::set_state(const ModelState& s) {
   kernels::copy_async(res_.context(), params_.data(), s.params.data(), params_.bytes());
   kernels::copy_async(res_.context(), adam_m_.data(), s.adam_m.data(), adam_m_.bytes());
   kernels::copy_async(res_.context(), adam_v_.data(), s.adam_v.data(), adam_v_.bytes());
-  if (config_.bf16) refresh_bf16_weights();
+  if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
 
@@ -638,7 +633,7 @@ void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
     std::copy(params[t + 1].begin(), params[t + 1].end(), flat.begin() + ly.b_offset);
   }
   kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
-  if (config_.bf16) refresh_bf16_weights();
+  if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
 

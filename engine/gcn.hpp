@@ -26,12 +26,12 @@ struct GcnConfig {
   float weight_decay = 5e-4f;
   bool weight_decay_all_layers = false;  ///< false: first layer's weights only (as in the paper)
   std::uint64_t seed = 1;
-  kernels::SpmmAlgo spmm = kernels::SpmmAlgo::kAuto;
-  bool tf32 = false;
-  /// bf16 storage of features, activations and their gradients (and a bf16 copy of the weights for the GEMMs);
-  /// float32 accumulation everywhere, float32 logits, loss, master weights, gradients of weights and Adam state.
-  /// GEMMs run on bf16 tensor cores, SpMMs read bf16 rows (own kernel). Not with pipeline stages.
-  bool bf16 = false;
+  SpmmAlgo spmm = SpmmAlgo::kAuto;
+  /// kTf32: float GEMMs may use TF32 tensor cores. kBf16: bf16 storage of features, activations and their
+  /// gradients (and a bf16 copy of the weights for the GEMMs); float32 accumulation everywhere, float32 logits,
+  /// loss, master weights, gradients of weights and Adam state. GEMMs run on bf16 tensor cores, SpMMs read bf16
+  /// rows (own kernel). Which strategies support it: partition::traits(strategy).bf16.
+  Precision precision = Precision::kFp32;
   /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
   /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
   double sparse_features_below = 0.1;
@@ -40,6 +40,8 @@ struct GcnConfig {
   /// gradients back). 1 = every device holds every layer (data-parallel strategies and single).
   int pipeline_stages = 1;
 
+  /// bf16 storage (Precision::kBf16).
+  [[nodiscard]] bool bf16() const noexcept { return traits(precision).bf16_storage; }
   /// Layer widths: features, hidden x (layers-1), classes.
   [[nodiscard]] std::vector<std::int64_t> dims(std::int64_t features, std::int64_t classes) const;
   /// @throws InvalidInput naming the parameter when out of range.
@@ -153,7 +155,7 @@ class GcnModel {
   std::vector<Buffer<float>> aggregated_;  ///< Â·input, saved when layer l aggregates before its GEMM
   Buffer<float> logits_, tmp_, grad_a_, grad_b_;
   Buffer<float> scalar_f_;
-  // bf16 mode (config_.bf16): features, layer inputs and aggregated inputs as bf16; t16_ bf16 scratch (X W,
+  // bf16 mode (config_.bf16()): features, layer inputs and aggregated inputs as bf16; t16_ bf16 scratch (X W,
   // dP, G W^T), z32_ float scratch (SpMM outputs, softmax gradient); g16_a_/g16_b_ the gradient ping-pong;
   // w16_ the bf16 copy of params_ refreshed after every optimiser step.
   Buffer<kernels::Bf16> features16_, w16_, t16_, g16_a_, g16_b_;

@@ -49,7 +49,7 @@ InProcessCommunicator::InProcessCommunicator(std::shared_ptr<InProcessGroup> gro
 
 namespace {
 void expect_host(const kernels::Context& ctx) {
-  GCNPART_EXPECTS(ctx.backend == kernels::Backend::kCpu,
+  GCNPART_EXPECTS(ctx.backend == Backend::kCpu,
                   "the in-process communicator serves virtual CPU devices; GPUs use the NCCL communicator");
 }
 }  // namespace

@@ -72,12 +72,12 @@ CollectiveTiming benchmark_collective(Communicator& comm, Resources& res, Collec
   return t;
 }
 
-std::vector<CollectiveTiming> sweep_collectives(kernels::Backend backend, int devices, bool mpi,
+std::vector<CollectiveTiming> sweep_collectives(Backend backend, int devices, bool mpi,
                                                 const std::vector<CollectiveKind>& kinds,
                                                 const std::vector<std::int64_t>& payload_bytes, int warmup,
                                                 int repeats) {
   GCNPART_EXPECTS(devices >= 1, "at least one device");
-  const bool cuda = backend == kernels::Backend::kCuda;
+  const bool cuda = backend == Backend::kCuda;
   if (cuda) {
     const int visible = cuda_device_count();
     if (visible < (mpi ? 1 : devices))

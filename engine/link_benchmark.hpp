@@ -39,7 +39,7 @@ CollectiveTiming benchmark_collective(Communicator& comm, Resources& res, Collec
 /// `gcnpart bench nccl`: every kind at every size on `devices` devices of `backend` (one thread each, or this
 /// process as one rank of an mpirun job when `mpi`). Per (kind, size), the slowest rank's median (a collective
 /// ends when its last rank does). @throws the first rank's error; InvalidInput for too few CUDA devices.
-std::vector<CollectiveTiming> sweep_collectives(kernels::Backend backend, int devices, bool mpi,
+std::vector<CollectiveTiming> sweep_collectives(Backend backend, int devices, bool mpi,
                                                 const std::vector<CollectiveKind>& kinds,
                                                 const std::vector<std::int64_t>& payload_bytes,
                                                 int warmup = kLinkWarmup, int repeats = kLinkRepeats);

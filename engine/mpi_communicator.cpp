@@ -37,7 +37,7 @@ void finalize_at_exit() {
   if (!finalized) MPI_Finalize();
 }
 void expect_host(const kernels::Context& ctx) {
-  GCNPART_EXPECTS(ctx.backend == kernels::Backend::kCpu, "the MPI communicator serves CPU devices; GPUs use NCCL");
+  GCNPART_EXPECTS(ctx.backend == Backend::kCpu, "the MPI communicator serves CPU devices; GPUs use NCCL");
 }
 }  // namespace
 

@@ -19,9 +19,9 @@ Device Device::parse(const std::string& spec, const std::string& parameter) {
     index = spec.substr(colon + 1);
   }
   if (kind == "cpu") {
-    d.backend = kernels::Backend::kCpu;
+    d.backend = Backend::kCpu;
   } else if (kind == "cuda" || kind == "gpu") {
-    d.backend = kernels::Backend::kCuda;
+    d.backend = Backend::kCuda;
   } else {
     throw InvalidInput::parameter(parameter, spec, "cpu, cpu:N, cuda or cuda:N");
   }

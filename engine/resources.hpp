@@ -13,13 +13,13 @@ namespace gcnpart::engine {
 
 /// A device: a CPU (virtual) device or CUDA device N.
 struct Device {
-  kernels::Backend backend = kernels::Backend::kCpu;
+  Backend backend = Backend::kCpu;
   int index = 0;  ///< CUDA ordinal, or the virtual CPU device number
 
   /// "cpu", "cpu:2", "cuda", "cuda:1". @throws InvalidInput naming the parameter.
   static Device parse(const std::string& spec, const std::string& parameter = "--device");
   [[nodiscard]] std::string name() const;
-  [[nodiscard]] bool is_cuda() const noexcept { return backend == kernels::Backend::kCuda; }
+  [[nodiscard]] bool is_cuda() const noexcept { return backend == Backend::kCuda; }
 };
 
 /// Number of CUDA devices visible (0 when there is no driver or no GPU; never throws).

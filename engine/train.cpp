@@ -30,16 +30,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-const char* spmm_name(kernels::SpmmAlgo a) {
-  switch (a) {
-    case kernels::SpmmAlgo::kOwn: return "own";
-    case kernels::SpmmAlgo::kCusparse: return "cusparse";
-    default: return "auto";
-  }
-}
-
-const char* precision_name(const GcnConfig& m) { return m.bf16 ? "bf16" : m.tf32 ? "tf32" : "fp32"; }
-
 const char* partitioner_name(partition::Partitioner p) {
   switch (p) {
     case partition::Partitioner::kRandom: return "random";
@@ -120,7 +110,7 @@ nlohmann::json TrainSummary::to_json() const {
   nlohmann::json j;
   j["dataset"] = dataset;
   j["device"] = q.device.name();
-  j["strategy"] = partition::strategy_name(q.strategy);
+  j["strategy"] = to_string(q.strategy);
   j["parts"] = q.parts;
   j["launch"] = q.launch.mpi ? "mpi" : "threads";
   j["partitioner"] = partitioner_name(q.partition.method);
@@ -133,8 +123,8 @@ nlohmann::json TrainSummary::to_json() const {
                 {"weight_decay", m.weight_decay},
                 {"weight_decay_all_layers", m.weight_decay_all_layers},
                 {"normalize_features", q.config.normalize_features},
-                {"spmm", spmm_name(m.spmm)},
-                {"precision", precision_name(m)},
+                {"spmm", to_string(m.spmm)},
+                {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};
   j["lost_edges"] = plan.lost_edges;

@@ -109,7 +109,7 @@ struct TrainReport {
 
 /// How the devices are driven.
 struct LaunchOptions {
-  kernels::Backend backend = kernels::Backend::kCpu;  ///< virtual CPU devices or GPUs (NCCL)
+  Backend backend = Backend::kCpu;  ///< virtual CPU devices or GPUs (NCCL)
   bool mpi = false;  ///< one process per device started by mpirun (this process is one rank), else threads
   /// After training, time the plain collective the strategy depends on (LinkReport): all-gather for gather,
   /// all-reduce for drop and halo, none for pipeline. kAuto: on GPUs only (on virtual CPU devices it measures

@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/core/enums.hpp"
 #include "kernels/core/memory.hpp"
 
 // Opaque CUDA types, so host code includes this without the CUDA headers.
@@ -12,8 +13,6 @@ typedef struct cublasContext* cublasHandle_t;
 typedef struct cusparseContext* cusparseHandle_t;
 
 namespace gcnpart::kernels {
-
-enum class Backend { kCpu, kCuda };
 
 /// Execution context of one device. For kCpu, stream and handles are null and work runs on OpenMP threads
 /// synchronously. For kCuda, every call is asynchronous on `stream` unless its name says otherwise.
@@ -24,7 +23,7 @@ struct Context {
   cublasHandle_t cublas = nullptr;  ///< bound to `stream`
   cusparseHandle_t cusparse = nullptr;
   Allocator* allocator = nullptr;   ///< workspaces come from here (tracked)
-  bool tf32 = false;                ///< allow TF32 tensor-core GEMMs
+  Precision precision = Precision::kFp32;  ///< float GEMMs on TF32 tensor cores when traits(precision).tf32_gemm
 
   [[nodiscard]] bool is_cuda() const noexcept { return backend == Backend::kCuda; }
 };

@@ -13,12 +13,6 @@ namespace gcnpart::kernels {
 // ---------------------------------------------------------------------------------------------------------
 // Sparse x dense
 
-enum class SpmmAlgo {
-  kAuto,       ///< own kernel (later: the autotuned choice)
-  kOwn,        ///< gcnpart's kernel
-  kCusparse,   ///< cusparseSpMM, CSR ALG2 by default (see CusparseSpmm)
-};
-
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
 /// A: a.num_rows x a.num_cols; X: a.num_cols x width (leading dim ldx >= width); Y: a.num_rows x width (ldy).
 /// row_scale / col_scale may be null (= ones). For GCN, A holds the graph plus self loops and both scales are
@@ -66,7 +60,7 @@ class CusparseSpmm {
 
 /// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n.
 /// trans_a: A is stored k x m (lda >= m) and used transposed; likewise trans_b. cuBLAS on CUDA (TF32 when
-/// ctx.tf32), a blocked OpenMP loop on CPU.
+/// traits(ctx.precision).tf32_gemm), a blocked OpenMP loop on CPU.
 void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
                 float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
                 std::int64_t ldc);

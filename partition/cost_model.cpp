@@ -25,7 +25,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   const auto d = m.dims();
   const int L = m.layers;
   const double r = static_cast<double>(s.rows), nnz = static_cast<double>(s.graph_entries);
-  const double f = static_cast<double>(m.features), act = m.precision == Precision::kBf16 ? 2 : 4;
+  const double f = static_cast<double>(m.features), act = traits(m.precision).storage_bytes;
   const bool sparse = uses_sparse_input(s, m);
   const double nnz_x = static_cast<double>(s.nonzeros(m.features));
   const double table = s.gather ? static_cast<double>(s.table_block) * s.parts : r;
@@ -106,10 +106,6 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   return w;
 }
 
-GemmMath gemm_math(const ModelSpec& m, bool tf32) {
-  return m.precision == Precision::kBf16 ? GemmMath::kBf16 : tf32 ? GemmMath::kTf32 : GemmMath::kFp32;
-}
-
 Link link_for(const Card& card, int gpus) {
   if (gpus <= 1) return {"none", 0};
   if (card.nvlink_gbs > 0 && gpus <= card.nvlink_max_gpus) return {"nvlink", card.nvlink_gbs / 2};
@@ -117,17 +113,18 @@ Link link_for(const Card& card, int gpus) {
 }
 
 EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, bool cusparse,
-                        GemmMath math) {
+                        Precision precision) {
   GCNPART_EXPECTS(card.memory_bandwidth_gbs > 0 && card.fp32_tflops > 0, "a card with bandwidth and FP32 throughput");
   EpochTime t;
   const double bw = card.memory_bandwidth_gbs * kGiga;
   double tflops = card.fp32_tflops;
-  if (math == GemmMath::kTf32 && card.tf32_tflops > 0) tflops = card.tf32_tflops;
-  if (math == GemmMath::kBf16 && card.bf16_tflops > 0) tflops = card.bf16_tflops;
+  const PrecisionTraits& math = traits(precision);
+  if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops;
+  if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops;
   const double flops = tflops * kTera;
-  const double spmm_eff = math == GemmMath::kBf16 ? cal.spmm_bf16_efficiency
-                          : cusparse              ? cal.spmm_cusparse_efficiency
-                                                  : cal.spmm_own_efficiency;
+  const double spmm_eff = math.bf16_storage ? cal.spmm_bf16_efficiency
+                          : cusparse         ? cal.spmm_cusparse_efficiency
+                                             : cal.spmm_own_efficiency;
   t.spmm = w.spmm_bytes / (bw * spmm_eff);
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
   for (const auto& [fl, by] : w.gemms)
@@ -226,14 +223,14 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   for (const auto& m : measurements) {
     Row row{&m, epoch_work(single_device_shape(m.graph), m.model)};
     const EpochTime t = predict_epoch(row.work, card, cal, none, m.cusparse,
-                                      gemm_math(m.model));
+                                      m.model.precision);
     (t.spmm + t.stream + t.gemm < 0.1 * m.seconds ? small : large).push_back(row);
   }
   if (!small.empty()) {
     double num = 0, den = 0;
     for (const auto& row : small) {
       const EpochTime t = predict_epoch(row.work, card, cal, none, row.m->cusparse,
-                                        gemm_math(row.m->model));
+                                        row.m->model.precision);
       const double k = static_cast<double>(row.work.kernels);
       num += (row.m->seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
       den += k * k;
@@ -253,7 +250,7 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   for (const auto& row : large) {
     Calibration probe = cal;
     probe.spmm_own_efficiency = probe.spmm_cusparse_efficiency = probe.spmm_bf16_efficiency = 1.0;
-    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, gemm_math(row.m->model));
+    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, row.m->model.precision);
     double x[kUnknowns] = {0, 0, 0, (t.stream + t.gemm) / row.m->seconds};
     x[kind_of(*row.m)] = t.spmm / row.m->seconds;
     seen[kind_of(*row.m)] = true;
@@ -305,7 +302,7 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   }
   for (const auto& m : measurements) {
     const EpochTime t =
-        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, gemm_math(m.model));
+        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, m.model.precision);
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
   cal.fitted = true;

@@ -82,20 +82,16 @@ struct Link {
 };
 Link link_for(const Card& card, int gpus);
 
-/// What the GEMMs run on: FP32 cores, TF32 tensor cores (--tf32) or BF16 tensor cores (bf16 precision).
-enum class GemmMath { kFp32, kTf32, kBf16 };
-/// What a model's GEMMs run on: bf16 tensor cores for bf16 precision, else TF32 when asked, else FP32.
-GemmMath gemm_math(const ModelSpec& m, bool tf32 = false);
-
 /// Predicted epoch time, split by term.
 struct EpochTime {
   double seconds = 0;
   double spmm = 0, stream = 0, gemm = 0, launch = 0, comm = 0;
   std::string bound;  ///< the largest term
 };
-/// A card without the asked tensor format falls back to its FP32 rate.
+/// The GEMMs run on what `precision` says (traits(precision): FP32 cores, TF32 or BF16 tensor cores); a card
+/// without that tensor format falls back to its FP32 rate. bf16 SpMMs use the own bf16 kernel's efficiency.
 EpochTime predict_epoch(const EpochWork& work, const Card& card, const Calibration& cal, const Link& link,
-                        bool cusparse = false, GemmMath math = GemmMath::kFp32);
+                        bool cusparse = false, Precision precision = Precision::kFp32);
 
 /// A measured epoch to calibrate on.
 struct CalibrationMeasurement {

@@ -43,11 +43,17 @@ void expect_count(const char* what, std::int64_t v) {
   if (v < 0) throw InvalidInput::parameter(what, std::to_string(v), ">= 0");
 }
 
-std::int64_t element_bytes(Precision p) { return p == Precision::kBf16 ? 2 : 4; }
+/// @throws InvalidInput for a strategy whose row says the model does not cover it.
+void expect_modelled(Strategy s) {
+  if (traits(s).memory_model) return;
+  const auto modelled = strategy_names_where([](const StrategyTraits& t) { return t.memory_model; });
+  throw InvalidInput::parameter("--strategy", to_string(s),
+                                or_list(modelled) + " (" + to_string(s) + " is not modelled)");
+}
+
+std::int64_t element_bytes(Precision p) { return traits(p).storage_bytes; }
 
 }  // namespace
-
-const char* precision_name(Precision p) noexcept { return p == Precision::kBf16 ? "bf16" : "fp32"; }
 
 std::vector<std::int64_t> ModelSpec::dims() const {
   std::vector<std::int64_t> d{features};
@@ -102,7 +108,7 @@ std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m, bool sparse_input
   return calls;
 }
 
-MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, ComputeBackend backend) {
+MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, Backend backend) {
   m.validate();
   expect_count("rows", s.rows);
   expect_count("graph_entries", s.graph_entries);
@@ -205,7 +211,7 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
     add("graph columns", C::kGraph, s.graph_entries * kIndexBytes);
     add("D^-1/2 (rows)", C::kGraph, r * kFloatBytes);
     add("D^-1/2 (columns)", C::kGraph, r * kFloatBytes);
-    if (backend == ComputeBackend::kCuda && m.spmm != SpmmPath::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
+    if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
       // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
       // entries) and the SpMM buffer. kAuto: the upper bound, cuSPARSE kept at every width.
       const bool narrow = s.graph_entries <= std::numeric_limits<std::int32_t>::max();
@@ -218,14 +224,14 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
         add("cuSPARSE indices (width " + std::to_string(w) + ")", C::kGraph, indices);
         add("cuSPARSE buffer (width " + std::to_string(w) + ")", C::kWorkspace, buffer);
       }
-      if (m.spmm == SpmmPath::kAuto)
+      if (m.spmm == SpmmAlgo::kAuto)
         transients.emplace_back("cuSPARSE candidate plan while autotuning",
                                 s.graph_entries * kFloatBytes + indices + buffer);
     }
   }
 
   // Per-call workspaces of one training step and the evaluation (largest one sets the peak).
-  if (backend == ComputeBackend::kCpu) {
+  if (backend == Backend::kCpu) {
     for (int l = L - 1; l >= 0; --l) {
       const std::int64_t in = d[l], out = d[l + 1];
       const bool dense_dw = !(l == 0 && e.sparse_input);  // dW = X^T dP or (ÂX)^T G by GEMM, not by the sparse X^T
@@ -262,7 +268,7 @@ MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, 
       e.transient_what = what;
     }
   }
-  if (backend == ComputeBackend::kCuda)
+  if (backend == Backend::kCuda)
     for (auto b : distinct_sizes) e.cached += b;
   e.at_peak = e.persistent;
   e.at_peak[idx(C::kWorkspace)] += e.transient;
@@ -399,8 +405,7 @@ DeviceShape single_device_shape(const GraphStats& g) {
 }
 
 std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset& ds) {
-  if (plan.strategy == Strategy::kPipeline)
-    throw InvalidInput::parameter("--strategy", "pipeline", "single, drop, halo or gather (pipeline is not modelled)");
+  expect_modelled(plan.strategy);
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == plan.parts, "plan has one DevicePlan per part");
   const auto nz = row_nonzeros(ds);
   const bool gather = plan.strategy == Strategy::kGather;
@@ -429,9 +434,8 @@ std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset
 }
 
 std::vector<DeviceShape> device_shapes(const PlanMetrics& m, Strategy strategy, int parts, const GraphStats& g) {
-  if (strategy == Strategy::kPipeline)
-    throw InvalidInput::parameter("--strategy", "pipeline", "single, drop, halo or gather (pipeline is not modelled)");
-  if (strategy == Strategy::kSingle) return {single_device_shape(g)};
+  expect_modelled(strategy);
+  if (traits(strategy).parts == PartsRule::kOne) return {single_device_shape(g)};
   GCNPART_EXPECTS(static_cast<int>(m.inner_nodes.size()) == parts && static_cast<int>(m.local_nodes.size()) == parts &&
                       static_cast<int>(m.local_edges.size()) == parts,
                   "plan metrics carry one entry per device");
@@ -467,7 +471,7 @@ PlanMetrics SplitEstimate::metrics(Strategy strategy, const GraphStats& g) const
   m.nodes = g.nodes;
   m.edges = g.edges;
   m.edge_cut = std::llround(edge_cut);
-  m.lost_edges = strategy == Strategy::kDrop ? m.edge_cut : 0;
+  m.lost_edges = traits(strategy).exact ? 0 : m.edge_cut;
   m.lost_fraction = g.edges > 0 ? static_cast<double>(m.lost_edges) / static_cast<double>(g.edges) : 0;
   const bool halo = strategy == Strategy::kHalo;
   double local_sum = 0;

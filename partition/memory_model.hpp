@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "kernels/core/enums.hpp"
 #include "kernels/core/memory.hpp"
 #include "partition/plan.hpp"
 
@@ -20,19 +21,11 @@ namespace gcnpart::partition {
 /// Bytes by MemoryCategory (same layout as engine::CategoryBytes).
 using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCategory::kCount)>;
 
-/// Element type of features, activations, activation gradients and communicated rows. The engine trains in fp32
-/// only; kBf16 is a projection (2-byte activations, fp32 master weights, gradients and Adam state, plus a bf16 copy
-/// of the weights) for when it learns to.
-enum class Precision { kFp32, kBf16 };
-/// Which backend's allocations to mirror: CPU virtual devices (GEMM packing and split-k partials are tracked) or
-/// CUDA (CUB and column-sum scratch and cuSPARSE plans are tracked; cuBLAS keeps its own workspace, which is part
-/// of the fixed per-GPU overhead).
-enum class ComputeBackend { kCpu, kCuda };
-/// The engine's SpMM choice (GcnConfig::spmm). kAuto on CUDA may keep a cuSPARSE plan per width: the model takes
-/// the upper bound (kept at every width, plus one candidate alive while tuning).
-enum class SpmmPath { kOwn, kCusparse, kAuto };
-
-[[nodiscard]] const char* precision_name(Precision p) noexcept;
+// Precision (element bytes), Backend (which backend's allocations to mirror: CPU virtual devices track GEMM packing
+// and split-k partials; CUDA tracks CUB and column-sum scratch and cuSPARSE plans, while cuBLAS keeps its own
+// workspace, part of the fixed per-GPU overhead) and SpmmAlgo (GcnConfig::spmm; kAuto on CUDA may keep a cuSPARSE
+// plan per width: the model takes the upper bound, kept at every width plus one candidate alive while tuning) are
+// the engine's own enums (kernels/core/enums.hpp).
 
 /// The GCN as the memory model sees it: the sizes engine::GcnConfig and the dataset give it.
 struct ModelSpec {
@@ -43,7 +36,7 @@ struct ModelSpec {
   bool dropout = true;                 ///< dropout probability > 0 (keeps the dropped-out inputs for backward)
   double sparse_features_below = 0.1;  ///< GcnConfig::sparse_features_below (0 = never sparse)
   Precision precision = Precision::kFp32;
-  SpmmPath spmm = SpmmPath::kAuto;
+  SpmmAlgo spmm = SpmmAlgo::kAuto;
 
   /// Layer widths: features, hidden x (layers - 1), classes (as GcnConfig::dims).
   [[nodiscard]] std::vector<std::int64_t> dims() const;
@@ -92,7 +85,7 @@ struct MemoryEstimate {
 /// Predicted memory of one device of `shape` training `model` on `backend`. Exact for the CPU backend when the
 /// shape's counts are exact; on CUDA the CUB temporary sizes and the cuSPARSE buffer are estimates (a few KiB).
 /// @throws InvalidInput for negative counts or a bad model.
-MemoryEstimate estimate_device_memory(const DeviceShape& shape, const ModelSpec& model, ComputeBackend backend);
+MemoryEstimate estimate_device_memory(const DeviceShape& shape, const ModelSpec& model, Backend backend);
 
 /// Bytes one device sends in one training epoch (forward, backward, gradient all-reduce), counted as the engine's
 /// communicators count them: a ring all-reduce of B bytes sends 2 B (k-1)/k, an all-gather or reduce-scatter of a

@@ -37,7 +37,7 @@ Partition whole_graph_partition(std::int64_t nodes, int parts, Partitioner metho
   return p;
 }
 
-bool splits_nodes(Strategy s) { return s == Strategy::kDrop || s == Strategy::kHalo || s == Strategy::kGather; }
+bool splits_nodes(Strategy s) { return traits(s).splits_nodes; }
 
 // Runs body(p, scratch) for every device. With at least as many devices as threads, devices run in parallel and
 // their own loops serially (nested regions are inactive); otherwise devices run one after another and the
@@ -256,7 +256,7 @@ PlanMetrics base_metrics(const Csr& g, Strategy strategy, const Partition& parti
   m.edges = g.num_edges() / 2;
   m.edge_cut = partition.edge_cut;
   m.comm_volume = partition.comm_volume;
-  m.lost_edges = strategy == Strategy::kDrop ? partition.edge_cut : 0;
+  m.lost_edges = traits(strategy).exact ? 0 : partition.edge_cut;
   m.lost_fraction = m.edges > 0 ? static_cast<double>(m.lost_edges) / static_cast<double>(m.edges) : 0.0;
   const auto parts = static_cast<std::size_t>(partition.parts);
   m.inner_nodes.assign(parts, 0);
@@ -302,8 +302,9 @@ Partition normalised_partition(const Csr& g, Strategy strategy, const Partition&
 void check_plan_inputs(const Csr& graph, Strategy strategy, const Partition& partition, int layers, const char* entry) {
   detail::check_graph(graph, entry);
   check_layers(layers);
-  if (strategy == Strategy::kSingle && partition.parts != 1)
-    throw InvalidInput::parameter("parts", std::to_string(partition.parts), "1 for strategy single");
+  if (traits(strategy).parts == PartsRule::kOne && partition.parts != 1)
+    throw InvalidInput::parameter("parts", std::to_string(partition.parts),
+                                  std::string("1 for strategy ") + to_string(strategy));
   if (splits_nodes(strategy)) {
     detail::check_partition(graph, partition, entry);
   } else if (partition.parts < 1) {
@@ -348,17 +349,6 @@ Plan build_plan(const Csr& graph, Strategy strategy, Partition partition, int la
 
 }  // namespace
 
-const char* strategy_name(Strategy s) {
-  switch (s) {
-    case Strategy::kSingle: return "single";
-    case Strategy::kDrop: return "drop";
-    case Strategy::kHalo: return "halo";
-    case Strategy::kGather: return "gather";
-    case Strategy::kPipeline: return "pipeline";
-  }
-  return "unknown";
-}
-
 const char* balance_name(Balance b) noexcept {
   switch (b) {
     case Balance::kEdges: return "edges";
@@ -372,12 +362,6 @@ Balance parse_balance(const std::string& text, const std::string& parameter) {
   for (Balance b : {Balance::kNodes, Balance::kEdges, Balance::kBoth, Balance::kWork})
     if (text == balance_name(b)) return b;
   throw InvalidInput::parameter(parameter, text, "nodes, edges, both or work");
-}
-
-Strategy parse_strategy(const std::string& name, const std::string& parameter) {
-  for (const Strategy s : {Strategy::kSingle, Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline})
-    if (name == strategy_name(s)) return s;
-  throw InvalidInput::parameter(parameter, name, "single, drop, halo, gather or pipeline");
 }
 
 Plan make_plan(const Csr& graph, Strategy strategy, int parts, int layers, const PartitionOptions& options) {

@@ -8,11 +8,11 @@
 #include <vector>
 
 #include "datasets/csr.hpp"
+#include "partition/strategy.hpp"
 
 namespace gcnpart::partition {
 
 enum class Partitioner { kMetis, kRandom, kRange };
-enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
 enum class Objective { kCut, kVolume };
 /// What METIS keeps balanced across parts: node counts (its default), the parts' adjacency entries (each node
 /// weighted by 1 + its degree: SpMM work), both at once (two constraints), or the work model's device work
@@ -60,10 +60,6 @@ struct Partition {
 /// @throws InvalidInput for parts < 1 or > nodes, a graph with a self loop or a one-way edge (the node named), or
 /// more than 2^31 - 1 entries for METIS; METIS failures as Error (OutOfMemory for METIS_ERROR_MEMORY).
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});
-
-[[nodiscard]] const char* strategy_name(Strategy s);
-/// "single", "drop", "halo", "gather", "pipeline". @throws InvalidInput naming the parameter.
-Strategy parse_strategy(const std::string& name, const std::string& parameter = "--strategy");
 
 /// What one device holds.
 struct DevicePlan {

@@ -121,7 +121,7 @@ std::string printable(const unsigned char* p, std::size_t n) {
 std::uint32_t strategy_code(Strategy s) { return static_cast<std::uint32_t>(s); }
 std::uint32_t partitioner_code(Partitioner p) { return static_cast<std::uint32_t>(p); }
 static_assert(static_cast<int>(Strategy::kSingle) == 0 && static_cast<int>(Strategy::kPipeline) == 4,
-              "strategy codes are part of the plan file format");
+              "strategy codes are part of the plan file format: a new strategy takes the next code");
 static_assert(static_cast<int>(Partitioner::kMetis) == 0 && static_cast<int>(Partitioner::kRange) == 2,
               "partitioner codes are part of the plan file format");
 
@@ -313,8 +313,12 @@ Plan load_plan(const std::string& path) {
          hex32(stored_crc) + " (the CRC32 of bytes 0..59)");
   binary::expect_declared_size(path, size, get<std::uint64_t>(head, 48), 48, "record");
   const auto strategy = get<std::uint32_t>(head, 12);
-  if (strategy > strategy_code(Strategy::kPipeline))
-    fail(path, 12, "strategy code", std::to_string(strategy), "0..4 (single, drop, halo, gather, pipeline)");
+  if (strategy >= kStrategies.size()) {
+    std::string names;
+    for (const auto& row : kStrategies) names += std::string(names.empty() ? "" : ", ") + row.name;
+    fail(path, 12, "strategy code", std::to_string(strategy),
+         "0.." + std::to_string(kStrategies.size() - 1) + " (" + names + ")");
+  }
   const auto partitioner = get<std::uint32_t>(head, 16);
   if (partitioner > partitioner_code(Partitioner::kRange))
     fail(path, 16, "partitioner code", std::to_string(partitioner), "0..2 (metis, random, range)");

@@ -446,14 +446,14 @@ void run_bench_spmm(const BenchOptions& o) {
           [&] { kernels::spmm_bf16_async(ctx, a, scale.data(), scale.data(), x_bf16.data(), w, y.data(), w, w); },
           [&] {
             kernels::spmm_async(ctx, a, scale.data(), scale.data(), x_rounded.data(), w, y.data(), w, w,
-                                kernels::SpmmAlgo::kOwn);
+                                SpmmAlgo::kOwn);
           },
           "own (fp32) on the bf16-rounded X");
     if (run_own)
       measure("own", [] { return std::size_t{0}; },
               [&] {
                 kernels::spmm_async(ctx, a, scale.data(), scale.data(), x.data(), w, y.data(), w, w,
-                                    kernels::SpmmAlgo::kOwn);
+                                    SpmmAlgo::kOwn);
               });
     if (run_cusparse)
       for (int alg = 0; alg <= 3; ++alg) {
@@ -612,18 +612,17 @@ void run_bench_epoch(const BenchOptions& o) {
   model.layers = o.layers;
   model.hidden = o.hidden;
   model.seed = o.seed;
-  model.tf32 = o.precision == "tf32";
-  model.bf16 = o.precision == "bf16";
+  model.precision = from_string<Precision>(o.precision, "--precision");
   model.validate();
   const engine::Device device = cuda_device(o.device);
 
-  std::vector<std::pair<std::string, kernels::SpmmAlgo>> variants;
-  if (o.spmm == "own" || o.spmm == "all") variants.emplace_back("own", kernels::SpmmAlgo::kOwn);
-  if ((o.spmm == "cusparse" || o.spmm == "all") && !model.bf16)  // bf16 SpMM is the own kernel only
-    variants.emplace_back("cusparse", kernels::SpmmAlgo::kCusparse);
-  if (o.spmm == "cusparse" && model.bf16)
+  std::vector<std::pair<std::string, SpmmAlgo>> variants;
+  if (o.spmm == "own" || o.spmm == "all") variants.emplace_back("own", SpmmAlgo::kOwn);
+  if ((o.spmm == "cusparse" || o.spmm == "all") && !model.bf16())  // bf16 SpMM is the own kernel only
+    variants.emplace_back("cusparse", SpmmAlgo::kCusparse);
+  if (o.spmm == "cusparse" && model.bf16())
     throw InvalidInput::parameter("--spmm", "cusparse", "own, auto or all with --precision bf16 (own kernel only)");
-  if (o.spmm == "auto" || o.spmm == "all") variants.emplace_back("auto", kernels::SpmmAlgo::kAuto);
+  if (o.spmm == "auto" || o.spmm == "all") variants.emplace_back("auto", SpmmAlgo::kAuto);
 
   const auto ds = load_data(o.data);
   const engine::LocalProblem problem = engine::single_device_problem(ds, !o.no_normalize);
@@ -726,7 +725,7 @@ void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::s
   cmd.add_option("--precision", o.precision,
                  "fp32, tf32 (TF32 GEMMs) or bf16 (spmm: bf16 X, fp32 accumulation, beside the fp32 peers; epoch: "
                  "bf16 features and activations, bf16 GEMMs, fp32 accumulation and master weights)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
   cmd.add_option("--spmm", o.spmm, "Which SpMM to measure")->check(CLI::IsMember(spmm_choices))->capture_default_str();
   cmd.add_option("--warmup", o.warmup, "Untimed runs first")->capture_default_str();

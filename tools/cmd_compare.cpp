@@ -27,7 +27,9 @@ struct CompareOptions {
   DataOptions data;
   std::vector<int> parts{2, 4, 8};
   std::vector<int> layers{2, 3};
-  std::vector<std::string> strategies{"drop", "halo", "gather", "pipeline"};
+  /// Every strategy besides single (the reference row of every layer count).
+  std::vector<std::string> strategies = partition::strategy_names_where(
+      [](const partition::StrategyTraits& t) { return t.value != partition::Strategy::kSingle; });
   std::string partitioner = "metis";
   bool train = false;
   int measure_epochs = 3;
@@ -81,7 +83,7 @@ void run_compare(CompareOptions& o) {
   popt.imbalance = o.imbalance;
   popt.objective = o.objective == "vol" ? partition::Objective::kVolume : partition::Objective::kCut;
   std::vector<partition::Strategy> strategies;
-  for (const auto& s : o.strategies) strategies.push_back(partition::parse_strategy(s, "--strategies"));
+  for (const auto& s : o.strategies) strategies.push_back(from_string<partition::Strategy>(s, "--strategies"));
   for (int k : o.parts)
     if (k < 1) throw InvalidInput::parameter("--parts", std::to_string(k), "device counts >= 1");
   for (int l : o.layers)
@@ -91,15 +93,14 @@ void run_compare(CompareOptions& o) {
   popt.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
   popt.balance = partition::parse_balance(o.balance, "--balance");
   engine::TrainConfig cfg = o.config;
-  cfg.model.tf32 = o.precision == "tf32";
-  cfg.model.bf16 = o.precision == "bf16";
+  cfg.model.precision = from_string<Precision>(o.precision, "--precision");
   // GPUs: single on cuda:0, K devices on GPUs 0..K-1 (one thread each, NCCL); K beyond the visible GPUs is skipped.
   const bool cuda = o.device == "cuda";
   const int gpus = cuda ? engine::cuda_device_count() : 0;
   if (cuda && gpus == 0)
     throw InvalidInput::parameter("--device", "cuda", "a visible CUDA device, but none was found");
   engine::LaunchOptions launch;
-  if (cuda) launch.backend = kernels::Backend::kCuda;
+  if (cuda) launch.backend = Backend::kCuda;
   if (!o.train) cfg.epochs = o.measure_epochs;
   cfg.evaluate_every_epoch = false;
   cfg.validate();
@@ -185,23 +186,24 @@ void run_compare(CompareOptions& o) {
     for (int k : o.parts) {
       for (auto s : strategies) {
         if (s == partition::Strategy::kSingle) continue;
-        if (s == partition::Strategy::kPipeline && k > layers) {  // a stage needs a layer
+        const auto refusal = partition::strategy_refusal(s, k, layers, cfg.model.precision);
+        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts) {  // e.g. a stage needs a layer
           progress.update(++done);
           continue;
         }
         // Rows the engine would refuse (bf16 pipeline) or that need more GPUs than there are: said and recorded.
         std::string skip;
-        if (s == partition::Strategy::kPipeline && cfg.model.bf16) skip = "bf16 pipeline stages are not implemented";
+        if (refusal) skip = refusal->reason;
         if (cuda && k > gpus) skip = "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible";
         if (!skip.empty()) {
-          std::printf("%-8s %3d %2d skipped: %s\n", partition::strategy_name(s), k, layers, skip.c_str());
-          rows.push_back({{"strategy", partition::strategy_name(s)}, {"parts", k}, {"layers", layers},
+          std::printf("%-8s %3d %2d skipped: %s\n", to_string(s), k, layers, skip.c_str());
+          rows.push_back({{"strategy", to_string(s)}, {"parts", k}, {"layers", layers},
                           {"status", "skipped"}, {"reason", skip}});
           progress.update(++done);
           continue;
         }
         const auto plan = partition::make_plan(ds.graph, s, k, layers, popt);
-        nlohmann::json r = {{"strategy", partition::strategy_name(s)}, {"parts", k}, {"layers", layers},
+        nlohmann::json r = {{"strategy", to_string(s)}, {"parts", k}, {"layers", layers},
                             {"metrics", metrics_json(plan.metrics)},
                             {"work_imbalance_predicted", plan.metrics.work_imbalance}};
         add_run(r, engine::train_distributed(ds, plan, c, {}, launch));
@@ -256,7 +258,7 @@ Command register_compare(CLI::App& app) {
       ->check(CLI::IsMember({"cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--precision", o->precision, "fp32, tf32 or bf16 (as gcnpart train; bf16 skips pipeline)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+      ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
   cmd->add_option("--hidden", o->config.model.hidden, "Hidden width")->capture_default_str();
   cmd->add_option("--dropout", o->config.model.dropout, "Dropout")->capture_default_str();

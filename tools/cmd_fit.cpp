@@ -21,7 +21,6 @@ namespace gcnpart::cli {
 namespace {
 
 using partition::Card;
-using partition::ComputeBackend;
 using partition::DeviceShape;
 using partition::GraphStats;
 using partition::MemoryEstimate;
@@ -30,6 +29,11 @@ using partition::PlanMetrics;
 using partition::SplitEstimate;
 using partition::Strategy;
 using nlohmann::json;
+
+/// fit prices K > 1 devices for the strategies the memory model covers that run on more than one device.
+bool priced_for_many(Strategy s) {
+  return partition::traits(s).memory_model && partition::traits(s).parts != partition::PartsRule::kOne;
+}
 
 constexpr double kMiB = 1048576.0;
 /// Where the human-readable report goes: stdout, or stderr when the JSON goes to stdout (--json -).
@@ -148,7 +152,7 @@ StrategyFit fit_from_shapes(Strategy s, int parts, std::vector<DeviceShape> shap
   f.parts = parts;
   f.shapes = std::move(shapes);
   for (std::size_t d = 0; d < f.shapes.size(); ++d) {
-    f.memory.push_back(partition::estimate_device_memory(f.shapes[d], model, ComputeBackend::kCuda));
+    f.memory.push_back(partition::estimate_device_memory(f.shapes[d], model, Backend::kCuda));
     if (f.memory.back().peak > f.peak) {
       f.peak = f.memory.back().peak;
       f.worst = static_cast<int>(d);
@@ -212,7 +216,7 @@ std::vector<StrategyFit> split_fits(FitContext& c, int k) {
 partition::EpochTime epoch_of(const FitContext& c, const StrategyFit& f, const Card& card) {
   partition::EpochTime worst;
   const auto link = partition::link_for(card, f.parts);
-  const auto math = partition::gemm_math(c.model, c.o.tf32);
+  const Precision math = c.model.precision;
   for (const auto& shape : f.shapes) {
     const auto work = partition::epoch_work(shape, c.model);
     partition::EpochTime t;
@@ -237,7 +241,7 @@ std::pair<std::int64_t, int> largest_single(const FitContext& c, const Card& car
     ModelSpec m = c.model;
     m.hidden = hidden;
     m.layers = layers;
-    const auto e = partition::estimate_device_memory(c.single.shapes.front(), m, ComputeBackend::kCuda);
+    const auto e = partition::estimate_device_memory(c.single.shapes.front(), m, Backend::kCuda);
     return e.peak + card.fixed_overhead_bytes <= card.memory_bytes;
   };
   std::int64_t lo = 0, hi = std::int64_t{1} << 24;
@@ -271,7 +275,7 @@ struct Option {
   }
   [[nodiscard]] std::string label() const {
     std::string s = std::to_string(gpus) + " x " + card->id;
-    if (gpus > 1) s += " (" + std::string(partition::strategy_name(fit->strategy)) + ")";
+    if (gpus > 1) s += " (" + std::string(to_string(fit->strategy)) + ")";
     return s;
   }
 };
@@ -294,7 +298,7 @@ Option best_option(const FitContext& c, const Card& card, int gpus) {
   double best_t = 0;
   for (bool exact : {true, false}) {
     for (const auto& f : list) {
-      if ((f.strategy != Strategy::kDrop) != exact || !fits(f, card)) continue;
+      if (partition::traits(f.strategy).exact != exact || !fits(f, card)) continue;
       const double t = epoch_of(c, f, card).seconds;
       if (best == nullptr || t < best_t) {
         best = &f;
@@ -308,7 +312,7 @@ Option best_option(const FitContext& c, const Card& card, int gpus) {
     for (const auto& f : list)
       if (best == nullptr || f.peak < best->peak) best = &f;
   o.fit = best;
-  o.exact = best->strategy != Strategy::kDrop;
+  o.exact = partition::traits(best->strategy).exact;
   o.seconds = epoch_of(c, *best, card).seconds;
   o.link = partition::link_for(card, gpus).kind;
   return o;
@@ -345,9 +349,13 @@ void run_fit(FitOptions& o, bool data_given) {
     std::stringstream ss(o.strategies);
     std::string item;
     while (std::getline(ss, item, ',')) {
-      const Strategy s = partition::parse_strategy(item, "--strategies");
-      if (s == Strategy::kSingle || s == Strategy::kPipeline)
-        throw InvalidInput::parameter("--strategies", o.strategies, "a list of drop, halo, gather");
+      const Strategy s = from_string<partition::Strategy>(item, "--strategies");
+      if (!priced_for_many(s)) {
+        std::string names;
+        for (const auto& n : partition::strategy_names_where([](const auto& t) { return priced_for_many(t.value); }))
+          names += (names.empty() ? "" : ", ") + n;
+        throw InvalidInput::parameter("--strategies", o.strategies, "a list of " + names);
+      }
       c.strategies.push_back(s);
     }
     if (c.strategies.empty()) throw InvalidInput::parameter("--strategies", o.strategies, "at least one strategy");
@@ -382,10 +390,10 @@ void run_fit(FitOptions& o, bool data_given) {
   c.model.classes = c.stats.classes;
   c.model.dropout = o.dropout > 0;
   c.model.sparse_features_below = o.sparse_below;
-  c.model.precision = o.precision == "bf16" ? partition::Precision::kBf16 : partition::Precision::kFp32;
-  c.model.spmm = o.spmm == "own" ? partition::SpmmPath::kOwn
-                 : o.spmm == "cusparse" ? partition::SpmmPath::kCusparse
-                                        : partition::SpmmPath::kAuto;
+  // --tf32 turns fp32's GEMMs into TF32 ones (bf16 keeps its bf16 GEMMs); reports print --precision as given.
+  c.model.precision = from_string<Precision>(o.precision, "--precision");
+  if (o.tf32 && c.model.precision == Precision::kFp32) c.model.precision = Precision::kTf32;
+  c.model.spmm = from_string<SpmmAlgo>(o.spmm, "--spmm");
   c.model.validate();
 
   // Configurations asked for: --card / --gpus pairs (default: the project's question).
@@ -426,8 +434,8 @@ void run_fit(FitOptions& o, bool data_given) {
               static_cast<long long>(c.stats.classes), c.from_data ? "" : " (statistics only)");
   std::fprintf(g_out, "model        GCN %s, %s parameters, dropout %s, %s, Adam; SpMM %s%s\n", dims_text.c_str(),
               with_commas(c.model.parameters()).c_str(), c.model.dropout ? "on" : "off",
-              partition::precision_name(c.model.precision), o.spmm.c_str(),
-              c.model.precision == partition::Precision::kBf16 ? " (bf16 is a projection: the engine trains in fp32)" : "");
+              o.precision.c_str(), o.spmm.c_str(),
+              c.model.precision == Precision::kBf16 ? " (bf16 is a projection: the engine trains in fp32)" : "");
   const double cal_err = c.cal.max_error();
   std::fprintf(g_out, "epoch time   roofline calibrated on %zu H200 epochs, largest residual %s (shown as +-); other cards use\n"
               "             the same efficiency factors (extrapolated, not measured)\n",
@@ -450,7 +458,7 @@ void run_fit(FitOptions& o, bool data_given) {
                 {"hidden", c.model.hidden},
                 {"parameters", c.model.parameters()},
                 {"dropout", c.model.dropout},
-                {"precision", partition::precision_name(c.model.precision)},
+                {"precision", o.precision},
                 {"spmm", o.spmm},
                 {"tf32", o.tf32},
                 {"optimizer", "adam"}};
@@ -513,12 +521,12 @@ void run_fit(FitOptions& o, bool data_given) {
         char lost[48];
         std::snprintf(lost, sizeof lost, "%s (%.1f%%)", with_commas(f.metrics.lost_edges).c_str(),
                       100 * f.metrics.lost_fraction);
-        std::fprintf(g_out, "%-8s %22s %12s %5s %22s %14s %12s %18s\n", partition::strategy_name(f.strategy), peak.c_str(),
+        std::fprintf(g_out, "%-8s %22s %12s %5s %22s %14s %12s %18s\n", to_string(f.strategy), peak.c_str(),
                     gib(static_cast<double>(f.peak + card.fixed_overhead_bytes)).c_str(), ok ? "yes" : "NO", lost,
                     halo.c_str(), human_bytes(static_cast<double>(f.comm_bytes)).c_str(),
                     (ms(t.seconds) + " +-" + pct(cal_err, 0)).c_str());
-        opts.push_back({{"strategy", partition::strategy_name(f.strategy)},
-                        {"exact", f.strategy != Strategy::kDrop},
+        opts.push_back({{"strategy", to_string(f.strategy)},
+                        {"exact", partition::traits(f.strategy).exact},
                         {"fits", ok},
                         {"split_source", f.method},
                         {"per_card_peak_bytes", f.peak},
@@ -558,7 +566,7 @@ void run_fit(FitOptions& o, bool data_given) {
   std::sort(by_dollar.begin(), by_dollar.end(), [](auto* a, auto* b) { return *a->per_kusd() > *b->per_kusd(); });
   auto option_json = [&](const Option& op) {
     json oj = {{"option", op.label()}, {"card", op.card->id}, {"gpus", op.gpus},
-               {"strategy", partition::strategy_name(op.fit->strategy)}, {"exact", op.exact}, {"fits", op.fits},
+               {"strategy", to_string(op.fit->strategy)}, {"exact", op.exact}, {"fits", op.fits},
                {"per_card_peak_bytes", op.fit->peak}, {"epoch_seconds", op.seconds},
                {"epoch_relative_error", cal_err}, {"link", op.link}};
     oj["launch_price_usd"] = op.price() ? json(*op.price()) : json(nullptr);
@@ -591,7 +599,7 @@ void run_fit(FitOptions& o, bool data_given) {
     std::ostringstream s;
     const Card& card = *op.card;
     s << op.gpus << " x " << card.name;
-    if (op.gpus > 1) s << " (" << partition::strategy_name(op.fit->strategy) << ")";
+    if (op.gpus > 1) s << " (" << to_string(op.fit->strategy) << ")";
     s << " needs " << gib(static_cast<double>(op.fit->peak + card.fixed_overhead_bytes)) << " per card of "
       << gib(static_cast<double>(card.memory_bytes));
     if (op.fits) {
@@ -754,7 +762,7 @@ Command register_fit(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--spmm", o->spmm, "auto (memory: cuSPARSE plans kept, the upper bound), own or cusparse")
-      ->check(CLI::IsMember({"auto", "own", "cusparse"}))
+      ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
       ->capture_default_str();
   cmd->add_flag("--tf32", o->tf32, "GEMMs on TF32 tensor cores");
   cmd->add_option("--sparse-features-below", o->sparse_below,

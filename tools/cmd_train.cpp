@@ -31,6 +31,7 @@ struct TrainOptions {
   int runs = 1;
   std::string spmm = "auto";
   std::string precision = "fp32";
+  bool tf32 = false;  ///< --tf32, the same as --precision tf32
   std::string json, save, load, memory_limit;
   bool no_normalize = false;
   engine::TrainConfig config;
@@ -47,13 +48,11 @@ struct TrainOptions {
 /// The request `gcnpart train` makes of the library, from its options. @throws InvalidInput.
 engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) {
   engine::TrainRequest q;
-  o.config.model.spmm = o.spmm == "cusparse" ? kernels::SpmmAlgo::kCusparse
-                        : o.spmm == "own"    ? kernels::SpmmAlgo::kOwn
-                                             : kernels::SpmmAlgo::kAuto;
-  if (o.precision == "tf32") o.config.model.tf32 = true;
-  if (o.precision == "bf16") o.config.model.bf16 = true;
-  if (o.config.model.tf32 && o.precision != "tf32" && o.precision != "fp32")
+  o.config.model.spmm = from_string<SpmmAlgo>(o.spmm, "--spmm");
+  if (o.tf32 && o.precision != "tf32" && o.precision != "fp32")
     throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
+  if (o.tf32) o.precision = "tf32";
+  o.config.model.precision = from_string<Precision>(o.precision, "--precision");
   o.config.normalize_features = !o.no_normalize;
   if (!o.fault.empty()) {
     int rank = -1, epoch = -1;
@@ -70,16 +69,19 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   q.config = o.config;
   q.runs = o.runs;
   q.device = engine::Device::parse(o.device);
-  q.strategy = partition::parse_strategy(o.strategy);
+  q.strategy = from_string<partition::Strategy>(o.strategy, "--strategy");
   q.launch.mpi = engine::launched_under_mpi();
   q.launch.link = o.link_bench == "on"    ? engine::LaunchOptions::Link::kAlways
                   : o.link_bench == "off" ? engine::LaunchOptions::Link::kNever
                                           : engine::LaunchOptions::Link::kAuto;
   if (q.launch.mpi) {
     engine::mpi_init();
-    if (q.strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
-      throw InvalidInput::parameter("--strategy", "single", "drop, halo or gather when started by mpirun with " +
-                                                               std::to_string(engine::mpi_size()) + " ranks");
+    if (partition::traits(q.strategy).parts == partition::PartsRule::kOne && engine::mpi_size() > 1) {
+      const auto any_k = partition::strategy_names_where(
+          [](const partition::StrategyTraits& t) { return t.parts == partition::PartsRule::kAny; });
+      throw InvalidInput::parameter("--strategy", to_string(q.strategy), or_list(any_k) + " when started by mpirun with " +
+                                                                           std::to_string(engine::mpi_size()) + " ranks");
+    }
     if (o.parts == 0) o.parts = engine::mpi_size();
   }
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
@@ -150,7 +152,7 @@ void print_distributed(const engine::TrainSummary& s, const std::string& device_
   const std::string where = std::string(q.device.is_cuda() ? "GPUs" : "virtual CPU devices") +
                             (q.launch.mpi ? " (one MPI rank each)" : " (one thread each)");
   std::printf("strategy     %s on %d %s, %s partition: %s lost edges (%.2f %%), replication %.3f\n",
-              partition::strategy_name(q.strategy), q.parts, where.c_str(), partitioner.c_str(),
+              to_string(q.strategy), q.parts, where.c_str(), partitioner.c_str(),
               with_commas(s.plan.lost_edges).c_str(), 100 * s.plan.lost_fraction, s.plan.replication_factor);
   std::printf("balance      %s: predicted work imbalance %.3f (max / mean device work), measured %.3f (compute), "
               "edge cut %s\n",
@@ -222,14 +224,12 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--runs", o->runs, "Independent runs (mean and std are reported)")->capture_default_str();
   cmd->add_option("--spmm", o->spmm,
                   "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
-      ->check(CLI::IsMember({"auto", "own", "cusparse"}))
+      ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision,
-                  "fp32; tf32 (TF32 tensor-core GEMMs); bf16 (bf16 features, activations and their gradients, bf16 "
-                  "tensor-core GEMMs, fp32 accumulation, master weights and Adam)")
-      ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
+  cmd->add_option("--precision", o->precision, precisions_help())
+      ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
-  cmd->add_flag("--tf32", m.tf32, "Same as --precision tf32");
+  cmd->add_flag("--tf32", o->tf32, "Same as --precision tf32");
   cmd->add_option("--memory-limit", o->memory_limit,
                   "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card");
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");
@@ -242,8 +242,9 @@ Command register_train(CLI::App& app) {
       ->group("");  // hidden
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
-  cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
-      ->check(CLI::IsMember({"single", "drop", "halo", "gather", "pipeline"}))->capture_default_str();
+  cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices:\n" +
+                                                 partition::strategies_help())
+      ->check(CLI::IsMember(enum_names<partition::Strategy>()))->capture_default_str();
   cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--link-bench", o->link_bench,

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "partition/strategy.hpp"
+
 namespace gcnpart::cli {
 
 std::string html_escape(std::string_view text) {
@@ -165,11 +167,13 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
   return r;
 }
 
-int strategy_rank(const std::string& s) {
-  static const char* const kOrder[] = {"single", "drop", "halo", "gather", "pipeline"};
-  for (int i = 0; i < 5; ++i)
-    if (s == kOrder[i]) return i;
-  return 5;
+int strategy_rank(const std::string& s) {  // table order (partition::kStrategies), unknown names last
+  int i = 0;
+  for (const auto& row : partition::kStrategies) {
+    if (s == row.name) return i;
+    ++i;
+  }
+  return i;
 }
 
 int partitioner_rank(const std::string& p) {

@@ -272,7 +272,8 @@ void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::i
   }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: hand cuBLAS B first, A second.
   GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
-  const cublasComputeType_t compute = ctx.tf32 ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+  const cublasComputeType_t compute =
+      traits(ctx.precision).tf32_gemm ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   GCNPART_CUBLAS_TRY(cublasGemmEx_64(ctx.cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                      n, m, k, &alpha, b, CUDA_R_32F, ldb, a, CUDA_R_32F, lda, &beta, c, CUDA_R_32F,
                                      ldc, compute, CUBLAS_GEMM_DEFAULT));

@@ -54,7 +54,7 @@ void check_exact_strategies(const datasets::Dataset& ds, int layers) {
   for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
     for (int k : {2, 3, 4}) {
       if (s == Strategy::kPipeline && k > layers) continue;  // a stage needs at least one layer
-      INFO(ds.name << ": " << partition::strategy_name(s) << " on " << k << " virtual devices, " << layers
+      INFO(ds.name << ": " << to_string(s) << " on " << k << " virtual devices, " << layers
                    << " layers");
       const auto plan = partition::make_plan(ds.graph, s, k, layers);
       const auto dist = train_distributed(ds, plan, cfg);
@@ -118,7 +118,7 @@ TEST_CASE("every device's epoch splits into communication and compute that add u
   auto cfg = twenty_epochs(2);
   cfg.epochs = 6;
   for (Strategy s : {Strategy::kGather, Strategy::kHalo, Strategy::kPipeline}) {
-    INFO(partition::strategy_name(s));
+    INFO(to_string(s));
     const auto plan = partition::make_plan(cora().graph, s, 2, 2);
     const auto dist = train_distributed(cora(), plan, cfg);
     REQUIRE(dist.comm_ms_per_epoch.size() == 2);
@@ -189,7 +189,7 @@ TEST_CASE("the link benchmark, forced on virtual devices, times the strategy's o
   };
   for (const Case c :
        {Case{Strategy::kGather, CollectiveKind::kAllGather}, Case{Strategy::kHalo, CollectiveKind::kAllReduce}}) {
-    INFO(partition::strategy_name(c.strategy));
+    INFO(to_string(c.strategy));
     const auto plan = partition::make_plan(cora().graph, c.strategy, 2, 2);
     const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
     REQUIRE(dist.has_link);
@@ -221,9 +221,9 @@ TEST_SUITE("gpu") {
     const int gpus = cuda_device_count();
     auto cfg = twenty_epochs(2);
     LaunchOptions launch;
-    launch.backend = kernels::Backend::kCuda;
+    launch.backend = Backend::kCuda;
     for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
-      INFO(partition::strategy_name(s) << " on " << gpus << " GPU(s)");
+      INFO(to_string(s) << " on " << gpus << " GPU(s)");
       const auto plan = partition::make_plan(cora().graph, s, gpus, 2);
       const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
       REQUIRE(dist.memory_check.size() == static_cast<std::size_t>(gpus));
@@ -249,9 +249,9 @@ TEST_SUITE("gpu") {
     auto cfg = twenty_epochs(2);
     const auto single = train_single(single_device_problem(cora(), true), Device::parse("cuda:0"), cfg);
     LaunchOptions launch;
-    launch.backend = kernels::Backend::kCuda;
+    launch.backend = Backend::kCuda;
     for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
-      INFO(partition::strategy_name(s) << " on " << gpus << " GPU(s)");
+      INFO(to_string(s) << " on " << gpus << " GPU(s)");
       const auto plan = partition::make_plan(cora().graph, s, gpus, 2);
       const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
       check_same_training(single, dist, 1e-4);
@@ -286,7 +286,7 @@ TrainConfig bf16_ten_epochs(int layers, std::int64_t hidden) {
   TrainConfig cfg = twenty_epochs(layers);
   cfg.epochs = 10;
   cfg.model.hidden = hidden;
-  cfg.model.bf16 = true;
+  cfg.model.precision = Precision::kBf16;
   return cfg;
 }
 
@@ -299,12 +299,12 @@ TrainConfig bf16_ten_epochs(int layers, std::int64_t hidden) {
 void check_bf16_strategies(const datasets::Dataset& ds, int layers, std::int64_t hidden) {
   const auto cfg = bf16_ten_epochs(layers, hidden);
   auto cfg32 = cfg;
-  cfg32.model.bf16 = false;
+  cfg32.model.precision = Precision::kFp32;
   const auto single = train_single(single_device_problem(ds, true), Device{}, cfg);
   REQUIRE(ds.num_classes % 2 == 1);
   for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
     for (int k : {2, 3}) {
-      INFO(ds.name << ": " << partition::strategy_name(s) << " on " << k << " virtual devices in bf16");
+      INFO(ds.name << ": " << to_string(s) << " on " << k << " virtual devices in bf16");
       const auto plan = partition::make_plan(ds.graph, s, k, layers);
       if (s == Strategy::kGather && k == 3) {
         INFO("table block " << plan.table_block);
@@ -348,7 +348,7 @@ TEST_CASE("halo and gather in bf16 reproduce bf16 single-device losses on a dens
 
 TEST_CASE("a killed and resumed halo or gather run on 2 devices ends bit-identical to an uninterrupted one") {
   for (const Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
-    CAPTURE(partition::strategy_name(s));
+    CAPTURE(to_string(s));
     const auto plan = partition::make_plan(cora().graph, s, 2, 2);
     TrainConfig cfg = twenty_epochs(2);
     cfg.epochs = 12;

@@ -19,7 +19,7 @@ TEST_SUITE("gpu") {
     cfg.epochs = 20;
     cfg.model.seed = 7;
     const auto cpu = train_single(p, Device{}, cfg);
-    for (auto algo : {kernels::SpmmAlgo::kOwn, kernels::SpmmAlgo::kCusparse}) {
+    for (auto algo : {SpmmAlgo::kOwn, SpmmAlgo::kCusparse}) {
       cfg.model.spmm = algo;
       const auto gpu = train_single(p, Device::parse("cuda:0"), cfg);
       REQUIRE(gpu.train_loss.size() == cpu.train_loss.size());
@@ -53,10 +53,10 @@ TEST_SUITE("gpu") {
     TrainConfig cfg;
     cfg.epochs = 20;
     cfg.model.seed = 7;
-    cfg.model.bf16 = true;
+    cfg.model.precision = Precision::kBf16;
     const auto cpu = train_single(p, Device{}, cfg);
     const auto gpu = train_single(p, Device::parse("cuda:0"), cfg);
-    cfg.model.bf16 = false;
+    cfg.model.precision = Precision::kFp32;
     const auto gpu32 = train_single(p, Device::parse("cuda:0"), cfg);
     REQUIRE(gpu.train_loss.size() == cpu.train_loss.size());
     // Both are bf16 runs whose float sums differ in order only (SpMM, cuBLAS bf16 tensor cores, column sums), but a
@@ -84,7 +84,7 @@ TEST_SUITE("gpu") {
         TrainConfig cfg;
         cfg.model.seed = static_cast<std::uint64_t>(s);
         sum32 += train_single(p, Device::parse("cuda:0"), cfg).accuracy[2];
-        cfg.model.bf16 = true;
+        cfg.model.precision = Precision::kBf16;
         sum16 += train_single(p, Device::parse("cuda:0"), cfg).accuracy[2];
       }
       MESSAGE(name << " GPU mean test accuracy over 10 seeds: fp32 " << 10 * sum32 << " %, bf16 " << 10 * sum16

@@ -309,7 +309,7 @@ TEST_CASE("bf16 training tracks fp32 losses within 1e-3 relative for the first 1
     const LocalProblem p = single_device_problem(ds, true);
     TrainConfig cfg = bf16_comparison_config(dense, 10);
     const auto fp32 = train_single(p, Device{}, cfg);
-    cfg.model.bf16 = true;
+    cfg.model.precision = Precision::kBf16;
     const auto bf16 = train_single(p, Device{}, cfg);
     const double gap = worst_relative_gap(fp32.train_loss, bf16.train_loss);
     const double fall32 = fp32.train_loss.front() - fp32.train_loss.back();
@@ -337,7 +337,7 @@ TEST_CASE("bf16 gradients are within 2e-2 relative L2 error of fp32 gradients at
     Resources res32(Device{}), res16(Device{});
     GcnModel fp32(res32, p, cfg);
     for (int e = 0; e < 20; ++e) (void)fp32.train_step(e);
-    cfg.bf16 = true;
+    cfg.precision = Precision::kBf16;
     GcnModel bf16(res16, p, cfg);
     bf16.set_parameters(fp32.parameters());
     const double loss32 = fp32.forward_backward(20), loss16 = bf16.forward_backward(20);
@@ -386,7 +386,7 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
   const LocalProblem p = single_device_problem(testing::dense_feature_graph(), true);
   TrainConfig cfg = bf16_comparison_config(true, 2);
   const auto fp32 = train_single(p, Device{}, cfg);
-  cfg.model.bf16 = true;
+  cfg.model.precision = Precision::kBf16;
   const auto bf16 = train_single(p, Device{}, cfg);
   const auto at = [](const TrainReport& r, MemoryCategory c) { return r.memory[0].at_peak_by[static_cast<std::size_t>(c)]; };
   INFO("peak: fp32 " << fp32.memory[0].peak << " B, bf16 " << bf16.memory[0].peak << " B");  // measured 6.7 MB, 4.4 MB
@@ -402,7 +402,7 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
 TEST_CASE("bf16 training is deterministic for a seed on the CPU") {
   const LocalProblem p = single_device_problem(testing::dense_feature_graph(), true);
   TrainConfig cfg = bf16_comparison_config(true, 5);
-  cfg.model.bf16 = true;
+  cfg.model.precision = Precision::kBf16;
   const auto a = train_single(p, Device{}, cfg);
   const auto b = train_single(p, Device{}, cfg);
   CHECK(a.train_loss == b.train_loss);
@@ -415,7 +415,7 @@ TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and l
   testing::TempDir dir;
   TrainConfig cfg;
   cfg.epochs = 12;
-  cfg.model.bf16 = true;
+  cfg.model.precision = Precision::kBf16;
   const auto whole = train_single(p, Device{}, cfg);
   cfg.checkpoint_dir = dir.path.string();
   cfg.checkpoint_every = 5;
@@ -431,21 +431,18 @@ TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and l
   CHECK(resumed.parameters == whole.parameters);
 }
 
-TEST_CASE("bf16 is refused with pipeline stages, the cuSPARSE SpMM and TF32") {
+TEST_CASE("bf16 is refused with pipeline stages and the cuSPARSE SpMM") {
   const auto& ds = testing::cora();
   TrainConfig cfg;
   cfg.epochs = 1;
-  cfg.model.bf16 = true;
-  cfg.model.spmm = kernels::SpmmAlgo::kCusparse;
+  cfg.model.precision = Precision::kBf16;
+  cfg.model.spmm = SpmmAlgo::kCusparse;
   CHECK_THROWS_AS(cfg.model.validate(), InvalidInput);
   CHECK_THROWS_AS(train_single(single_device_problem(ds, true), Device{}, cfg), InvalidInput);
-  cfg.model.spmm = kernels::SpmmAlgo::kAuto;
-  cfg.model.tf32 = true;
-  CHECK_THROWS_AS(cfg.model.validate(), InvalidInput);
-  cfg.model.tf32 = false;
-  cfg.model.validate();  // bf16 alone is fine
+  cfg.model.spmm = SpmmAlgo::kAuto;
+  cfg.model.validate();  // bf16 alone is fine (bf16 and tf32 together cannot be asked: one Precision)
   const auto plan = partition::make_plan(ds.graph, partition::Strategy::kPipeline, 2, 2);
   CHECK_THROWS_AS(train_distributed(ds, plan, cfg), InvalidInput);
-  cfg.model.bf16 = false;
+  cfg.model.precision = Precision::kFp32;
   CHECK(train_distributed(ds, plan, cfg).train_loss.size() == 1);  // the same pipeline trains in fp32
 }

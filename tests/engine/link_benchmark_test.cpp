@@ -49,7 +49,7 @@ TEST_CASE("the in-process all-gather, all-reduce and reduce-scatter benchmarks g
     threads.emplace_back([&, r] {
       try {
         InProcessCommunicator comm(group, r);
-        Resources res(Device{kernels::Backend::kCpu, r});
+        Resources res(Device{Backend::kCpu, r});
         for (const auto kind : kinds) results[r].push_back(benchmark_collective(comm, res, kind, payload));
         CHECK(res.memory().stats().current == 0);  // its buffers are gone again
       } catch (...) {
@@ -67,7 +67,7 @@ TEST_CASE("the in-process all-gather, all-reduce and reduce-scatter benchmarks g
 TEST_CASE("a sweep on 3 virtual devices times every kind at every size") {
   const std::vector<CollectiveKind> kinds = {CollectiveKind::kAllGather, CollectiveKind::kAllReduce};
   const std::vector<std::int64_t> sizes = {4096, 1 << 18};
-  const auto results = sweep_collectives(kernels::Backend::kCpu, 3, false, kinds, sizes);
+  const auto results = sweep_collectives(Backend::kCpu, 3, false, kinds, sizes);
   REQUIRE(results.size() == 4);
   check_sane(results[0], CollectiveKind::kAllGather, 4096, 3);
   check_sane(results[1], CollectiveKind::kAllReduce, 4096, 3);
@@ -75,16 +75,16 @@ TEST_CASE("a sweep on 3 virtual devices times every kind at every size") {
 }
 
 TEST_CASE("a payload that is not whole floats, or a point-to-point kind, is refused") {
-  CHECK_THROWS_AS(sweep_collectives(kernels::Backend::kCpu, 2, false, {CollectiveKind::kAllGather}, {6}),
+  CHECK_THROWS_AS(sweep_collectives(Backend::kCpu, 2, false, {CollectiveKind::kAllGather}, {6}),
                   InvalidInput);
-  CHECK_THROWS_AS(sweep_collectives(kernels::Backend::kCpu, 2, false, {CollectiveKind::kSend}, {64}), InvalidInput);
+  CHECK_THROWS_AS(sweep_collectives(Backend::kCpu, 2, false, {CollectiveKind::kSend}, {64}), InvalidInput);
 }
 
 TEST_SUITE("gpu") {
   TEST_CASE("NCCL collectives on every visible GPU give positive bus bandwidths") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
     const int gpus = cuda_device_count();
-    const auto results = sweep_collectives(kernels::Backend::kCuda, gpus, false,
+    const auto results = sweep_collectives(Backend::kCuda, gpus, false,
                                            {CollectiveKind::kAllGather, CollectiveKind::kAllReduce}, {1 << 24});
     REQUIRE(results.size() == 2);
     for (const auto& t : results) {

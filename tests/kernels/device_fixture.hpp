@@ -56,7 +56,7 @@ class DeviceFixture {
     GCNPART_CUBLAS_TRY(cublasSetStream(cublas_, stream_));
     GCNPART_CUSPARSE_TRY(cusparseCreate(&cusparse_));
     GCNPART_CUSPARSE_TRY(cusparseSetStream(cusparse_, stream_));
-    ctx.backend = kernels::Backend::kCuda;
+    ctx.backend = Backend::kCuda;
     ctx.device = 0;
     ctx.stream = stream_;
     ctx.cublas = cublas_;

@@ -70,13 +70,13 @@ std::int64_t max_degree(const HostCsr& a) {
   return d;
 }
 
-enum class SpmmPath { kOwn, kOwnMisaligned, kCusparseOnce };
+enum class SpmmCase { kOwn, kOwnMisaligned, kCusparseOnce };
 
 /// Runs one SpMM configuration on both backends and compares.
 void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::int64_t width, bool with_values,
-                  bool with_scales, std::int64_t pad, std::uint64_t seed, SpmmPath path = SpmmPath::kOwn) {
+                  bool with_scales, std::int64_t pad, std::uint64_t seed, SpmmCase path = SpmmCase::kOwn) {
   const std::int64_t ldx = width + pad, ldy = width + pad;
-  const std::int64_t shift = path == SpmmPath::kOwnMisaligned ? 1 : 0;  // X one float off 16-byte alignment
+  const std::int64_t shift = path == SpmmCase::kOwnMisaligned ? 1 : 0;  // X one float off 16-byte alignment
   const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
   const auto rs = random_floats(static_cast<std::size_t>(a.rows), seed + 1, 0.2f, 1.0f);
   const auto cs = random_floats(static_cast<std::size_t>(a.cols), seed + 2, 0.2f, 1.0f);
@@ -86,7 +86,7 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   const float* col_scale = with_scales ? cs.data() : nullptr;
   spmm_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
              dx.data() + shift, ldx, dy.data(), ldy, width,
-             path == SpmmPath::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn);
+             path == SpmmCase::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
   spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data() + shift, ldx, y.data(), ldy, width);
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
@@ -186,7 +186,7 @@ TEST_CASE("CUDA SpMM matches the CPU kernel over widths, empty rows, null scales
         }
       }
       compare_spmm(f, a, da, width, true, true, 1, seed * 300 + width);                     // odd leading dims
-      compare_spmm(f, a, da, width, true, true, 0, seed * 400 + width, SpmmPath::kOwnMisaligned);
+      compare_spmm(f, a, da, width, true, true, 0, seed * 400 + width, SpmmCase::kOwnMisaligned);
     }
   }
   CHECK(f.allocator.in_use() == 0);
@@ -211,7 +211,7 @@ TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
   const HostCsr empty_rows = random_csr(100, 50, 3, 5, 1.0);
   const DeviceCsr de(empty_rows);
   compare_spmm(f, empty_rows, de, 16, true, true, 0, 1);
-  compare_spmm(f, empty_rows, de, 16, true, true, 0, 1, SpmmPath::kCusparseOnce);
+  compare_spmm(f, empty_rows, de, 16, true, true, 0, 1, SpmmCase::kCusparseOnce);
   const HostCsr none = random_csr(0, 0, 3, 5);
   const DeviceCsr dn(none);
   spmm_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
@@ -331,8 +331,8 @@ TEST_CASE("spmm_async with the cuSPARSE algorithm accepts padded leading dimensi
   DeviceFixture f;
   const HostCsr a = random_csr(500, 400, 6, 31);
   const DeviceCsr da(a);
-  compare_spmm(f, a, da, 16, true, true, 3, 32, SpmmPath::kCusparseOnce);
-  compare_spmm(f, a, da, 9, false, false, 0, 33, SpmmPath::kCusparseOnce);
+  compare_spmm(f, a, da, 16, true, true, 3, 32, SpmmCase::kCusparseOnce);
+  compare_spmm(f, a, da, 9, false, false, 0, 33, SpmmCase::kCusparseOnce);
   CHECK(f.allocator.in_use() == 0);
 }
 
@@ -368,7 +368,7 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
           CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-5) <= 1.0);
           if (beta == 0.0f) {  // TF32 tensor cores: 10-bit mantissa inputs
             Context tf32 = f.ctx;
-            tf32.tf32 = true;
+            tf32.precision = Precision::kTf32;
             gemm_async(tf32, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
             CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-3) <= 1.0);
           }

@@ -60,9 +60,9 @@ TEST_CASE("memory model reproduces the tracked peak of single-device training on
     for (int layers : {2, 3}) {
       const auto cfg = two_epochs(layers);
       const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
-      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), spec(*ds, cfg), ComputeBackend::kCpu);
+      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), spec(*ds, cfg), Backend::kCpu);
       const MemoryEstimate from_stats =
-          estimate_device_memory(single_device_shape(graph_stats(*ds)), spec(*ds, cfg), ComputeBackend::kCpu);
+          estimate_device_memory(single_device_shape(graph_stats(*ds)), spec(*ds, cfg), Backend::kCpu);
       INFO(ds->name << " L=" << layers << ": measured " << report.memory[0].peak << " (" << breakdown(report.memory[0].at_peak_by)
                     << "), model " << est.peak << " (" << breakdown(est.at_peak) << "), from statistics "
                     << from_stats.peak);
@@ -91,13 +91,13 @@ TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, h
           REQUIRE(static_cast<int>(report.memory.size()) == k);
           for (int d = 0; d < k; ++d) {
             const auto measured = static_cast<double>(report.memory[d].peak);
-            const MemoryEstimate e = estimate_device_memory(exact[d], spec(*ds, cfg), ComputeBackend::kCpu);
-            const MemoryEstimate m = estimate_device_memory(from_metrics[d], spec(*ds, cfg), ComputeBackend::kCpu);
+            const MemoryEstimate e = estimate_device_memory(exact[d], spec(*ds, cfg), Backend::kCpu);
+            const MemoryEstimate m = estimate_device_memory(from_metrics[d], spec(*ds, cfg), Backend::kCpu);
             const double err_exact = relative(static_cast<double>(e.peak), measured);
             const double err_metrics = relative(static_cast<double>(m.peak), measured);
             worst_exact = std::max(worst_exact, std::fabs(err_exact));
             worst_metrics = std::max(worst_metrics, std::fabs(err_metrics));
-            INFO(ds->name << " " << strategy_name(s) << " K=" << k << " L=" << layers << " device " << d
+            INFO(ds->name << " " << to_string(s) << " K=" << k << " L=" << layers << " device " << d
                           << ": measured " << report.memory[d].peak << " (" << breakdown(report.memory[d].at_peak_by)
                           << "), model " << e.peak << " (" << breakdown(e.at_peak) << "), from plan metrics "
                           << m.peak);
@@ -119,11 +119,11 @@ TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 t
   for (const auto* ds : {&cora(), &sbm_3000()}) {
     for (int layers : {2, 3}) {
       auto cfg = two_epochs(layers);
-      cfg.model.bf16 = true;
+      cfg.model.precision = Precision::kBf16;
       ModelSpec m = spec(*ds, cfg);
       m.precision = Precision::kBf16;
       const auto report = engine::train_single(engine::single_device_problem(*ds, true), engine::Device{}, cfg);
-      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), m, ComputeBackend::kCpu);
+      const MemoryEstimate est = estimate_device_memory(single_device_shape(*ds), m, Backend::kCpu);
       INFO(ds->name << " bf16 L=" << layers << ": measured " << report.memory[0].peak << " ("
                     << breakdown(report.memory[0].at_peak_by) << "), model " << est.peak << " (" << breakdown(est.at_peak)
                     << ")");
@@ -134,8 +134,8 @@ TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 t
           const auto dist = engine::train_distributed(*ds, plan, cfg);
           const auto shapes = device_shapes(plan, *ds);
           for (int d = 0; d < k; ++d) {
-            const MemoryEstimate e = estimate_device_memory(shapes[d], m, ComputeBackend::kCpu);
-            INFO(strategy_name(s) << " K=" << k << " device " << d << ": measured " << dist.memory[d].peak << " ("
+            const MemoryEstimate e = estimate_device_memory(shapes[d], m, Backend::kCpu);
+            INFO(to_string(s) << " K=" << k << " device " << d << ": measured " << dist.memory[d].peak << " ("
                                   << breakdown(dist.memory[d].at_peak_by) << "), model " << e.peak << " ("
                                   << breakdown(e.at_peak) << ")");
             CHECK(e.peak == dist.memory[d].peak);
@@ -151,7 +151,7 @@ TEST_CASE("a memory limit the model says is enough trains, one 10 % below the pr
   const auto& ds = cora();
   const auto cfg0 = two_epochs(2);
   {
-    const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), spec(ds, cfg0), ComputeBackend::kCpu);
+    const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), spec(ds, cfg0), Backend::kCpu);
     auto cfg = cfg0;
     cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(e.peak) * 1.05);
     CHECK_NOTHROW(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg));
@@ -162,14 +162,14 @@ TEST_CASE("a memory limit the model says is enough trains, one 10 % below the pr
     const Plan plan = make_plan(ds.graph, s, 3, 2);
     std::int64_t peak = 0;
     for (const auto& shape : device_shapes(plan, ds))
-      peak = std::max(peak, estimate_device_memory(shape, spec(ds, cfg0), ComputeBackend::kCpu).peak);
+      peak = std::max(peak, estimate_device_memory(shape, spec(ds, cfg0), Backend::kCpu).peak);
     auto cfg = cfg0;
     cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(peak) * 1.05);
     CHECK_NOTHROW(engine::train_distributed(ds, plan, cfg));
     cfg.memory_limit = static_cast<std::int64_t>(static_cast<double>(peak) * 0.9);
     try {
       engine::train_distributed(ds, plan, cfg);
-      FAIL("expected OutOfMemory for " << strategy_name(s));
+      FAIL("expected OutOfMemory for " << to_string(s));
     } catch (const OutOfMemory& e) {
       CHECK(std::string(e.what()).find("out of memory") != std::string::npos);
     }
@@ -195,8 +195,8 @@ TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and 
       m.hidden = j.at("model").at("hidden").get<std::int64_t>();
       m.features = ds.num_features;
       m.classes = ds.num_classes;
-      m.spmm = std::string(spmm) == "own" ? SpmmPath::kOwn : SpmmPath::kCusparse;
-      const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), m, ComputeBackend::kCuda);
+      m.spmm = std::string(spmm) == "own" ? SpmmAlgo::kOwn : SpmmAlgo::kCusparse;
+      const MemoryEstimate e = estimate_device_memory(single_device_shape(ds), m, Backend::kCuda);
       for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c) {
         const auto category = static_cast<MemoryCategory>(c);
         if (category == MemoryCategory::kGradients) continue;
@@ -319,11 +319,11 @@ TEST_CASE("memory model rejects bad shapes and models with the parameter named")
   m.classes = 3;
   DeviceShape s;
   s.rows = -1;
-  CHECK_THROWS_AS(estimate_device_memory(s, m, ComputeBackend::kCpu), InvalidInput);
+  CHECK_THROWS_AS(estimate_device_memory(s, m, Backend::kCpu), InvalidInput);
   s.rows = 10;
   m.hidden = 0;
   try {
-    (void)estimate_device_memory(s, m, ComputeBackend::kCpu);
+    (void)estimate_device_memory(s, m, Backend::kCpu);
     FAIL("expected InvalidInput");
   } catch (const InvalidInput& e) {
     CHECK(std::string(e.what()).find("--hidden") != std::string::npos);
@@ -357,17 +357,17 @@ TEST_SUITE("gpu") {
       int layers;
     };
     for (const Case& c : {Case{&planetoid[0], 16, 2}, Case{&planetoid[1], 16, 2}, Case{&rmat, 256, 3}}) {
-      for (auto algo : {kernels::SpmmAlgo::kOwn, kernels::SpmmAlgo::kCusparse}) {
+      for (auto algo : {SpmmAlgo::kOwn, SpmmAlgo::kCusparse}) {
         auto cfg = two_epochs(c.layers);
         cfg.model.hidden = c.hidden;
         cfg.model.spmm = algo;
         const auto report = engine::train_single(engine::single_device_problem(*c.ds, true),
-                                                 engine::Device{kernels::Backend::kCuda, 0}, cfg);
+                                                 engine::Device{Backend::kCuda, 0}, cfg);
         ModelSpec m = spec(*c.ds, cfg);
-        m.spmm = algo == kernels::SpmmAlgo::kOwn ? SpmmPath::kOwn : SpmmPath::kCusparse;
-        const MemoryEstimate e = estimate_device_memory(single_device_shape(*c.ds), m, ComputeBackend::kCuda);
+        m.spmm = algo == SpmmAlgo::kOwn ? SpmmAlgo::kOwn : SpmmAlgo::kCusparse;
+        const MemoryEstimate e = estimate_device_memory(single_device_shape(*c.ds), m, Backend::kCuda);
         const std::int64_t driver = e.peak - e.transient + e.cached + kHopperOverhead;
-        INFO(c.ds->name << (algo == kernels::SpmmAlgo::kOwn ? " own" : " cusparse") << ": tracked peak "
+        INFO(c.ds->name << (algo == SpmmAlgo::kOwn ? " own" : " cusparse") << ": tracked peak "
                         << report.memory[0].peak << " (" << breakdown(report.memory[0].at_peak_by) << "), model " << e.peak
                         << " (" << breakdown(e.at_peak) << "); driver used " << report.driver_bytes[0]
                         << ", model " << driver);

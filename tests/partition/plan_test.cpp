@@ -345,7 +345,7 @@ TEST_CASE("partitions and plans do not depend on the run or on the thread count"
     const Csr& g = method == Partitioner::kMetis ? small : large;
     for (const Strategy s : kAllStrategies) {
       CAPTURE(static_cast<int>(method));
-      const std::string strategy = strategy_name(s);
+      const std::string strategy = to_string(s);
       CAPTURE(strategy);
       const PartitionOptions options{.method = method, .seed = 21};
       omp_set_num_threads(1);
@@ -641,7 +641,7 @@ TEST_CASE("plan_metrics equals the metrics of the materialised plan for every st
     for (const Strategy s : kAllStrategies) {
       for (const int layers : {1, 2, 3}) {
         CAPTURE(name);
-        const std::string strategy = strategy_name(s);
+        const std::string strategy = to_string(s);
         CAPTURE(strategy);
         CAPTURE(layers);
         const int parts = parts_for(s, 4);
@@ -661,7 +661,7 @@ TEST_CASE("metrics follow their definitions") {
   const std::int64_t entries = g.num_edges();
   const Partition partition = partition_graph(g, 4, {.seed = 3});
   for (const Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
-    const std::string strategy = strategy_name(s);
+    const std::string strategy = to_string(s);
         CAPTURE(strategy);
     const Plan plan = make_plan(g, s, partition, 2);
     const PlanMetrics& m = plan.metrics;
@@ -698,10 +698,10 @@ TEST_CASE("save and load round-trip every strategy's plan exactly") {
   testing::TempDir dir;
   const Csr g = rmat_graph(9, 3);
   for (const Strategy s : kAllStrategies) {
-    const std::string strategy = strategy_name(s);
+    const std::string strategy = to_string(s);
         CAPTURE(strategy);
     const Plan plan = make_plan(g, s, parts_for(s, 3), 2, {.method = Partitioner::kRandom, .seed = 6});
-    const std::string path = dir.file(std::string(strategy_name(s)) + ".gplan");
+    const std::string path = dir.file(std::string(to_string(s)) + ".gplan");
     save_plan(plan, path);
     const Plan back = load_plan(path);
     check_same_plan(plan, back, true);
@@ -789,8 +789,8 @@ TEST_CASE("bad inputs are refused naming the parameter or the node") {
   CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { partition_graph(g, 31); }), "parameter parts");
   CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { partition_graph(g, 2, {.imbalance = 0.5}); }), "imbalance");
   CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { make_plan(g, Strategy::kHalo, 2, 0); }), "layers");
-  CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { parse_strategy("halos"); }), "--strategy");
-  CHECK(parse_strategy("gather") == Strategy::kGather);
+  CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { from_string<Strategy>("halos", "--strategy"); }), "--strategy");
+  CHECK(from_string<Strategy>("gather", "--strategy") == Strategy::kGather);
 
   datasets::EdgeList loops;
   loops.num_nodes = 3;
