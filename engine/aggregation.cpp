@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
@@ -34,8 +33,8 @@ struct DeviceCsr {
 class LocalAggregation final : public Aggregation {
  public:
   LocalAggregation(Resources& res, const LocalProblem& p, kernels::SpmmAlgo algo,
-                   const std::vector<std::int64_t>& widths)
-      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo) {
+                   const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
+      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo), tuning_(tuning) {
     dinv_row_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     dinv_col_ = upload(res, p.dinv_col, MemoryCategory::kGraph);
     if (algo == kernels::SpmmAlgo::kCusparse && res.context().is_cuda())
@@ -52,7 +51,7 @@ class LocalAggregation final : public Aggregation {
  private:
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width,
-                             width);
+                             width, tuning_);
     if (algo_ == kernels::SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
@@ -63,7 +62,7 @@ class LocalAggregation final : public Aggregation {
       return;
     }
     kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        kernels::SpmmAlgo::kOwn);
+                        kernels::SpmmAlgo::kOwn, tuning_);
   }
 
   /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
@@ -85,7 +84,7 @@ class LocalAggregation final : public Aggregation {
     };
     float best = time([&] {
       kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                          kernels::SpmmAlgo::kOwn);
+                          kernels::SpmmAlgo::kOwn, tuning_);
     });
     std::string choice = "own";
     for (int alg : {2, 3}) {
@@ -111,6 +110,7 @@ class LocalAggregation final : public Aggregation {
   DeviceCsr graph_;
   Buffer<float> dinv_row_, dinv_col_;
   kernels::SpmmAlgo algo_;
+  kernels::SpmmTuning tuning_;
   std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
   std::map<std::int64_t, std::string> tuned_;
 
@@ -122,7 +122,7 @@ class LocalAggregation final : public Aggregation {
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
 /// table with the transposed matrix and reduce-scatters each block back to its owner.
 ///
-/// Overlap (CUDA, opt-in: GCNPART_GATHER_CHUNKS=2..4, see kDefaultChunks). The width is cut into column chunks (each
+/// Overlap (CUDA, opt-in: GcnConfig::gather_chunks = 2..4, see chunks()). The width is cut into column chunks (each
 /// a multiple of 8 columns) with a table
 /// and staging slice each; collectives run on a communication stream of their own and events order the two
 /// streams, so forward's SpMM of chunk c runs while chunk c + 1 is being all-gathered, and backward's
@@ -131,7 +131,7 @@ class LocalAggregation final : public Aggregation {
 class GatherAggregation final : public Aggregation {
  public:
   GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, kernels::SpmmAlgo algo,
-                    std::int64_t max_width, bool bf16)
+                    std::int64_t max_width, bool bf16, const kernels::SpmmTuning& tuning, int chunks)
       : res_(res),
         comm_(comm),
         rows_(p.num_rows),
@@ -139,8 +139,12 @@ class GatherAggregation final : public Aggregation {
         parts_(p.parts),
         forward_(res, p.gather_forward, p.table_block * p.parts),
         backward_(res, p.gather_backward, p.num_rows),
-        algo_(algo == kernels::SpmmAlgo::kCusparse ? kernels::SpmmAlgo::kOwn : algo) {
+        algo_(algo == kernels::SpmmAlgo::kCusparse ? kernels::SpmmAlgo::kOwn : algo),
+        tuning_(tuning),
+        wanted_chunks_(chunks) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
+    if (chunks < 1 || chunks > kMaxChunks)
+      throw InvalidInput::parameter("--gather-chunks", std::to_string(chunks), "1.." + std::to_string(kMaxChunks));
     dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
     staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication);
@@ -177,14 +181,14 @@ class GatherAggregation final : public Aggregation {
     gather_and_aggregate(x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out,
                                                                           std::int64_t w) {
       kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(), t, ld, out, width, w,
-                          algo_);
+                          algo_, tuning_);
     });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
       kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width, t, w,
-                          w, algo_);
+                          w, algo_, tuning_);
     });
   }
 
@@ -195,7 +199,7 @@ class GatherAggregation final : public Aggregation {
       gather_and_aggregate(x, staging16_.data(), table16, y, width,
                            [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
                              kernels::spmm_bf16_async(res_.context(), forward_.view, dinv_own_.data(),
-                                                      table_dinv_.data(), t, ld, out, width, w);
+                                                      table_dinv_.data(), t, ld, out, width, w, tuning_);
                            });
       return;
     }
@@ -207,33 +211,28 @@ class GatherAggregation final : public Aggregation {
     comm_->all_gather(ctx, reinterpret_cast<float*>(staging16_.data()), words, table_.data());
     widen_padded_table(table16, words, width);
     kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
-                        width, algo_);
+                        width, algo_, tuning_);
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
       kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width,
-                               t, w, w);
+                               t, w, w, tuning_);
     });
   }
 
  private:
-  /// Column chunks per collective on CUDA when GCNPART_GATHER_CHUNKS asks for them (2..kMaxChunks). Off by default:
+  /// Column chunks per collective on CUDA when GcnConfig::gather_chunks asks for them (2..kMaxChunks). Off by default:
   /// on 2 H200s (NVLink, RMAT scale 21, hidden 256) 2 and 4 chunks made the gather epoch 1.5x and 2x slower than
   /// one (60.1 and 80.9 ms against 40.5), high-priority communication stream or not: the collectives' time grew
   /// more than the SpMM time they hid (bench/results/h200x2-2026-11-29b).
-  static constexpr int kMaxChunks = 4;
-  static constexpr int kDefaultChunks = 1;
+  static constexpr int kMaxChunks = kMaxGatherChunks;
   static constexpr std::int64_t kChunkAlign = 8;    ///< chunk widths: multiples of 8 columns (16-byte bf16 loads)
   static constexpr std::int64_t kMinChunkWidth = 32;
 
   /// Column chunks [c0, c0 + w) of a width: one on CPU devices or for narrow widths.
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> chunks(std::int64_t width) const {
-    static const int wanted = [] {
-      const char* env = std::getenv("GCNPART_GATHER_CHUNKS");  // experiments: 1 turns the overlap off
-      const int v = env != nullptr ? std::atoi(env) : 0;
-      return v >= 1 && v <= kMaxChunks ? v : kDefaultChunks;
-    }();
+    const int wanted = wanted_chunks_;
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
     if (comm_stream_ == nullptr || wanted == 1 || width < kMinChunkWidth) {
       out.emplace_back(0, width);
@@ -321,6 +320,8 @@ class GatherAggregation final : public Aggregation {
   int parts_;
   DeviceCsr forward_, backward_;
   kernels::SpmmAlgo algo_;
+  kernels::SpmmTuning tuning_;
+  int wanted_chunks_;
   Buffer<float> dinv_own_, table_dinv_, staging_, table_;
   Buffer<kernels::Bf16> staging16_;
   cudaStream_t comm_stream_ = nullptr;
@@ -332,9 +333,11 @@ class GatherAggregation final : public Aggregation {
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               kernels::SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16) {
-  if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16);
-  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths);
+                                              const std::vector<std::int64_t>& spmm_widths, bool bf16,
+                                              const kernels::SpmmTuning& tuning, int gather_chunks) {
+  if (problem.gather)
+    return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16, tuning, gather_chunks);
+  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths, tuning);
 }
 
 }  // namespace gcnpart::engine

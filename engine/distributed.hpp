@@ -8,6 +8,7 @@
 
 #include "datasets/dataset.hpp"
 #include "engine/communicator.hpp"
+#include "engine/nccl_communicator.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
 
@@ -77,6 +78,8 @@ struct LaunchOptions {
   /// all-reduce for drop and halo, none for pipeline. kAuto: on GPUs only (on virtual CPU devices it measures
   /// memcpy, not a link).
   enum class Link { kAuto, kAlways, kNever } link = Link::kAuto;
+  /// GPUs: seconds a rank waits on a collective without progress before it aborts (`--nccl-timeout`).
+  double nccl_timeout_s = kDefaultNcclTimeoutSeconds;
 };
 
 /// Trains under `plan` on plan.parts devices: virtual CPU devices or GPUs, one thread each in this process, or

@@ -29,6 +29,10 @@ void GcnConfig::validate() const {
     throw InvalidInput::parameter("--spmm", "cusparse",
                                   "own or auto with --precision bf16 (cuSPARSE has no bf16-input, fp32-output CSR SpMM)");
   if (bf16 && tf32) throw InvalidInput::parameter("--precision", "bf16 and tf32", "one precision");
+  spmm_tuning.validate();
+  if (gather_chunks < 1 || gather_chunks > kMaxGatherChunks)
+    throw InvalidInput::parameter("--gather-chunks", std::to_string(gather_chunks),
+                                  "1.." + std::to_string(kMaxGatherChunks));
 }
 
 namespace {
@@ -164,7 +168,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
   const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
   if (config_.bf16) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16);
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16,
+                                  config_.spmm_tuning, config_.gather_chunks);
   if (config_.bf16) refresh_bf16_weights();
   sync();
 }
@@ -239,7 +244,8 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
     kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
-  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, kernels::SpmmAlgo::kOwn);
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, kernels::SpmmAlgo::kOwn,
+                      config_.spmm_tuning);
 }
 
 void GcnModel::upload_sparse_features() {
@@ -318,7 +324,7 @@ void GcnModel::forward_bf16(bool training, int epoch) {
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
-                          kernels::SpmmAlgo::kOwn);
+                          kernels::SpmmAlgo::kOwn, config_.spmm_tuning);
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
@@ -427,7 +433,8 @@ void GcnModel::forward(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, kernels::SpmmAlgo::kOwn);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, kernels::SpmmAlgo::kOwn,
+                          config_.spmm_tuning);
       aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward(x, aggregated_[l].data(), ly.in);

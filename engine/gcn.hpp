@@ -27,6 +27,10 @@ struct GcnConfig {
   bool weight_decay_all_layers = false;  ///< false: first layer's weights only (as in the paper)
   std::uint64_t seed = 1;
   kernels::SpmmAlgo spmm = kernels::SpmmAlgo::kAuto;
+  kernels::SpmmTuning spmm_tuning{};  ///< long-row threshold and segment size of the own SpMM (`--spmm-long-row`)
+  /// Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM (1..4;
+  /// 1 = no overlap, the default: see GatherAggregation). `--gather-chunks`.
+  int gather_chunks = 1;
   bool tf32 = false;
   /// bf16 storage of features, activations and their gradients (and a bf16 copy of the weights for the GEMMs);
   /// float32 accumulation everywhere, float32 logits, loss, master weights, gradients of weights and Adam state.

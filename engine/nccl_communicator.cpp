@@ -4,7 +4,6 @@
 #include <nccl.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -50,8 +49,10 @@ std::int64_t device_used_bytes() {
 }
 }  // namespace
 
-NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect)
-    : rank_(rank), size_(size), device_(device) {
+NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect,
+                                   double timeout_s)
+    : rank_(rank), size_(size), device_(device), timeout_s_(timeout_s) {
+  if (!(timeout_s_ > 0)) throw InvalidInput::parameter("--nccl-timeout", std::to_string(timeout_s_), "> 0 seconds");
   GCNPART_CUDA_TRY(cudaSetDevice(device_));
   GCNPART_CUDA_TRY(cudaFree(nullptr));  // the context now, so that it is measured apart from NCCL
   used_before_init_ = device_used_bytes();
@@ -180,8 +181,7 @@ void NcclCommunicator::barrier(const kernels::Context& ctx) {
 }
 
 void NcclCommunicator::synchronize(const kernels::Context& ctx) {
-  double timeout = 300;
-  if (const char* env = std::getenv("GCNPART_NCCL_TIMEOUT")) timeout = std::atof(env);
+  const double timeout = timeout_s_;
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     const cudaError_t q = cudaStreamQuery(ctx.stream);

@@ -54,6 +54,7 @@ struct BenchOptions {
   int repeats = 20;
   std::string json;
   bool no_flush_l2 = false;
+  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment
   // epoch
   int layers = 2;
   std::int64_t hidden = 256;
@@ -312,6 +313,7 @@ struct SpmmResult {
 void run_bench_spmm(const BenchOptions& o) {
   const std::vector<std::int64_t> widths = parse_widths(o.widths);
   validate_counts(o, kMinSpmmRepeats);
+  o.spmm_tuning.validate();
   const engine::Device device = cuda_device(o.device);
   const bool bf16 = o.precision == "bf16";
 
@@ -443,17 +445,20 @@ void run_bench_spmm(const BenchOptions& o) {
     if (run_own && bf16)
       measure(
           "own-bf16", [] { return std::size_t{0}; },
-          [&] { kernels::spmm_bf16_async(ctx, a, scale.data(), scale.data(), x_bf16.data(), w, y.data(), w, w); },
+          [&] {
+            kernels::spmm_bf16_async(ctx, a, scale.data(), scale.data(), x_bf16.data(), w, y.data(), w, w,
+                                     o.spmm_tuning);
+          },
           [&] {
             kernels::spmm_async(ctx, a, scale.data(), scale.data(), x_rounded.data(), w, y.data(), w, w,
-                                kernels::SpmmAlgo::kOwn);
+                                kernels::SpmmAlgo::kOwn, o.spmm_tuning);
           },
           "own (fp32) on the bf16-rounded X");
     if (run_own)
       measure("own", [] { return std::size_t{0}; },
               [&] {
                 kernels::spmm_async(ctx, a, scale.data(), scale.data(), x.data(), w, y.data(), w, w,
-                                    kernels::SpmmAlgo::kOwn);
+                                    kernels::SpmmAlgo::kOwn, o.spmm_tuning);
               });
     if (run_cusparse)
       for (int alg = 0; alg <= 3; ++alg) {
@@ -590,6 +595,8 @@ void run_bench_spmm(const BenchOptions& o) {
                      {"flush_l2_before_each_run", !o.no_flush_l2},
                      {"timing", "CUDA events around each call on the device's stream"},
                      {"spmm", o.spmm},
+                     {"spmm_long_row", o.spmm_tuning.long_row},
+                     {"spmm_segment", o.spmm_tuning.segment},
                      {"seed", o.seed}};
     j["copy_bandwidth"] = copy;
     j["traffic_formula"] = traffic_formula;
@@ -614,6 +621,7 @@ void run_bench_epoch(const BenchOptions& o) {
   model.seed = o.seed;
   model.tf32 = o.precision == "tf32";
   model.bf16 = o.precision == "bf16";
+  model.spmm_tuning = o.spmm_tuning;
   model.validate();
   const engine::Device device = cuda_device(o.device);
 
@@ -729,6 +737,7 @@ void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::s
       ->check(CLI::IsMember({"fp32", "tf32", "bf16"}))
       ->capture_default_str();
   cmd.add_option("--spmm", o.spmm, "Which SpMM to measure")->check(CLI::IsMember(spmm_choices))->capture_default_str();
+  add_spmm_tuning_options(cmd, o.spmm_tuning);
   cmd.add_option("--warmup", o.warmup, "Untimed runs first")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "Timed runs (the median is reported)")->capture_default_str();
   cmd.add_option("--seed", o.seed, "Seed (random X for spmm, weights and dropout for epoch)")->capture_default_str();

@@ -40,6 +40,7 @@ struct TrainOptions {
   std::string balance = "nodes";
   int gpus = 0;
   std::string link_bench = "auto";
+  double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
 };
 
 struct MeanStd {
@@ -113,6 +114,7 @@ void run_train(TrainOptions& o) {
   launch.link = o.link_bench == "on"    ? engine::LaunchOptions::Link::kAlways
                 : o.link_bench == "off" ? engine::LaunchOptions::Link::kNever
                                         : engine::LaunchOptions::Link::kAuto;
+  launch.nccl_timeout_s = o.nccl_timeout;
   if (launch.mpi) {
     engine::mpi_init();
     if (strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
@@ -262,6 +264,9 @@ void run_train(TrainOptions& o) {
                   {"weight_decay_all_layers", o.config.model.weight_decay_all_layers},
                   {"normalize_features", o.config.normalize_features},
                   {"spmm", o.spmm},
+                  {"spmm_long_row", o.config.model.spmm_tuning.long_row},
+                  {"spmm_segment", o.config.model.spmm_tuning.segment},
+                  {"gather_chunks", o.config.model.gather_chunks},
                   {"precision", o.precision},
                   {"epochs", o.config.epochs},
                   {"early_stopping", o.config.early_stopping}};
@@ -313,6 +318,16 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--spmm", o->spmm,
                   "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
       ->check(CLI::IsMember({"auto", "own", "cusparse"}))
+      ->capture_default_str();
+  add_spmm_tuning_options(*cmd, m.spmm_tuning);
+  cmd->add_option("--gather-chunks", m.gather_chunks,
+                  "Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM "
+                  "(1 = no overlap)")
+      ->check(CLI::Range(1, engine::kMaxGatherChunks))
+      ->capture_default_str();
+  cmd->add_option("--nccl-timeout", o->nccl_timeout,
+                  "GPUs: seconds a rank waits on a collective without progress before it aborts the run")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--precision", o->precision,
                   "fp32; tf32 (TF32 tensor-core GEMMs); bf16 (bf16 features, activations and their gradients, bf16 "
