@@ -3,13 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <array>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/cuda_event.hpp"
 
 namespace gcnpart::engine {
 
@@ -69,18 +69,13 @@ class LocalAggregation final : public Aggregation {
   void tune(const float* x, float* y, std::int64_t width) {
     const auto& ctx = res_.context();
     constexpr int kRepeats = 3;
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
+    kernels::CudaEvent start, stop;
     auto time = [&](const auto& call) {
       call();  // warm-up
-      cudaEventRecord(start, ctx.stream);
+      start.record(ctx.stream);
       for (int i = 0; i < kRepeats; ++i) call();
-      cudaEventRecord(stop, ctx.stream);
-      cudaEventSynchronize(stop);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, start, stop);
-      return ms / kRepeats;
+      stop.record(ctx.stream);
+      return static_cast<float>(kernels::elapsed_ms(start, stop)) / kRepeats;
     };
     float best = time([&] {
       kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
@@ -101,8 +96,6 @@ class LocalAggregation final : public Aggregation {
         // An algorithm cuSPARSE does not support for this shape is simply not a candidate.
       }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     tuned_[width] = choice;
   }
 
@@ -163,15 +156,13 @@ class GatherAggregation final : public Aggregation {
       int least = 0, greatest = 0;
       GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
-      for (auto& e : events_) GCNPART_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      for (int i = 0; i <= kMaxChunks; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
       comm_ctx_ = res.context();
       comm_ctx_.stream = comm_stream_;
     }
   }
 
   ~GatherAggregation() override {
-    for (auto& e : events_)
-      if (e != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
     if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
   }
   GatherAggregation(const GatherAggregation&) = delete;
@@ -259,17 +250,17 @@ class GatherAggregation final : public Aggregation {
     for (const auto& [c0, w] : parts)
       GCNPART_CUDA_TRY(cudaMemcpy2DAsync(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T),
                                          w * sizeof(T), rows_, cudaMemcpyDeviceToDevice, ctx.stream));
-    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], ctx.stream));
-    GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[0], 0));
+    events_[0].record(ctx.stream);
+    events_[0].make_wait(comm_stream_);
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
       comm_->all_gather(comm_ctx_, reinterpret_cast<const float*>(staging + block_ * c0), words(w),
                         reinterpret_cast<float*>(table + parts_ * block_ * c0));
-      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], comm_stream_));
+      events_[c + 1].record(comm_stream_);
     }
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
-      GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[c + 1], 0));
+      events_[c + 1].make_wait(ctx.stream);
       aggregate(table + parts_ * block_ * c0, w, y + c0, w);
     }
   }
@@ -288,13 +279,13 @@ class GatherAggregation final : public Aggregation {
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
       aggregate(c0, table_.data() + parts_ * block_ * c0, w);
-      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], ctx.stream));
-      GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[c + 1], 0));
+      events_[c + 1].record(ctx.stream);
+      events_[c + 1].make_wait(comm_stream_);
       comm_->reduce_scatter_sum(comm_ctx_, table_.data() + parts_ * block_ * c0, block_ * w,
                                 staging_.data() + block_ * c0);
     }
-    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], comm_stream_));
-    GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[0], 0));
+    events_[0].record(comm_stream_);
+    events_[0].make_wait(ctx.stream);
     for (const auto& [c0, w] : parts)
       GCNPART_CUDA_TRY(cudaMemcpy2DAsync(dx + c0, width * sizeof(float), staging_.data() + block_ * c0,
                                          w * sizeof(float), w * sizeof(float), rows_, cudaMemcpyDeviceToDevice,
@@ -326,7 +317,7 @@ class GatherAggregation final : public Aggregation {
   Buffer<kernels::Bf16> staging16_;
   cudaStream_t comm_stream_ = nullptr;
   kernels::Context comm_ctx_{};
-  std::array<cudaEvent_t, kMaxChunks + 1> events_{};
+  std::vector<kernels::CudaEvent> events_;  ///< kMaxChunks + 1 ordering events (CUDA only)
 };
 
 }  // namespace

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "engine/communicator.hpp"
+#include "kernels/cuda_event.hpp"
 
 typedef struct ncclComm* ncclComm_t;
-struct CUevent_st;
 
 namespace gcnpart::engine {
 
@@ -85,7 +85,7 @@ class NcclCommunicator final : public Communicator {
   float* scratch_ = nullptr;  // one float for barrier()
   bool aborted_ = false;
   std::int64_t used_before_init_ = 0, init_bytes_ = 0;
-  std::vector<CUevent_st*> events_;  // [2 * index] before, [2 * index + 1] after call `index`
+  std::vector<kernels::CudaEvent> events_;  // [2 * index] before, [2 * index + 1] after call `index`
 };
 
 }  // namespace gcnpart::engine

@@ -23,6 +23,7 @@
 #include "engine/resources.hpp"
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/cuda_event.hpp"
 #include "kernels/ops.hpp"
 #include "tools/cli_common.hpp"
 
@@ -164,30 +165,6 @@ nlohmann::json gpu_json(int device) {
           {"cuda_driver", driver}};
 }
 
-/// A CUDA event (RAII).
-class Event {
- public:
-  Event() { GCNPART_CUDA_TRY(cudaEventCreate(&event_)); }
-  ~Event() {
-    if (event_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaEventDestroy(event_));
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-  Event& operator=(Event&&) = delete;
-  void record(cudaStream_t s) { GCNPART_CUDA_TRY(cudaEventRecord(event_, s)); }
-  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-double elapsed_ms(const Event& start, const Event& stop) {
-  float ms = 0;
-  GCNPART_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  return ms;
-}
-
 /// Plain cudaMalloc'd scratch that is not part of the measured workload (copy-bandwidth buffers, the L2 flush),
 /// kept out of the tracked memory so that the reported peaks are the workload's alone.
 class ScratchBuffer {
@@ -213,7 +190,7 @@ class ScratchBuffer {
 std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, const ScratchBuffer* flush,
                                const std::function<void()>& call) {
   for (int i = 0; i < warmup; ++i) call();
-  std::vector<Event> start, stop;
+  std::vector<kernels::CudaEvent> start, stop;
   start.reserve(static_cast<std::size_t>(repeats));
   stop.reserve(static_cast<std::size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
@@ -229,7 +206,7 @@ std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, con
   GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i)
-    ms.push_back(elapsed_ms(start[static_cast<std::size_t>(i)], stop[static_cast<std::size_t>(i)]));
+    ms.push_back(kernels::elapsed_ms(start[static_cast<std::size_t>(i)], stop[static_cast<std::size_t>(i)]));
   return ms;
 }
 
@@ -659,18 +636,18 @@ void run_bench_epoch(const BenchOptions& o) {
       const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::int64_t driver_setup = res.driver_used_bytes();
       const cudaStream_t stream = res.context().stream;
-      Event start, stop;
+      kernels::CudaEvent start, stop;
       std::vector<double> event_ms, wall_ms, loss;
       for (int epoch = 0; epoch < o.warmup + o.repeats; ++epoch) {
         const auto w0 = std::chrono::steady_clock::now();
         start.record(stream);
         const double loss_sum = gcn.train_step(epoch);  // synchronises
         stop.record(stream);
-        GCNPART_CUDA_TRY(cudaEventSynchronize(stop.get()));
+        stop.synchronize();
         const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
         loss.push_back(problem.global_train > 0 ? loss_sum / static_cast<double>(problem.global_train) : 0.0);
         if (epoch < o.warmup) continue;
-        event_ms.push_back(elapsed_ms(start, stop));
+        event_ms.push_back(kernels::elapsed_ms(start, stop));
         wall_ms.push_back(wall);
       }
       const engine::MemoryStats mem = res.memory().stats();
