@@ -140,13 +140,14 @@ class GatherAggregation final : public Aggregation {
       throw InvalidInput::parameter("--gather-chunks", std::to_string(chunks), "1.." + std::to_string(kMaxChunks));
     dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
-    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication);
-    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication);
+    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication, res.stream());
+    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication, res.stream());
     kernels::memset_zero_async(res.context(), staging_.data(), staging_.bytes());
     if (bf16) {
       // Forward's table travels as bf16 (half the all-gather's bytes), laid out in table_'s memory; backward's
       // reduce-scatter stays float32 (it sums).
-      staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication);
+      staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication,
+                                         res.stream());
       kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     }
     if (res.context().is_cuda()) {

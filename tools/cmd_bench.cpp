@@ -324,14 +324,14 @@ void run_bench_spmm(const BenchOptions& o) {
   auto cols = upload(res, graph.col_ids, MemoryCategory::kGraph);
   auto scale = upload(res, dinv, MemoryCategory::kGraph);
   auto x = upload(res, random_matrix(n * max_width, o.seed), MemoryCategory::kFeatures);
-  engine::Buffer<float> y(res.memory(), n * max_width, MemoryCategory::kActivations);
+  engine::Buffer<float> y(res.memory(), n * max_width, MemoryCategory::kActivations, res.stream());
   // bf16: X converted once, outside every timed region (the first n x w values serve width w, as for fp32), and
   // widened back once so that the bf16 kernel can be checked against the fp32 kernel on the very same values.
   engine::Buffer<std::uint16_t> x_bf16;
   engine::Buffer<float> x_rounded;
   if (bf16) {
-    x_bf16 = engine::Buffer<std::uint16_t>(res.memory(), n * max_width, MemoryCategory::kFeatures);
-    x_rounded = engine::Buffer<float>(res.memory(), n * max_width, MemoryCategory::kFeatures);
+    x_bf16 = engine::Buffer<std::uint16_t>(res.memory(), n * max_width, MemoryCategory::kFeatures, res.stream());
+    x_rounded = engine::Buffer<float>(res.memory(), n * max_width, MemoryCategory::kFeatures, res.stream());
     kernels::convert_to_bf16_async(ctx, x.data(), n * max_width, x_bf16.data());
     kernels::convert_from_bf16_async(ctx, x_bf16.data(), n * max_width, x_rounded.data());
   }
