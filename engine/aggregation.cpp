@@ -75,6 +75,7 @@ class LocalAggregation final : public Aggregation {
       start.record(ctx.stream);
       for (int i = 0; i < kRepeats; ++i) call();
       stop.record(ctx.stream);
+      stop.synchronize();
       return static_cast<float>(kernels::elapsed_ms(start, stop)) / kRepeats;
     };
     float best = time([&] {

@@ -35,6 +35,7 @@ double elapsed_ms(const CudaEvent& start, const CudaEvent& stop) {
   float ms = 0;
   cudaError_t r = cudaEventElapsedTime(&ms, start.get(), stop.get());
   if (r == cudaErrorNotReady) {  // asked before the stream got there: wait for it
+    if (cudaPeekAtLastError() == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: leave none behind
     stop.synchronize();
     r = cudaEventElapsedTime(&ms, start.get(), stop.get());
   }
