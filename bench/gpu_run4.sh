@@ -8,7 +8,7 @@ STEP_TIMEOUT=150 OUT=$o bench/peer/run.sh > $o/run.log 2>&1; tail -40 $o/run.log
 g=build/gpu/tools/gcnpart
 for T in 128 2048; do for name in arxiv products; do
   f=$(ls /tmp/gcnpart-$name-*.gcsr)
-  GCNPART_SPMM_LONG_ROW=$T $g -q bench spmm $f --widths 16,64,256 --spmm own --json $o/spmm-$name-T$T.json > $o/spmm-$name-T$T.log 2>&1
+  $g -q bench spmm $f --widths 16,64,256 --spmm own --spmm-long-row $T --json $o/spmm-$name-T$T.json > $o/spmm-$name-T$T.log 2>&1
   echo "T=$T $name"; grep -E "^ *(16|64|256) +own " $o/spmm-$name-T$T.log
 done; done
 tar czf $OUT/r4.tgz -C $o .

@@ -17,7 +17,7 @@ $g -q generate rmat --scale 21 --edge-factor 30 --features 100 --classes 47 -o /
 r21=(--device cuda --layers 2 --hidden 256 --epochs 10)
 for c in 1 2 4; do
   for p in fp32 bf16; do
-    GCNPART_GATHER_CHUNKS=$c timeout 60 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 --strategy gather --precision $p \
+    timeout 60 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 --strategy gather --precision $p --gather-chunks $c \
       --link-bench off --json "$o/r21-gather-c$c-$p.json" > "$o/r21-gather-c$c-$p.log" 2>&1
     echo "gather chunks $c $p: exit $? $(grep -E '^epoch time' "$o/r21-gather-c$c-$p.log")"
     grep -E "^device" "$o/r21-gather-c$c-$p.log"

@@ -110,8 +110,8 @@ for s in drop halo gather pipeline; do
     --json "$o/r21-$s-threads.json" && grep -E "epoch time|^device|^memory check|^link" "$o/r21-$s-threads.log"
 done
 echo "== RMAT-21: gather without the chunked overlap; bf16 on 1 and 2 GPUs (threads)"
-step r21-gather-nooverlap-threads 40 150 env GCNPART_GATHER_CHUNKS=1 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 \
-  --strategy gather --json "$o/r21-gather-nooverlap-threads.json"
+step r21-gather-nooverlap-threads 40 150 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 \
+  --strategy gather --gather-chunks 1 --json "$o/r21-gather-nooverlap-threads.json"
 step r21-single-bf16 20 120 $g -q train /tmp/r21.gcsr "${r21[@]}" --precision bf16 --json "$o/r21-single-bf16.json"
 for s in gather halo; do
   step r21-$s-bf16-threads 40 150 $g -q train /tmp/r21.gcsr "${r21[@]}" --gpus 2 --strategy $s --precision bf16 \

@@ -4,7 +4,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
@@ -61,26 +60,6 @@ const char* dtype_name(std::uint32_t dtype) {
 }
 
 std::uint64_t align_up(std::uint64_t x) { return (x + kAlignment - 1) / kAlignment * kAlignment; }
-
-// CRC32 (zlib) of a large buffer: 8 MiB pieces in parallel, joined with crc32_combine; identical to one call.
-std::uint32_t crc32_of(const void* data, std::uint64_t bytes) {
-  constexpr std::uint64_t kPiece = 8ull << 20;
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (bytes <= kPiece) return static_cast<std::uint32_t>(crc32_z(0L, p, static_cast<z_size_t>(bytes)));
-  const auto pieces = static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece);
-  std::vector<uLong> crc(static_cast<std::size_t>(pieces));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < pieces; ++i) {
-    const std::uint64_t begin = static_cast<std::uint64_t>(i) * kPiece;
-    crc[i] = crc32_z(0L, p + begin, static_cast<z_size_t>(std::min(kPiece, bytes - begin)));
-  }
-  uLong total = crc[0];
-  for (std::int64_t i = 1; i < pieces; ++i) {
-    const std::uint64_t begin = static_cast<std::uint64_t>(i) * kPiece;
-    total = crc32_combine(total, crc[i], static_cast<z_off_t>(std::min(kPiece, bytes - begin)));
-  }
-  return static_cast<std::uint32_t>(total);
-}
 
 template <class T>
 void put(std::vector<unsigned char>& buf, std::uint64_t offset, T value) {
@@ -161,7 +140,7 @@ void save_gcsr(const Dataset& ds, const std::string& path) {
   for (auto& s : sections) {
     s.offset = align_up(cursor);
     cursor = s.offset + s.bytes();
-    s.crc = crc32_of(s.data, s.bytes());
+    s.crc = binary::crc32(0, s.data, s.bytes());
   }
   const std::uint64_t file_size = cursor;
 
@@ -186,7 +165,7 @@ void save_gcsr(const Dataset& ds, const std::string& path) {
     put<std::uint64_t>(head, at + 48, sections[i].offset);
     put<std::uint64_t>(head, at + 56, sections[i].bytes());
   }
-  put<std::uint32_t>(head, table_end, crc32_of(head.data(), table_end));
+  put<std::uint32_t>(head, table_end, binary::crc32(0, head.data(), table_end));
 
   AtomicFile out(path);
   out.write(head.data(), head.size());
@@ -253,7 +232,7 @@ Dataset load_gcsr(const std::string& path, bool verify_checksum) {
   file.read(head.data() + kHeaderBytes, table_end + 8 - kHeaderBytes, kHeaderBytes);
   if (verify_checksum) {
     const auto stored = get<std::uint32_t>(head, table_end);
-    const std::uint32_t actual = crc32_of(head.data(), table_end);
+    const std::uint32_t actual = binary::crc32(0, head.data(), table_end);
     if (stored != actual)
       fail(path, table_end, "header checksum mismatch (header or section table corrupt)", hex32(actual),
            hex32(stored) + " (the CRC32 of bytes 0.." + std::to_string(table_end - 1) + " stored at byte " +
@@ -373,7 +352,7 @@ Dataset load_gcsr(const std::string& path, bool verify_checksum) {
   auto read_section = [&](const InSection* s, void* dst) {
     if (s->bytes > 0) file.read(dst, s->bytes, s->offset);
     if (verify_checksum) {
-      const std::uint32_t actual = crc32_of(dst, s->bytes);
+      const std::uint32_t actual = binary::crc32(0, dst, s->bytes);
       if (actual != s->crc)
         fail(path, s->offset, "checksum mismatch in section '" + s->name + "' (data corrupt)", hex32(actual),
              hex32(s->crc) + " (the CRC32 stored at byte " + std::to_string(s->entry + 36) + ")");

@@ -3,14 +3,13 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <array>
-#include <cstdlib>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/cuda_event.hpp"
 
 namespace gcnpart::engine {
 
@@ -34,8 +33,8 @@ struct DeviceCsr {
 class LocalAggregation final : public Aggregation {
  public:
   LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo,
-                   const std::vector<std::int64_t>& widths)
-      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo) {
+                   const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
+      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo), tuning_(tuning) {
     dinv_row_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     dinv_col_ = upload(res, p.dinv_col, MemoryCategory::kGraph);
     if (algo == SpmmAlgo::kCusparse && res.context().is_cuda())
@@ -52,7 +51,7 @@ class LocalAggregation final : public Aggregation {
  private:
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width,
-                             width);
+                             width, tuning_);
     if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
@@ -63,29 +62,25 @@ class LocalAggregation final : public Aggregation {
       return;
     }
     kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        SpmmAlgo::kOwn);
+                        SpmmAlgo::kOwn, tuning_);
   }
 
   /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
   void tune(const float* x, float* y, std::int64_t width) {
     const auto& ctx = res_.context();
     constexpr int kRepeats = 3;
-    cudaEvent_t start, stop;
-    cudaEventCreate(&start);
-    cudaEventCreate(&stop);
+    kernels::CudaEvent start, stop;
     auto time = [&](const auto& call) {
       call();  // warm-up
-      cudaEventRecord(start, ctx.stream);
+      start.record(ctx.stream);
       for (int i = 0; i < kRepeats; ++i) call();
-      cudaEventRecord(stop, ctx.stream);
-      cudaEventSynchronize(stop);
-      float ms = 0;
-      cudaEventElapsedTime(&ms, start, stop);
-      return ms / kRepeats;
+      stop.record(ctx.stream);
+      stop.synchronize();
+      return static_cast<float>(kernels::elapsed_ms(start, stop)) / kRepeats;
     };
     float best = time([&] {
       kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                          SpmmAlgo::kOwn);
+                          SpmmAlgo::kOwn, tuning_);
     });
     std::string choice = "own";
     for (int alg : {2, 3}) {
@@ -102,8 +97,6 @@ class LocalAggregation final : public Aggregation {
         // An algorithm cuSPARSE does not support for this shape is simply not a candidate.
       }
     }
-    cudaEventDestroy(start);
-    cudaEventDestroy(stop);
     tuned_[width] = choice;
   }
 
@@ -111,6 +104,7 @@ class LocalAggregation final : public Aggregation {
   DeviceCsr graph_;
   Buffer<float> dinv_row_, dinv_col_;
   SpmmAlgo algo_;
+  kernels::SpmmTuning tuning_;
   std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
   std::map<std::int64_t, std::string> tuned_;
 
@@ -122,7 +116,7 @@ class LocalAggregation final : public Aggregation {
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
 /// table with the transposed matrix and reduce-scatters each block back to its owner.
 ///
-/// Overlap (CUDA, opt-in: GCNPART_GATHER_CHUNKS=2..4, see kDefaultChunks). The width is cut into column chunks (each
+/// Overlap (CUDA, opt-in: GcnConfig::gather_chunks = 2..4, see chunks()). The width is cut into column chunks (each
 /// a multiple of 8 columns) with a table
 /// and staging slice each; collectives run on a communication stream of their own and events order the two
 /// streams, so forward's SpMM of chunk c runs while chunk c + 1 is being all-gathered, and backward's
@@ -131,7 +125,7 @@ class LocalAggregation final : public Aggregation {
 class GatherAggregation final : public Aggregation {
  public:
   GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, SpmmAlgo algo,
-                    std::int64_t max_width, bool bf16)
+                    std::int64_t max_width, bool bf16, const kernels::SpmmTuning& tuning, int chunks)
       : res_(res),
         comm_(comm),
         rows_(p.num_rows),
@@ -139,17 +133,22 @@ class GatherAggregation final : public Aggregation {
         parts_(p.parts),
         forward_(res, p.gather_forward, p.table_block * p.parts),
         backward_(res, p.gather_backward, p.num_rows),
-        algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo) {
+        algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo),
+        tuning_(tuning),
+        wanted_chunks_(chunks) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
+    if (chunks < 1 || chunks > kMaxChunks)
+      throw InvalidInput::parameter("--gather-chunks", std::to_string(chunks), "1.." + std::to_string(kMaxChunks));
     dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
     table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
-    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication);
-    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication);
+    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication, res.stream());
+    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication, res.stream());
     kernels::memset_zero_async(res.context(), staging_.data(), staging_.bytes());
     if (bf16) {
       // Forward's table travels as bf16 (half the all-gather's bytes), laid out in table_'s memory; backward's
       // reduce-scatter stays float32 (it sums).
-      staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication);
+      staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication,
+                                         res.stream());
       kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     }
     if (res.context().is_cuda()) {
@@ -159,15 +158,13 @@ class GatherAggregation final : public Aggregation {
       int least = 0, greatest = 0;
       GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
       GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
-      for (auto& e : events_) GCNPART_CUDA_TRY(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));
+      for (int i = 0; i <= kMaxChunks; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
       comm_ctx_ = res.context();
       comm_ctx_.stream = comm_stream_;
     }
   }
 
   ~GatherAggregation() override {
-    for (auto& e : events_)
-      if (e != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaEventDestroy(e));
     if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
   }
   GatherAggregation(const GatherAggregation&) = delete;
@@ -177,14 +174,14 @@ class GatherAggregation final : public Aggregation {
     gather_and_aggregate(x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out,
                                                                           std::int64_t w) {
       kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(), t, ld, out, width, w,
-                          algo_);
+                          algo_, tuning_);
     });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
       kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width, t, w,
-                          w, algo_);
+                          w, algo_, tuning_);
     });
   }
 
@@ -195,7 +192,7 @@ class GatherAggregation final : public Aggregation {
       gather_and_aggregate(x, staging16_.data(), table16, y, width,
                            [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
                              kernels::spmm_bf16_async(res_.context(), forward_.view, dinv_own_.data(),
-                                                      table_dinv_.data(), t, ld, out, width, w);
+                                                      table_dinv_.data(), t, ld, out, width, w, tuning_);
                            });
       return;
     }
@@ -207,33 +204,28 @@ class GatherAggregation final : public Aggregation {
     comm_->all_gather(ctx, reinterpret_cast<float*>(staging16_.data()), words, table_.data());
     widen_padded_table(table16, words, width);
     kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
-                        width, algo_);
+                        width, algo_, tuning_);
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
       kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width,
-                               t, w, w);
+                               t, w, w, tuning_);
     });
   }
 
  private:
-  /// Column chunks per collective on CUDA when GCNPART_GATHER_CHUNKS asks for them (2..kMaxChunks). Off by default:
+  /// Column chunks per collective on CUDA when GcnConfig::gather_chunks asks for them (2..kMaxChunks). Off by default:
   /// on 2 H200s (NVLink, RMAT scale 21, hidden 256) 2 and 4 chunks made the gather epoch 1.5x and 2x slower than
   /// one (60.1 and 80.9 ms against 40.5), high-priority communication stream or not: the collectives' time grew
   /// more than the SpMM time they hid (bench/results/h200x2-2026-11-29b).
-  static constexpr int kMaxChunks = 4;
-  static constexpr int kDefaultChunks = 1;
+  static constexpr int kMaxChunks = kMaxGatherChunks;
   static constexpr std::int64_t kChunkAlign = 8;    ///< chunk widths: multiples of 8 columns (16-byte bf16 loads)
   static constexpr std::int64_t kMinChunkWidth = 32;
 
   /// Column chunks [c0, c0 + w) of a width: one on CPU devices or for narrow widths.
   [[nodiscard]] std::vector<std::pair<std::int64_t, std::int64_t>> chunks(std::int64_t width) const {
-    static const int wanted = [] {
-      const char* env = std::getenv("GCNPART_GATHER_CHUNKS");  // experiments: 1 turns the overlap off
-      const int v = env != nullptr ? std::atoi(env) : 0;
-      return v >= 1 && v <= kMaxChunks ? v : kDefaultChunks;
-    }();
+    const int wanted = wanted_chunks_;
     std::vector<std::pair<std::int64_t, std::int64_t>> out;
     if (comm_stream_ == nullptr || wanted == 1 || width < kMinChunkWidth) {
       out.emplace_back(0, width);
@@ -260,17 +252,17 @@ class GatherAggregation final : public Aggregation {
     for (const auto& [c0, w] : parts)
       GCNPART_CUDA_TRY(cudaMemcpy2DAsync(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T),
                                          w * sizeof(T), rows_, cudaMemcpyDeviceToDevice, ctx.stream));
-    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], ctx.stream));
-    GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[0], 0));
+    events_[0].record(ctx.stream);
+    events_[0].make_wait(comm_stream_);
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
       comm_->all_gather(comm_ctx_, reinterpret_cast<const float*>(staging + block_ * c0), words(w),
                         reinterpret_cast<float*>(table + parts_ * block_ * c0));
-      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], comm_stream_));
+      events_[c + 1].record(comm_stream_);
     }
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
-      GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[c + 1], 0));
+      events_[c + 1].make_wait(ctx.stream);
       aggregate(table + parts_ * block_ * c0, w, y + c0, w);
     }
   }
@@ -289,13 +281,13 @@ class GatherAggregation final : public Aggregation {
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
       aggregate(c0, table_.data() + parts_ * block_ * c0, w);
-      GCNPART_CUDA_TRY(cudaEventRecord(events_[c + 1], ctx.stream));
-      GCNPART_CUDA_TRY(cudaStreamWaitEvent(comm_stream_, events_[c + 1], 0));
+      events_[c + 1].record(ctx.stream);
+      events_[c + 1].make_wait(comm_stream_);
       comm_->reduce_scatter_sum(comm_ctx_, table_.data() + parts_ * block_ * c0, block_ * w,
                                 staging_.data() + block_ * c0);
     }
-    GCNPART_CUDA_TRY(cudaEventRecord(events_[0], comm_stream_));
-    GCNPART_CUDA_TRY(cudaStreamWaitEvent(ctx.stream, events_[0], 0));
+    events_[0].record(comm_stream_);
+    events_[0].make_wait(ctx.stream);
     for (const auto& [c0, w] : parts)
       GCNPART_CUDA_TRY(cudaMemcpy2DAsync(dx + c0, width * sizeof(float), staging_.data() + block_ * c0,
                                          w * sizeof(float), w * sizeof(float), rows_, cudaMemcpyDeviceToDevice,
@@ -321,20 +313,24 @@ class GatherAggregation final : public Aggregation {
   int parts_;
   DeviceCsr forward_, backward_;
   SpmmAlgo algo_;
+  kernels::SpmmTuning tuning_;
+  int wanted_chunks_;
   Buffer<float> dinv_own_, table_dinv_, staging_, table_;
   Buffer<kernels::Bf16> staging16_;
   cudaStream_t comm_stream_ = nullptr;
   kernels::Context comm_ctx_{};
-  std::array<cudaEvent_t, kMaxChunks + 1> events_{};
+  std::vector<kernels::CudaEvent> events_;  ///< kMaxChunks + 1 ordering events (CUDA only)
 };
 
 }  // namespace
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16) {
-  if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16);
-  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths);
+                                              const std::vector<std::int64_t>& spmm_widths, bool bf16,
+                                              const kernels::SpmmTuning& tuning, int gather_chunks) {
+  if (problem.gather)
+    return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16, tuning, gather_chunks);
+  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths, tuning);
 }
 
 }  // namespace gcnpart::engine

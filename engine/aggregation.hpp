@@ -30,11 +30,17 @@ class Aggregation {
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 };
 
+/// Most column chunks the gather strategy cuts a collective into (GcnConfig::gather_chunks).
+inline constexpr int kMaxGatherChunks = 4;
+
 /// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
 /// bf16: the model stores activations as bf16 (the gather table then travels as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
+/// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
+/// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). @throws InvalidInput for a chunk count out of range.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16 = false);
+                                              const std::vector<std::int64_t>& spmm_widths, bool bf16 = false,
+                                              const kernels::SpmmTuning& tuning = {}, int gather_chunks = 1);
 
 }  // namespace gcnpart::engine

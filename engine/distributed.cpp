@@ -499,7 +499,8 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
     if (cuda) {
       device.index = mpi_local_rank() % cuda_device_count();
       const NcclId id = mpi_broadcast_nccl_id();
-      auto nccl = std::make_unique<NcclCommunicator>(id, rank, k, device.index, nccl_connect(plan.strategy));
+      auto nccl = std::make_unique<NcclCommunicator>(id, rank, k, device.index, nccl_connect(plan.strategy),
+                                                     launch.nccl_timeout_s);
       baseline = {nccl->used_before_init(), nccl->init_bytes(), true};
       comm = std::move(nccl);
     } else {
@@ -531,7 +532,7 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
         // send/recv of connect_up_front (one process, one thread per GPU); under mpirun it connects fine.
         NcclConnect connect = nccl_connect(plan.strategy);
         connect.point_to_point = false;
-        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, connect);
+        auto nccl = std::make_unique<NcclCommunicator>(nccl_id, rank, k, rank, connect, launch.nccl_timeout_s);
         nccl->set_abort_flag(&failed);
         baseline = {nccl->used_before_init(), nccl->init_bytes(), true};
         comm = std::move(nccl);

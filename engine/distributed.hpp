@@ -8,6 +8,7 @@
 
 #include "datasets/dataset.hpp"
 #include "engine/communicator.hpp"
+#include "engine/nccl_communicator.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
 

@@ -29,6 +29,10 @@ void GcnConfig::validate() const {
   if (bf16() && spmm == SpmmAlgo::kCusparse)
     throw InvalidInput::parameter("--spmm", "cusparse",
                                   "own or auto with --precision bf16 (cuSPARSE has no bf16-input, fp32-output CSR SpMM)");
+  spmm_tuning.validate();
+  if (gather_chunks < 1 || gather_chunks > kMaxGatherChunks)
+    throw InvalidInput::parameter("--gather-chunks", std::to_string(gather_chunks),
+                                  "1.." + std::to_string(kMaxGatherChunks));
 }
 
 namespace {
@@ -111,9 +115,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     }
   }
   params_ = upload(res_, init, MemoryCategory::kWeights);
-  grads_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kGradients);
-  adam_m_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer);
-  adam_v_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer);
+  grads_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kGradients, res_.stream());
+  adam_m_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer, res_.stream());
+  adam_v_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer, res_.stream());
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
@@ -125,17 +129,18 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     inputs_.resize(static_cast<std::size_t>(L));
     aggregated_.resize(static_cast<std::size_t>(L));
     if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
-      inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+      inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations, res_.stream());
     if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
-      xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
-      xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+      xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations, res_.stream());
+      xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations, res_.stream());
     }
     for (int l = std::max(1, first_); l <= std::min(last_, L - 1); ++l)
-      inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+      inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
     for (int l = first_; l < last_; ++l)
       if (layers_[l].aggregate_first)
-        aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-    if (last_ == L) logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+        aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
+    if (last_ == L)
+      logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations, res_.stream());
     // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
     // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
     // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
@@ -148,18 +153,19 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
       std::int64_t& w = (last_ - i) % 2 == 0 ? width_a : width_b;
       w = std::max(w, dims_[i]);
     }
-    tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace);
-    grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
-    grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
+    tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace, res_.stream());
+    grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients, res_.stream());
+    grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients, res_.stream());
   }
-  scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace);
-  scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace);
+  scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace, res_.stream());
+  scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace, res_.stream());
 
   std::vector<std::int64_t> widths;
   for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
   const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16());
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16(),
+                                  config_.spmm_tuning, config_.gather_chunks);
   if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
@@ -169,17 +175,18 @@ void GcnModel::allocate_bf16_activations() {
   inputs16_.resize(static_cast<std::size_t>(L));
   aggregated16_.resize(static_cast<std::size_t>(L));
   if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
-    inputs16_[0] = Buffer<kernels::Bf16>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations);
+    inputs16_[0] = Buffer<kernels::Bf16>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations, res_.stream());
   if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
-    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations);
-    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations);
+    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations, res_.stream());
+    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations, res_.stream());
   }
   for (int l = 1; l < L; ++l)
-    inputs16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
+    inputs16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
   for (int l = 0; l < L; ++l)
     if (layers_[l].aggregate_first)
-      aggregated16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations);
-  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations);
+      aggregated16_[l] =
+          Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
+  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations, res_.stream());
   // t16_: X W (out wide, cols rows), dP (out) or G W^T (in, l > 0). z32_: SpMM and GEMM outputs (out, or in for
   // layers that aggregate first), the sparse-input X W (out) and the softmax gradient (classes).
   std::int64_t t_width = 0, z_width = dims_[L], width_a = 0, width_b = 0;
@@ -192,11 +199,12 @@ void GcnModel::allocate_bf16_activations() {
     std::int64_t& w = (L - i) % 2 == 0 ? width_a : width_b;
     w = std::max(w, dims_[i]);
   }
-  t16_ = Buffer<kernels::Bf16>(res_.memory(), std::max(rows_, cols_) * t_width, MemoryCategory::kWorkspace);
-  z32_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * z_width, MemoryCategory::kWorkspace);
-  g16_a_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients);
-  g16_b_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients);
-  w16_ = Buffer<kernels::Bf16>(res_.memory(), num_params_, MemoryCategory::kWeights);
+  t16_ = Buffer<kernels::Bf16>(res_.memory(), std::max(rows_, cols_) * t_width, MemoryCategory::kWorkspace,
+                               res_.stream());
+  z32_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * z_width, MemoryCategory::kWorkspace, res_.stream());
+  g16_a_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients, res_.stream());
+  g16_b_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients, res_.stream());
+  w16_ = Buffer<kernels::Bf16>(res_.memory(), num_params_, MemoryCategory::kWeights, res_.stream());
 }
 
 void GcnModel::refresh_bf16_weights() {
@@ -234,7 +242,8 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
     kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
-  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, SpmmAlgo::kOwn);
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, SpmmAlgo::kOwn,
+                      config_.spmm_tuning);
 }
 
 void GcnModel::upload_sparse_features() {
@@ -313,7 +322,7 @@ void GcnModel::forward_bf16(bool training, int epoch) {
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
-                          SpmmAlgo::kOwn);
+                          SpmmAlgo::kOwn, config_.spmm_tuning);
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
@@ -422,7 +431,8 @@ void GcnModel::forward(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, SpmmAlgo::kOwn);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, SpmmAlgo::kOwn,
+                          config_.spmm_tuning);
       aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward(x, aggregated_[l].data(), ly.in);

@@ -32,6 +32,10 @@ struct GcnConfig {
   /// loss, master weights, gradients of weights and Adam state. GEMMs run on bf16 tensor cores, SpMMs read bf16
   /// rows (own kernel). Which strategies support it: partition::traits(strategy).bf16.
   Precision precision = Precision::kFp32;
+  kernels::SpmmTuning spmm_tuning{};  ///< long-row threshold and segment size of the own SpMM (`--spmm-long-row`)
+  /// Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM (1..4;
+  /// 1 = no overlap, the default: see GatherAggregation). `--gather-chunks`.
+  int gather_chunks = 1;
   /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
   /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
   double sparse_features_below = 0.1;

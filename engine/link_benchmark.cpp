@@ -38,9 +38,9 @@ CollectiveTiming benchmark_collective(Communicator& comm, Resources& res, Collec
   const std::int64_t count = payload_bytes / 4;
   const std::int64_t send_count = kind == CollectiveKind::kReduceScatter ? count * k : count;
   const std::int64_t recv_count = kind == CollectiveKind::kAllGather ? count * k : count;
-  Buffer<float> send(res.memory(), send_count, MemoryCategory::kCommunication);
+  Buffer<float> send(res.memory(), send_count, MemoryCategory::kCommunication, ctx.stream);
   Buffer<float> recv(res.memory(), kind == CollectiveKind::kAllReduce ? 0 : recv_count,
-                     MemoryCategory::kCommunication);
+                     MemoryCategory::kCommunication, ctx.stream);
   kernels::memset_zero_async(ctx, send.data(), send.bytes());
   if (!recv.empty()) kernels::memset_zero_async(ctx, recv.data(), recv.bytes());
   comm.synchronize(ctx);

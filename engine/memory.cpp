@@ -45,12 +45,35 @@ void TrackingMemoryResource::release_cache_locked() noexcept {
   if (cache_.empty()) return;
   cudaSetDevice(device_);
   cudaDeviceSynchronize();
-  for (auto& [bytes, p] : cache_) cudaFree(p);
+  for (auto& [bytes, block] : cache_) cudaFree(block.p);
   cache_.clear();
   stats_.cached = 0;
 }
 
-void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory category) {
+void* TrackingMemoryResource::reuse_locked(std::size_t bytes, cudaStream_t stream) {
+  const auto [first, last] = cache_.equal_range(bytes);
+  if (first == last) return nullptr;
+  auto pick = first;  // a block of this stream needs no wait; else the first of another stream
+  for (auto it = first; it != last; ++it)
+    if (it->second.stream == stream) {
+      pick = it;
+      break;
+    }
+  CachedBlock block = std::move(pick->second);
+  cache_.erase(pick);
+  if (block.stream != stream && block.freed) {
+    try {
+      block.freed->make_wait(stream);
+    } catch (...) {
+      cache_.emplace(bytes, std::move(block));
+      throw;
+    }
+  }
+  if (block.freed) spare_events_.push_back(std::move(*block.freed));
+  return block.p;
+}
+
+void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory category, cudaStream_t stream) {
   if (bytes == 0) return nullptr;
   std::lock_guard<std::mutex> lock(mutex_);
   const auto b = static_cast<std::int64_t>(bytes);
@@ -69,9 +92,8 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
   if (space_ == MemorySpace::kHost) {
     p = std::aligned_alloc(kHostAlignment, (bytes + kHostAlignment - 1) / kHostAlignment * kHostAlignment);
     if (p == nullptr) throw oom("the host allocator refused");
-  } else if (auto it = cache_.find(bytes); it != cache_.end()) {
-    p = it->second;
-    cache_.erase(it);
+  } else if (void* reused = reuse_locked(bytes, stream); reused != nullptr) {
+    p = reused;
     stats_.cached -= b;
   } else {
     cudaSetDevice(device_);
@@ -110,7 +132,8 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
   return p;
 }
 
-void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept {
+void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCategory category,
+                                        cudaStream_t stream) noexcept {
   if (p == nullptr) return;
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.current -= static_cast<std::int64_t>(bytes);
@@ -118,7 +141,23 @@ void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCatego
   if (space_ == MemorySpace::kHost) {
     std::free(p);
   } else {
-    cache_.emplace(bytes, p);
+    CachedBlock block{p, stream, std::nullopt};
+    try {
+      if (spare_events_.empty()) {
+        cudaSetDevice(device_);  // events belong to the device current when they are created
+        block.freed.emplace(kernels::CudaEvent::Kind::kOrdering);
+      } else {
+        block.freed.emplace(std::move(spare_events_.back()));
+        spare_events_.pop_back();
+      }
+      block.freed->record(stream);
+    } catch (...) {
+      // No event: wait for the stream here instead, after which the block is free for every stream.
+      block.freed.reset();
+      (void)cudaGetLastError();
+      cudaStreamSynchronize(stream);
+    }
+    cache_.emplace(bytes, std::move(block));
     stats_.cached += static_cast<std::int64_t>(bytes);
   }
 }

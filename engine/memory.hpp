@@ -7,11 +7,14 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "kernels/core/memory.hpp"
+#include "kernels/cuda_event.hpp"
 
 namespace gcnpart::engine {
 
@@ -59,8 +62,9 @@ struct MemoryCheck {
 /// Allocates host memory (64-byte aligned) or CUDA device memory (cudaMalloc on `device`), tracks it, and
 /// enforces an optional cap. Thread-safe. Freed device blocks are cached by exact size and handed out again
 /// (cudaFree synchronises the whole device; per-call workspaces would otherwise stall every epoch); cached
-/// blocks are not counted as in use, are released when cudaMalloc fails, and reuse is stream-ordered because
-/// each device runs one stream.
+/// blocks are not counted as in use and are released when cudaMalloc fails. Reuse is stream-ordered: a block
+/// goes back to the stream that freed it as is (stream order), and to another stream only behind an event
+/// recorded at the deallocation (cudaStreamWaitEvent: the new stream waits on the device, the host never does).
 class TrackingMemoryResource final : public Allocator {
  public:
   /// `name` appears in errors ("cuda:0", "cpu:1"). limit_bytes = 0: no cap.
@@ -71,8 +75,8 @@ class TrackingMemoryResource final : public Allocator {
 
   /// @throws OutOfMemory naming the device, the bytes asked, the category, bytes in use, tracked peak and cap
   /// (and, for CUDA, the free bytes cudaMemGetInfo reports).
-  void* allocate(std::size_t bytes, MemoryCategory category) override;
-  void deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept override;
+  void* allocate(std::size_t bytes, MemoryCategory category, cudaStream_t stream) override;
+  void deallocate(void* p, std::size_t bytes, MemoryCategory category, cudaStream_t stream) noexcept override;
   [[nodiscard]] MemorySpace space() const noexcept override { return space_; }
 
   [[nodiscard]] MemoryStats stats() const;
@@ -93,18 +97,30 @@ class TrackingMemoryResource final : public Allocator {
   std::string oom_hint_;
   mutable std::mutex mutex_;
   MemoryStats stats_;
-  std::unordered_multimap<std::size_t, void*> cache_;
+  /// A freed device block: the stream that freed it and an ordering event recorded there at the deallocation
+  /// (null when the deallocation had to synchronise instead: then the block is free for every stream).
+  struct CachedBlock {
+    void* p = nullptr;
+    cudaStream_t stream = nullptr;
+    std::optional<kernels::CudaEvent> freed;
+  };
+  std::unordered_multimap<std::size_t, CachedBlock> cache_;
+  std::vector<kernels::CudaEvent> spare_events_;  ///< events of reused blocks, recorded again at the next free
   void release_cache_locked() noexcept;
+  /// A cached block of exactly `bytes` that `stream` may use now (made to wait for its event when another stream
+  /// freed it), or null.
+  void* reuse_locked(std::size_t bytes, cudaStream_t stream);
 };
 
-/// An owning, move-only typed buffer from a TrackingMemoryResource (host or device memory, as the resource).
+/// An owning, move-only typed buffer from a TrackingMemoryResource (host or device memory, as the resource),
+/// allocated on `stream` and freed on it again (see Allocator; null for CPU devices).
 template <typename T>
 class Buffer {
  public:
   Buffer() = default;
-  Buffer(Allocator& resource, std::int64_t count, MemoryCategory category)
-      : resource_(&resource), count_(count), category_(category) {
-    if (count_ > 0) data_ = static_cast<T*>(resource_->allocate(bytes(), category_));
+  Buffer(Allocator& resource, std::int64_t count, MemoryCategory category, cudaStream_t stream)
+      : resource_(&resource), count_(count), category_(category), stream_(stream) {
+    if (count_ > 0) data_ = static_cast<T*>(resource_->allocate(bytes(), category_, stream_));
   }
   ~Buffer() { release(); }
   Buffer(const Buffer&) = delete;
@@ -124,7 +140,7 @@ class Buffer {
   [[nodiscard]] std::size_t bytes() const noexcept { return static_cast<std::size_t>(count_) * sizeof(T); }
   [[nodiscard]] bool empty() const noexcept { return count_ == 0; }
   void release() noexcept {
-    if (data_ != nullptr) resource_->deallocate(data_, bytes(), category_);
+    if (data_ != nullptr) resource_->deallocate(data_, bytes(), category_, stream_);
     data_ = nullptr;
     count_ = 0;
   }
@@ -135,11 +151,13 @@ class Buffer {
     std::swap(data_, o.data_);
     std::swap(count_, o.count_);
     std::swap(category_, o.category_);
+    std::swap(stream_, o.stream_);
   }
   Allocator* resource_ = nullptr;
   T* data_ = nullptr;
   std::int64_t count_ = 0;
   MemoryCategory category_ = MemoryCategory::kWorkspace;
+  cudaStream_t stream_ = nullptr;
 };
 
 /// "1.23 GiB"

@@ -14,6 +14,7 @@
 namespace gcnpart::engine {
 
 bool launched_under_mpi() noexcept {
+  // The one documented getenv of the libraries: how a launcher says it started us (tests/source_rules_test.cpp).
   return std::getenv("OMPI_COMM_WORLD_SIZE") != nullptr || std::getenv("PMI_SIZE") != nullptr ||
          std::getenv("PMIX_RANK") != nullptr;
 }

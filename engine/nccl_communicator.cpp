@@ -4,7 +4,6 @@
 #include <nccl.h>
 
 #include <chrono>
-#include <cstdlib>
 #include <cstring>
 #include <thread>
 
@@ -50,8 +49,10 @@ std::int64_t device_used_bytes() {
 }
 }  // namespace
 
-NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect)
-    : rank_(rank), size_(size), device_(device) {
+NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect,
+                                   double timeout_s)
+    : rank_(rank), size_(size), device_(device), timeout_s_(timeout_s) {
+  if (!(timeout_s_ > 0)) throw InvalidInput::parameter("--nccl-timeout", std::to_string(timeout_s_), "> 0 seconds");
   GCNPART_CUDA_TRY(cudaSetDevice(device_));
   GCNPART_CUDA_TRY(cudaFree(nullptr));  // the context now, so that it is measured apart from NCCL
   used_before_init_ = device_used_bytes();
@@ -109,7 +110,7 @@ void NcclCommunicator::connect_up_front(NcclConnect connect) {
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
-  for (CUevent_st* e : events_) cudaEventDestroy(e);
+  events_.clear();  // on this device, before the communicator goes
   if (scratch_ != nullptr) cudaFree(scratch_);
   if (comm_ != nullptr) {
     if (aborted_) {
@@ -150,28 +151,17 @@ void NcclCommunicator::do_recv(const kernels::Context& ctx, float* data, std::in
 void NcclCommunicator::begin_timing(const kernels::Context& ctx, std::size_t index) {
   if (events_.size() < 2 * (index + 1)) {  // grows to the most calls between two takes, then stays
     GCNPART_CUDA_TRY(cudaSetDevice(device_));
-    while (events_.size() < 2 * (index + 1)) {
-      cudaEvent_t e = nullptr;
-      GCNPART_CUDA_TRY(cudaEventCreate(&e));
-      events_.push_back(e);
-    }
+    while (events_.size() < 2 * (index + 1)) events_.emplace_back();
   }
-  GCNPART_CUDA_TRY(cudaEventRecord(events_[2 * index], ctx.stream));
+  events_[2 * index].record(ctx.stream);
 }
 
 void NcclCommunicator::end_timing(const kernels::Context& ctx, std::size_t index) {
-  GCNPART_CUDA_TRY(cudaEventRecord(events_[2 * index + 1], ctx.stream));
+  events_[2 * index + 1].record(ctx.stream);
 }
 
 double NcclCommunicator::elapsed_ms(std::size_t index) {
-  float ms = 0;
-  cudaError_t r = cudaEventElapsedTime(&ms, events_[2 * index], events_[2 * index + 1]);
-  if (r == cudaErrorNotReady) {  // asked before the stream got there: wait for it
-    GCNPART_CUDA_TRY(cudaEventSynchronize(events_[2 * index + 1]));
-    r = cudaEventElapsedTime(&ms, events_[2 * index], events_[2 * index + 1]);
-  }
-  GCNPART_CUDA_TRY(r);
-  return ms;
+  return kernels::elapsed_ms(events_[2 * index], events_[2 * index + 1]);
 }
 
 void NcclCommunicator::barrier(const kernels::Context& ctx) {
@@ -180,8 +170,7 @@ void NcclCommunicator::barrier(const kernels::Context& ctx) {
 }
 
 void NcclCommunicator::synchronize(const kernels::Context& ctx) {
-  double timeout = 300;
-  if (const char* env = std::getenv("GCNPART_NCCL_TIMEOUT")) timeout = std::atof(env);
+  const double timeout = timeout_s_;
   const auto start = std::chrono::steady_clock::now();
   for (;;) {
     const cudaError_t q = cudaStreamQuery(ctx.stream);

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "engine/communicator.hpp"
+#include "kernels/cuda_event.hpp"
 
 typedef struct ncclComm* ncclComm_t;
-struct CUevent_st;
 
 namespace gcnpart::engine {
 
@@ -30,6 +30,9 @@ struct NcclConnect {
   bool point_to_point = false;  ///< send / recv to both ring neighbours (the pipeline strategy)
 };
 
+/// Seconds synchronize() waits without progress before it aborts the communicator (a peer rank probably died).
+inline constexpr double kDefaultNcclTimeoutSeconds = 300;
+
 /// NCCL's version as "2.27.3"; "" when it cannot be asked.
 std::string nccl_version();
 
@@ -37,8 +40,10 @@ class NcclCommunicator final : public Communicator {
  public:
   /// Joins the group `id` as `rank` of `size` on CUDA device `device` (collective: every rank must call it).
   /// Creates the device's CUDA context first and measures the driver's used bytes before and after joining.
-  /// @throws DeviceError naming the NCCL call and message.
-  NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect = {});
+  /// timeout_s: see synchronize(). @throws DeviceError naming the NCCL call and message; InvalidInput for a
+  /// timeout that is not > 0.
+  NcclCommunicator(const NcclId& id, int rank, int size, int device, NcclConnect connect = {},
+                   double timeout_s = kDefaultNcclTimeoutSeconds);
   ~NcclCommunicator() override;
   NcclCommunicator(const NcclCommunicator&) = delete;
   NcclCommunicator& operator=(const NcclCommunicator&) = delete;
@@ -46,8 +51,7 @@ class NcclCommunicator final : public Communicator {
   [[nodiscard]] int rank() const noexcept override { return rank_; }
   [[nodiscard]] int size() const noexcept override { return size_; }
   void barrier(const kernels::Context& ctx) override;
-  /// Polls the stream and ncclCommGetAsyncError; after GCNPART_NCCL_TIMEOUT seconds (default 300) without
-  /// progress, or on an asynchronous NCCL error, aborts the communicator and throws DeviceError.
+  /// Polls the stream and ncclCommGetAsyncError; after the constructor's timeout_s seconds without progress, or on an asynchronous NCCL error, aborts the communicator and throws DeviceError.
   void synchronize(const kernels::Context& ctx) override;
   /// In one process driving several GPUs: a flag another rank's thread raises when it fails, so that this rank
   /// aborts its communicator instead of waiting for the timeout.
@@ -77,10 +81,11 @@ class NcclCommunicator final : public Communicator {
   const std::atomic<bool>* abort_flag_ = nullptr;
   ncclComm_t comm_ = nullptr;
   int rank_, size_, device_;
+  double timeout_s_;
   float* scratch_ = nullptr;  // one float for barrier()
   bool aborted_ = false;
   std::int64_t used_before_init_ = 0, init_bytes_ = 0;
-  std::vector<CUevent_st*> events_;  // [2 * index] before, [2 * index + 1] after call `index`
+  std::vector<kernels::CudaEvent> events_;  // [2 * index] before, [2 * index + 1] after call `index`
 };
 
 }  // namespace gcnpart::engine

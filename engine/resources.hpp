@@ -40,6 +40,9 @@ class Resources {
   [[nodiscard]] TrackingMemoryResource& memory() noexcept { return *memory_; }
   /// The kernels' context (creates the handles on first call for CUDA).
   [[nodiscard]] const kernels::Context& context();
+  /// The device's stream, on which its buffers are allocated and freed (null for CPU). Creates the handles like
+  /// context().
+  [[nodiscard]] cudaStream_t stream() { return context().stream; }
   /// Makes this device current for the calling thread (CUDA).
   void activate() const;
   /// Blocks until the stream is idle.
@@ -61,11 +64,11 @@ class Resources {
   std::int64_t used_at_construction_ = 0, library_bytes_ = 0;
 };
 
-/// A device buffer holding a copy of `host` (asynchronous on the device's stream; keep `host` alive until the
-/// stream is synchronised).
+/// A device buffer holding a copy of `host`, allocated on the device's stream (asynchronous on it; keep `host`
+/// alive until the stream is synchronised).
 template <typename T>
 Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
-  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category);
+  Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category, res.stream());
   if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
   return b;
 }

@@ -124,6 +124,9 @@ nlohmann::json TrainSummary::to_json() const {
                 {"weight_decay_all_layers", m.weight_decay_all_layers},
                 {"normalize_features", q.config.normalize_features},
                 {"spmm", to_string(m.spmm)},
+                {"spmm_long_row", m.spmm_tuning.long_row},
+                {"spmm_segment", m.spmm_tuning.segment},
+                {"gather_chunks", m.gather_chunks},
                 {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};

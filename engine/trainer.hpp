@@ -12,6 +12,7 @@
 #include "datasets/dataset.hpp"
 #include "engine/communicator.hpp"
 #include "engine/gcn.hpp"
+#include "engine/nccl_communicator.hpp"
 #include "engine/memory.hpp"
 #include "kernels/core/error.hpp"
 #include "partition/plan.hpp"
@@ -115,6 +116,8 @@ struct LaunchOptions {
   /// all-reduce for drop and halo, none for pipeline. kAuto: on GPUs only (on virtual CPU devices it measures
   /// memcpy, not a link).
   enum class Link { kAuto, kAlways, kNever } link = Link::kAuto;
+  /// GPUs: seconds a rank waits on a collective without progress before it aborts (`--nccl-timeout`).
+  double nccl_timeout_s = kDefaultNcclTimeoutSeconds;
 };
 
 /// Called after every epoch: (epoch, train loss, valid loss, valid accuracy).

@@ -64,20 +64,29 @@ bool expect_spmm_args(const Context& ctx, const CsrView& a, const void* x, std::
   return true;
 }
 
+void SpmmTuning::validate() const {
+  if (long_row < 1) throw InvalidInput::parameter("--spmm-long-row", std::to_string(long_row), ">= 1");
+  if (segment < 1) throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1");
+}
+
 void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo) {
+                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo,
+                const SpmmTuning& tuning) {
+  tuning.validate();
   if (!expect_spmm_args(ctx, a, x, ldx, y, ldy, width)) return;
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
     detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, 2);
     return;
   }
-  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width));
+  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning));
 }
 
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+                     const SpmmTuning& tuning) {
+  tuning.validate();
   if (!expect_spmm_args(ctx, a, x_bf16, ldx, y, ldy, width)) return;
-  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width));
+  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width, tuning));
 }
 
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {

@@ -13,13 +13,25 @@ namespace gcnpart::kernels {
 // ---------------------------------------------------------------------------------------------------------
 // Sparse x dense
 
+/// Tuning of gcnpart's own CUDA SpMM (the CPU reference and cuSPARSE ignore it). The defaults are the measured
+/// best on H200 (bench/README.md); a caller changes them for experiments (`--spmm-long-row`, `--spmm-segment`).
+struct SpmmTuning {
+  /// A row with more stored entries than this is not left to one lane group: it is cut into segments of
+  /// `segment` entries that warps all over the grid take in turn, adding their partial sums with atomics. Rows at
+  /// or below it cost one group at most this many iterations, so this bounds the tail of power-law graphs.
+  std::int64_t long_row = 128;
+  std::int64_t segment = 256;  ///< entries per segment of a long row
+  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` unless both are >= 1.
+  void validate() const;
+};
+
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
 /// A: a.num_rows x a.num_cols; X: a.num_cols x width (leading dim ldx >= width); Y: a.num_rows x width (ldy).
 /// row_scale / col_scale may be null (= ones). For GCN, A holds the graph plus self loops and both scales are
 /// D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
 void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
                 const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                SpmmAlgo algo = SpmmAlgo::kAuto);
+                SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
 
 /// spmm_async with X stored as bfloat16 (raw bits: the top half of a float32) and Y in float32: each X element
 /// is widened exactly and every product and sum is float32, so the result equals the fp32 SpMM of the
@@ -27,7 +39,8 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
 /// Fastest when width, ldx and ldy are multiples of 8 and x, y are 16-byte aligned (16-byte loads of 8 values).
 /// @throws InvalidInput for negative sizes, ld < width or missing buffers. Does not synchronise.
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);
+                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+                     const SpmmTuning& tuning = {});
 
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.

@@ -14,7 +14,6 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
-#include <zlib.h>
 
 #include <algorithm>
 #include <bit>
@@ -69,32 +68,12 @@ const char* dtype_name(std::uint32_t d) {
 
 std::int64_t expected_records(std::int64_t parts) { return kFixedRecords + kRecordsPerDevice * parts; }
 
-// CRC32 (zlib) of a large buffer: 8 MiB pieces in parallel joined with crc32_combine (identical to one call).
-std::uint32_t crc32_of(std::uint32_t crc, const void* data, std::uint64_t bytes) {
-  constexpr std::uint64_t kPiece = 8ull << 20;
-  const auto* p = static_cast<const unsigned char*>(data);
-  if (bytes <= kPiece) return static_cast<std::uint32_t>(crc32_z(crc, p, static_cast<z_size_t>(bytes)));
-  const auto pieces = static_cast<std::int64_t>((bytes + kPiece - 1) / kPiece);
-  std::vector<uLong> part(static_cast<std::size_t>(pieces));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < pieces; ++i) {
-    const std::uint64_t begin = static_cast<std::uint64_t>(i) * kPiece;
-    part[i] = crc32_z(0L, p + begin, static_cast<z_size_t>(std::min(kPiece, bytes - begin)));
-  }
-  uLong total = crc;
-  for (std::int64_t i = 0; i < pieces; ++i) {
-    const std::uint64_t begin = static_cast<std::uint64_t>(i) * kPiece;
-    total = crc32_combine(total, part[i], static_cast<z_off_t>(std::min(kPiece, bytes - begin)));
-  }
-  return static_cast<std::uint32_t>(total);
-}
-
 // The CRC of a record: its dtype and count, then its data.
 std::uint32_t record_crc(std::uint32_t dtype, std::uint64_t count, const void* data, std::uint64_t bytes) {
   unsigned char head[12];
   std::memcpy(head, &dtype, 4);
   std::memcpy(head + 4, &count, 8);
-  return crc32_of(crc32_of(0, head, sizeof head), data, bytes);
+  return binary::crc32(binary::crc32(0, head, sizeof head), data, bytes);
 }
 
 using binary::get;
@@ -280,7 +259,7 @@ void save_plan(const Plan& plan, const std::string& path) {
   put<std::uint64_t>(head, 32, static_cast<std::uint64_t>(pt.part_of.size()));
   put<std::uint64_t>(head, 40, static_cast<std::uint64_t>(records.size()));
   put<std::uint64_t>(head, 48, file_size);
-  put<std::uint32_t>(head, 60, crc32_of(0, head, 60));
+  put<std::uint32_t>(head, 60, binary::crc32(0, head, 60));
 
   AtomicFile file(path);
   file.write(head, kHeaderBytes);
@@ -308,7 +287,7 @@ Plan load_plan(const std::string& path) {
   const auto version = get<std::uint32_t>(head, 8);
   if (version != kVersion) fail(path, 8, "unsupported plan version", std::to_string(version), std::to_string(kVersion));
   const auto stored_crc = get<std::uint32_t>(head, 60);
-  if (const std::uint32_t actual = crc32_of(0, head, 60); actual != stored_crc)
+  if (const std::uint32_t actual = binary::crc32(0, head, 60); actual != stored_crc)
     fail(path, 60, "header checksum mismatch (header corrupt)", hex32(actual),
          hex32(stored_crc) + " (the CRC32 of bytes 0..59)");
   binary::expect_declared_size(path, size, get<std::uint64_t>(head, 48), 48, "record");

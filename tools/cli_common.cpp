@@ -12,6 +12,16 @@
 
 namespace gcnpart::cli {
 
+void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
+  cmd.add_option("--spmm-long-row", tuning.long_row,
+                 "Own SpMM: rows with more entries than this are split into segments over the whole GPU")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd.add_option("--spmm-segment", tuning.segment, "Own SpMM: entries per segment of a long row")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+}
+
 void add_data_options(CLI::App& cmd, DataOptions& opts) {
   cmd.add_option("DATA", opts.path,
                  "Dataset: an OGB node-property directory, SNAP edge list (.txt[.gz]), METIS graph (.graph), Matrix "

@@ -29,6 +29,9 @@ struct DataOptions {
 /// Adds DATA (positional, default "demo") and the loader options to a subcommand.
 void add_data_options(CLI::App& cmd, DataOptions& opts);
 
+/// Adds --spmm-long-row and --spmm-segment (the own SpMM's tuning, defaults as SpmmTuning) to a subcommand.
+void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning);
+
 /// Loads DATA as the options say. @throws InvalidInput / IoError.
 datasets::Dataset load_data(const DataOptions& opts);
 

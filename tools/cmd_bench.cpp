@@ -23,6 +23,7 @@
 #include "engine/resources.hpp"
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/cuda_event.hpp"
 #include "kernels/ops.hpp"
 #include "tools/cli_common.hpp"
 
@@ -54,6 +55,7 @@ struct BenchOptions {
   int repeats = 20;
   std::string json;
   bool no_flush_l2 = false;
+  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment
   // epoch
   int layers = 2;
   std::int64_t hidden = 256;
@@ -163,30 +165,6 @@ nlohmann::json gpu_json(int device) {
           {"cuda_driver", driver}};
 }
 
-/// A CUDA event (RAII).
-class Event {
- public:
-  Event() { GCNPART_CUDA_TRY(cudaEventCreate(&event_)); }
-  ~Event() {
-    if (event_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaEventDestroy(event_));
-  }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-  Event(Event&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
-  Event& operator=(Event&&) = delete;
-  void record(cudaStream_t s) { GCNPART_CUDA_TRY(cudaEventRecord(event_, s)); }
-  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
-
- private:
-  cudaEvent_t event_ = nullptr;
-};
-
-double elapsed_ms(const Event& start, const Event& stop) {
-  float ms = 0;
-  GCNPART_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
-  return ms;
-}
-
 /// Plain cudaMalloc'd scratch that is not part of the measured workload (copy-bandwidth buffers, the L2 flush),
 /// kept out of the tracked memory so that the reported peaks are the workload's alone.
 class ScratchBuffer {
@@ -212,7 +190,7 @@ class ScratchBuffer {
 std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, const ScratchBuffer* flush,
                                const std::function<void()>& call) {
   for (int i = 0; i < warmup; ++i) call();
-  std::vector<Event> start, stop;
+  std::vector<kernels::CudaEvent> start, stop;
   start.reserve(static_cast<std::size_t>(repeats));
   stop.reserve(static_cast<std::size_t>(repeats));
   for (int i = 0; i < repeats; ++i) {
@@ -228,7 +206,7 @@ std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, con
   GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i)
-    ms.push_back(elapsed_ms(start[static_cast<std::size_t>(i)], stop[static_cast<std::size_t>(i)]));
+    ms.push_back(kernels::elapsed_ms(start[static_cast<std::size_t>(i)], stop[static_cast<std::size_t>(i)]));
   return ms;
 }
 
@@ -312,6 +290,7 @@ struct SpmmResult {
 void run_bench_spmm(const BenchOptions& o) {
   const std::vector<std::int64_t> widths = parse_widths(o.widths);
   validate_counts(o, kMinSpmmRepeats);
+  o.spmm_tuning.validate();
   const engine::Device device = cuda_device(o.device);
   const bool bf16 = o.precision == "bf16";
 
@@ -345,14 +324,14 @@ void run_bench_spmm(const BenchOptions& o) {
   auto cols = upload(res, graph.col_ids, MemoryCategory::kGraph);
   auto scale = upload(res, dinv, MemoryCategory::kGraph);
   auto x = upload(res, random_matrix(n * max_width, o.seed), MemoryCategory::kFeatures);
-  engine::Buffer<float> y(res.memory(), n * max_width, MemoryCategory::kActivations);
+  engine::Buffer<float> y(res.memory(), n * max_width, MemoryCategory::kActivations, res.stream());
   // bf16: X converted once, outside every timed region (the first n x w values serve width w, as for fp32), and
   // widened back once so that the bf16 kernel can be checked against the fp32 kernel on the very same values.
   engine::Buffer<std::uint16_t> x_bf16;
   engine::Buffer<float> x_rounded;
   if (bf16) {
-    x_bf16 = engine::Buffer<std::uint16_t>(res.memory(), n * max_width, MemoryCategory::kFeatures);
-    x_rounded = engine::Buffer<float>(res.memory(), n * max_width, MemoryCategory::kFeatures);
+    x_bf16 = engine::Buffer<std::uint16_t>(res.memory(), n * max_width, MemoryCategory::kFeatures, res.stream());
+    x_rounded = engine::Buffer<float>(res.memory(), n * max_width, MemoryCategory::kFeatures, res.stream());
     kernels::convert_to_bf16_async(ctx, x.data(), n * max_width, x_bf16.data());
     kernels::convert_from_bf16_async(ctx, x_bf16.data(), n * max_width, x_rounded.data());
   }
@@ -443,17 +422,20 @@ void run_bench_spmm(const BenchOptions& o) {
     if (run_own && bf16)
       measure(
           "own-bf16", [] { return std::size_t{0}; },
-          [&] { kernels::spmm_bf16_async(ctx, a, scale.data(), scale.data(), x_bf16.data(), w, y.data(), w, w); },
+          [&] {
+            kernels::spmm_bf16_async(ctx, a, scale.data(), scale.data(), x_bf16.data(), w, y.data(), w, w,
+                                     o.spmm_tuning);
+          },
           [&] {
             kernels::spmm_async(ctx, a, scale.data(), scale.data(), x_rounded.data(), w, y.data(), w, w,
-                                SpmmAlgo::kOwn);
+                                SpmmAlgo::kOwn, o.spmm_tuning);
           },
           "own (fp32) on the bf16-rounded X");
     if (run_own)
       measure("own", [] { return std::size_t{0}; },
               [&] {
                 kernels::spmm_async(ctx, a, scale.data(), scale.data(), x.data(), w, y.data(), w, w,
-                                    SpmmAlgo::kOwn);
+                                    SpmmAlgo::kOwn, o.spmm_tuning);
               });
     if (run_cusparse)
       for (int alg = 0; alg <= 3; ++alg) {
@@ -590,6 +572,8 @@ void run_bench_spmm(const BenchOptions& o) {
                      {"flush_l2_before_each_run", !o.no_flush_l2},
                      {"timing", "CUDA events around each call on the device's stream"},
                      {"spmm", o.spmm},
+                     {"spmm_long_row", o.spmm_tuning.long_row},
+                     {"spmm_segment", o.spmm_tuning.segment},
                      {"seed", o.seed}};
     j["copy_bandwidth"] = copy;
     j["traffic_formula"] = traffic_formula;
@@ -613,6 +597,7 @@ void run_bench_epoch(const BenchOptions& o) {
   model.hidden = o.hidden;
   model.seed = o.seed;
   model.precision = from_string<Precision>(o.precision, "--precision");
+  model.spmm_tuning = o.spmm_tuning;
   model.validate();
   const engine::Device device = cuda_device(o.device);
 
@@ -650,18 +635,18 @@ void run_bench_epoch(const BenchOptions& o) {
       const double setup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const std::int64_t driver_setup = res.driver_used_bytes();
       const cudaStream_t stream = res.context().stream;
-      Event start, stop;
+      kernels::CudaEvent start, stop;
       std::vector<double> event_ms, wall_ms, loss;
       for (int epoch = 0; epoch < o.warmup + o.repeats; ++epoch) {
         const auto w0 = std::chrono::steady_clock::now();
         start.record(stream);
         const double loss_sum = gcn.train_step(epoch);  // synchronises
         stop.record(stream);
-        GCNPART_CUDA_TRY(cudaEventSynchronize(stop.get()));
+        stop.synchronize();
         const double wall = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
         loss.push_back(problem.global_train > 0 ? loss_sum / static_cast<double>(problem.global_train) : 0.0);
         if (epoch < o.warmup) continue;
-        event_ms.push_back(elapsed_ms(start, stop));
+        event_ms.push_back(kernels::elapsed_ms(start, stop));
         wall_ms.push_back(wall);
       }
       const engine::MemoryStats mem = res.memory().stats();
@@ -728,6 +713,7 @@ void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::s
       ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
   cmd.add_option("--spmm", o.spmm, "Which SpMM to measure")->check(CLI::IsMember(spmm_choices))->capture_default_str();
+  add_spmm_tuning_options(cmd, o.spmm_tuning);
   cmd.add_option("--warmup", o.warmup, "Untimed runs first")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "Timed runs (the median is reported)")->capture_default_str();
   cmd.add_option("--seed", o.seed, "Seed (random X for spmm, weights and dropout for epoch)")->capture_default_str();

@@ -43,6 +43,7 @@ struct TrainOptions {
   int gpus = 0;
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
+  double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
 };
 
 /// The request `gcnpart train` makes of the library, from its options. @throws InvalidInput.
@@ -71,6 +72,7 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   q.device = engine::Device::parse(o.device);
   q.strategy = from_string<partition::Strategy>(o.strategy, "--strategy");
   q.launch.mpi = engine::launched_under_mpi();
+  q.launch.nccl_timeout_s = o.nccl_timeout;
   q.launch.link = o.link_bench == "on"    ? engine::LaunchOptions::Link::kAlways
                   : o.link_bench == "off" ? engine::LaunchOptions::Link::kNever
                                           : engine::LaunchOptions::Link::kAuto;
@@ -225,6 +227,16 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--spmm", o->spmm,
                   "SpMM implementation: auto times own vs cuSPARSE once per width on the GPU and keeps the faster")
       ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
+      ->capture_default_str();
+  add_spmm_tuning_options(*cmd, m.spmm_tuning);
+  cmd->add_option("--gather-chunks", m.gather_chunks,
+                  "Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM "
+                  "(1 = no overlap)")
+      ->check(CLI::Range(1, engine::kMaxGatherChunks))
+      ->capture_default_str();
+  cmd->add_option("--nccl-timeout", o->nccl_timeout,
+                  "GPUs: seconds a rank waits on a collective without progress before it aborts the run")
+      ->check(CLI::PositiveNumber)
       ->capture_default_str();
   cmd->add_option("--precision", o->precision, precisions_help())
       ->check(CLI::IsMember(enum_names<Precision>()))

@@ -1,5 +1,5 @@
-// Small pieces shared by the checksummed binary formats (.gcsr, plan files): little-endian field access in a byte
-// buffer and the one error shape for a bad byte ("<path>: <problem> at byte <offset>: got '<v>', expected <e>").
+// Small pieces shared by the checksummed binary formats (.gcsr, plan files): their one CRC32, little-endian field
+// access in a byte buffer and the one error shape for a bad byte ("<path>: <problem> at byte <offset>: got '<v>', expected <e>").
 #pragma once
 
 #include <cstdint>
@@ -10,6 +10,11 @@
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::binary {
+
+/// zlib's CRC32 of `bytes` bytes at `data`, continuing from `crc` (0 to start): crc32(crc32(0, a), b) is the CRC of
+/// a followed by b. Large buffers are summed in 8 MiB pieces on OpenMP threads and joined with crc32_combine, which
+/// gives exactly the value of one sequential call.
+[[nodiscard]] std::uint32_t crc32(std::uint32_t crc, const void* data, std::uint64_t bytes);
 
 template <class T>
 void put(unsigned char* buf, std::uint64_t offset, T value) {

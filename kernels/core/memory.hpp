@@ -5,6 +5,9 @@
 #include <cstddef>
 #include <cstdint>
 
+// Opaque CUDA stream, so host code includes this without the CUDA headers.
+typedef struct CUstream_st* cudaStream_t;
+
 namespace gcnpart {
 
 /// What a byte is for; peak memory is reported broken down by these.
@@ -25,13 +28,16 @@ enum class MemoryCategory : int {
 /// Where memory lives.
 enum class MemorySpace : int { kHost = 0, kDevice = 1 };
 
-/// Abstract allocator: host memory for CPU devices, cudaMalloc'd memory for CUDA devices.
+/// Abstract allocator: host memory for CPU devices, cudaMalloc'd memory for CUDA devices. Stream-ordered (RMM's
+/// allocate(bytes, stream)): memory allocated on `stream` may be used by work queued on `stream` from then on;
+/// deallocate on `stream` once the last work using it has been queued there (not necessarily finished). A block is
+/// handed to another stream only after the work queued before its deallocation is done. CPU devices: stream null.
 class Allocator {
  public:
   virtual ~Allocator() = default;
   /// @throws OutOfMemory with bytes asked, device, bytes in use and tracked peak.
-  virtual void* allocate(std::size_t bytes, MemoryCategory category) = 0;
-  virtual void deallocate(void* p, std::size_t bytes, MemoryCategory category) noexcept = 0;
+  virtual void* allocate(std::size_t bytes, MemoryCategory category, cudaStream_t stream) = 0;
+  virtual void deallocate(void* p, std::size_t bytes, MemoryCategory category, cudaStream_t stream) noexcept = 0;
   [[nodiscard]] virtual MemorySpace space() const noexcept = 0;
 };
 

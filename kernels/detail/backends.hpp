@@ -11,9 +11,11 @@
 // clang-format off
 #define GCNPART_KERNELS_BACKEND_DECLARATIONS                                                                      \
   void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,                  \
-            const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);                     \
+            const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,                      \
+            const SpmmTuning& tuning);                                                                             \
   void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,             \
-                 const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width);       \
+                 const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,        \
+                 const SpmmTuning& tuning);                                                                        \
   void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out);                   \
   void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out);                 \
   void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,    \

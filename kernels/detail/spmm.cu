@@ -8,10 +8,10 @@
 // above one pass (32 lanes x vector x kMaxChunks columns) loop over column passes. The row scale is applied once
 // at the end and each output element is written exactly once: no atomics, deterministic.
 //
-// Long rows. A row with more than kLongRowEntries entries would leave one group working long after the rest of
-// the grid (power-law hubs). The row kernel only zeroes such rows and records how many segments of
-// kSegmentEntries they have; a scan numbers the segments, and a grid-stride kernel hands them to warps all over
-// the GPU, which add their partial sums with atomics. Long rows are therefore summed in a varying order.
+// Long rows. A row with more than SpmmTuning::long_row entries would leave one group working long after the rest
+// of the grid (power-law hubs). The row kernel only zeroes such rows and records how many segments of
+// SpmmTuning::segment entries they have; a scan numbers the segments, and a grid-stride kernel hands them to warps
+// all over the GPU, which add their partial sums with atomics. Long rows are therefore summed in a varying order.
 //
 // bf16 storage. The same kernels, templated on X's element type, also read X as bfloat16 bits (spmm_bf16):
 // a lane loads 8 values in 16 bytes (uint4) when the width is a multiple of 8 and at least kBf16Vec8MinWidth,
@@ -23,7 +23,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstdlib>
 #include <type_traits>
 
 #include "kernels/detail/backends.hpp"
@@ -36,7 +35,6 @@ namespace gcnpart::kernels::detail::cuda {
 namespace {
 
 using spmm_tuning::kBlockThreads;
-using spmm_tuning::kLongRowEntries;
 
 /// X's element types: float, or bfloat16 as raw bits (see bf16.hpp).
 using Bf16Bits = std::uint16_t;
@@ -338,21 +336,12 @@ void launch_long_rows(int vec, const SpmmArgs<Elem>& s, const int* first, int bl
   launch_segments<Elem, 1>(s, first, blocks, stream);
 }
 
-/// Tuning knobs read once: spmm_tuning defaults, or GCNPART_SPMM_LONG_ROW / GCNPART_SPMM_SEGMENT for experiments.
-std::int64_t tuning_value(const char* name, std::int64_t fallback) {
-  const char* env = std::getenv(name);
-  const long long v = env != nullptr ? std::atoll(env) : 0;
-  return v > 0 ? static_cast<std::int64_t>(v) : fallback;
-}
-
 /// The row kernel, a scan of the long rows' segment counts, then the segment kernel (see the file comment).
 template <class Elem>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
-              std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
-  static const std::int64_t long_row = tuning_value("GCNPART_SPMM_LONG_ROW", kLongRowEntries);
-  static const std::int64_t segment = tuning_value("GCNPART_SPMM_SEGMENT", spmm_tuning::kSegmentEntries);
-  const SpmmArgs<Elem> s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale, col_scale, x,
-                         ldx,        y,             ldy,       width,    long_row,  segment};
+              std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning) {
+  const SpmmArgs<Elem> s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale,     col_scale,     x,
+                         ldx,        y,             ldy,       width,    tuning.long_row, tuning.segment};
   const int vec = vector_width(s);
   // segments[r]: segment count of row r (0 for rows the row kernel finishes), scanned into first[r].
   const std::size_t n1 = static_cast<std::size_t>(a.num_rows) + 1;
@@ -407,13 +396,14 @@ __global__ void from_bf16_kernel(const Bf16Bits* x, std::int64_t n, float* out, 
 }  // namespace
 
 void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
-          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
-  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width);
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning) {
+  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning);
 }
 
 void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
-  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width);
+               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+               const SpmmTuning& tuning) {
+  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning);
 }
 
 void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {

@@ -43,12 +43,13 @@ void spmm_rows(const CsrView& a, const float* row_scale, const float* col_scale,
 }  // namespace
 
 void spmm(const Context&, const CsrView& a, const float* row_scale, const float* col_scale, const float* x,
-          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+          std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning&) {
   spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](float v) { return v; });
 }
 
 void spmm_bf16(const Context&, const CsrView& a, const float* row_scale, const float* col_scale,
-               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width) {
+               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+               const SpmmTuning&) {
   spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](std::uint16_t v) { return bf16_to_float(v); });
 }
 

@@ -1,7 +1,6 @@
-// Scratch memory for one kernel call, taken from ctx.allocator (category kWorkspace unless told) and returned
-// on destruction. On CUDA the memory is handed back right after the work that uses it has been queued on
-// ctx.stream: the allocator must be stream-ordered for that stream (cudaFree, cudaFreeAsync on the stream, or a
-// pool used by that stream only), which is what the engine's tracking resource provides.
+// Scratch memory for one kernel call, taken from ctx.allocator (category kWorkspace unless told) on ctx.stream and
+// returned on destruction on the same stream, right after the work that uses it has been queued there (the
+// allocator is stream-ordered: see Allocator).
 #pragma once
 
 #include <cstddef>
@@ -18,10 +17,10 @@ class Workspace {
   Workspace() = default;
   /// A CPU context without an allocator gets plain heap memory; a CUDA context must have one.
   Workspace(const Context& ctx, std::size_t bytes, MemoryCategory category = MemoryCategory::kWorkspace)
-      : allocator_(ctx.allocator), bytes_(bytes), category_(category) {
+      : allocator_(ctx.allocator), stream_(ctx.stream), bytes_(bytes), category_(category) {
     if (bytes_ == 0) return;
     if (allocator_ != nullptr) {
-      ptr_ = allocator_->allocate(bytes_, category_);
+      ptr_ = allocator_->allocate(bytes_, category_, stream_);
     } else {
       GCNPART_EXPECTS(!ctx.is_cuda(), "a CUDA context needs an allocator for kernel workspaces");
       ptr_ = ::operator new(bytes_, std::align_val_t{kHostAlignment});
@@ -35,6 +34,7 @@ class Workspace {
     if (this != &o) {
       release();
       allocator_ = o.allocator_;
+      stream_ = o.stream_;
       ptr_ = o.ptr_;
       bytes_ = o.bytes_;
       category_ = o.category_;
@@ -60,7 +60,7 @@ class Workspace {
   void release() noexcept {
     if (ptr_ == nullptr) return;
     if (allocator_ != nullptr) {
-      allocator_->deallocate(ptr_, bytes_, category_);
+      allocator_->deallocate(ptr_, bytes_, category_, stream_);
     } else {
       ::operator delete(ptr_, std::align_val_t{kHostAlignment});
     }
@@ -68,6 +68,7 @@ class Workspace {
   }
 
   Allocator* allocator_ = nullptr;
+  cudaStream_t stream_ = nullptr;
   void* ptr_ = nullptr;
   std::size_t bytes_ = 0;
   MemoryCategory category_ = MemoryCategory::kWorkspace;

@@ -258,6 +258,22 @@ TEST_SUITE("gpu") {
       CHECK(dist.driver_bytes.size() == static_cast<std::size_t>(gpus));
     }
   }
+
+  TEST_CASE("gather with its collectives in 2 and 4 column chunks reproduces single-GPU losses on Cora") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const int gpus = cuda_device_count();
+    auto cfg = twenty_epochs(2);
+    cfg.model.hidden = 64;  // chunks need widths of 32 columns or more
+    const auto single = train_single(single_device_problem(cora(), true), Device::parse("cuda:0"), cfg);
+    LaunchOptions launch;
+    launch.backend = Backend::kCuda;
+    const auto plan = partition::make_plan(cora().graph, Strategy::kGather, gpus, 2);
+    for (int chunks : {2, 4}) {
+      INFO(chunks << " chunks on " << gpus << " GPU(s)");
+      cfg.model.gather_chunks = chunks;
+      check_same_training(single, train_distributed(cora(), plan, cfg, {}, launch), 1e-4);
+    }
+  }
 }
 
 TEST_CASE("pipeline with 4 layers on 2 and 4 stages reproduces single-device training and holds only its layers") {

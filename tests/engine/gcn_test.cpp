@@ -431,6 +431,22 @@ TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and l
   CHECK(resumed.parameters == whole.parameters);
 }
 
+TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning below 1 is refused naming its option") {
+  GcnConfig cfg;
+  cfg.validate();
+  for (int chunks : {0, -1, kMaxGatherChunks + 1}) {
+    cfg.gather_chunks = chunks;
+    CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--gather-chunks"), InvalidInput);
+  }
+  cfg.gather_chunks = kMaxGatherChunks;
+  cfg.validate();
+  cfg.spmm_tuning.long_row = 0;
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-long-row"), InvalidInput);
+  cfg.spmm_tuning.long_row = 1;
+  cfg.spmm_tuning.segment = 0;
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-segment"), InvalidInput);
+}
+
 TEST_CASE("bf16 is refused with pipeline stages and the cuSPARSE SpMM") {
   const auto& ds = testing::cora();
   TrainConfig cfg;

@@ -21,7 +21,7 @@ namespace gcnpart::testing {
 /// cudaMalloc / cudaFree with a running count of bytes in use (to catch leaked workspaces).
 class CudaTestAllocator final : public Allocator {
  public:
-  void* allocate(std::size_t bytes, MemoryCategory) override {
+  void* allocate(std::size_t bytes, MemoryCategory, cudaStream_t) override {
     void* p = nullptr;
     if (cudaMalloc(&p, bytes) != cudaSuccess) {
       cudaGetLastError();
@@ -30,7 +30,7 @@ class CudaTestAllocator final : public Allocator {
     in_use_ += bytes;
     return p;
   }
-  void deallocate(void* p, std::size_t bytes, MemoryCategory) noexcept override {
+  void deallocate(void* p, std::size_t bytes, MemoryCategory, cudaStream_t) noexcept override {
     GCNPART_CUDA_TRY_NO_THROW(cudaFree(p));
     in_use_ -= bytes;
   }

@@ -91,6 +91,21 @@ TEST_CASE("CPU SpMM with the cuSPARSE algorithm runs the CPU reference") {
   CHECK(y1 == y2);
 }
 
+TEST_CASE("an SpMM tuning below 1 is refused naming its option, and the CPU reference ignores a valid one") {
+  const HostCsr a = random_csr(50, 40, 4, 16);
+  const auto x = random_floats(40 * 8, 2);
+  std::vector<float> y1(50 * 8), y2(50 * 8);
+  const std::vector<std::uint16_t> xb(40 * 8, 0x3f80);  // 1.0 in bf16
+  for (const SpmmTuning bad : {SpmmTuning{0, 256}, SpmmTuning{128, 0}, SpmmTuning{-1, -1}}) {
+    CHECK_THROWS_WITH_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn, bad),
+                         doctest::Contains("--spmm-"), InvalidInput);
+    CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 8, y1.data(), 8, 8, bad), InvalidInput);
+  }
+  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y2.data(), 8, 8, SpmmAlgo::kOwn, SpmmTuning{1, 1});
+  CHECK(y1 == y2);
+}
+
 TEST_CASE("CusparseSpmm refuses the CPU backend") {
   const HostCsr a = random_csr(5, 5, 2, 15);
   CHECK_THROWS_AS(CusparseSpmm(kCpu, a.view(), nullptr, nullptr, 4), LogicError);

@@ -74,7 +74,8 @@ enum class SpmmCase { kOwn, kOwnMisaligned, kCusparseOnce };
 
 /// Runs one SpMM configuration on both backends and compares.
 void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::int64_t width, bool with_values,
-                  bool with_scales, std::int64_t pad, std::uint64_t seed, SpmmCase path = SpmmCase::kOwn) {
+                  bool with_scales, std::int64_t pad, std::uint64_t seed, SpmmCase path = SpmmCase::kOwn,
+                  const SpmmTuning& tuning = {}) {
   const std::int64_t ldx = width + pad, ldy = width + pad;
   const std::int64_t shift = path == SpmmCase::kOwnMisaligned ? 1 : 0;  // X one float off 16-byte alignment
   const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
@@ -86,7 +87,7 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   const float* col_scale = with_scales ? cs.data() : nullptr;
   spmm_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
              dx.data() + shift, ldx, dy.data(), ldy, width,
-             path == SpmmCase::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn);
+             path == SpmmCase::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn, tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
   spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data() + shift, ldx, y.data(), ldy, width);
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
@@ -98,7 +99,8 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
 /// against the double reference of the rounded X. `shift` puts X that many bf16 values past a 256-byte boundary
 /// (1: 2-byte aligned, scalar loads; 4: 8-byte aligned, at most 4-wide loads). Y's padding must stay untouched.
 void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::int64_t width, bool with_values,
-                       bool with_scales, std::int64_t pad, std::int64_t shift, std::uint64_t seed) {
+                       bool with_scales, std::int64_t pad, std::int64_t shift, std::uint64_t seed,
+                       const SpmmTuning& tuning = {}) {
   const std::int64_t ldx = width + pad, ldy = width + pad;
   const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
   std::vector<std::uint16_t> xb(x.size());
@@ -113,7 +115,7 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
   spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr,
-                  with_scales ? dcs.data() : nullptr, dx.data() + shift, ldx, dy.data(), ldy, width);
+                  with_scales ? dcs.data() : nullptr, dx.data() + shift, ldx, dy.data(), ldy, width, tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
   spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, xb.data() + shift, ldx, y.data(), ldy, width);
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
@@ -204,6 +206,22 @@ TEST_CASE("CUDA SpMM shares rows longer than one lane group's limit across the b
     compare_spmm(f, a, da, width, true, true, 0, 11 + width);
     compare_spmm(f, a, da, width, false, false, 0, 12 + width);
   }
+}
+
+TEST_CASE("CUDA SpMM and bf16 SpMM follow their tuning: every row long, segments of 1 to 300 entries") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(2000, 5000, 6, 31, 0.1, {{3, 129}, {4, 1000}, {1999, 4000}});
+  const DeviceCsr da(a);
+  for (const SpmmTuning tuning : {SpmmTuning{1, 1}, SpmmTuning{1, 3}, SpmmTuning{4, 2}, SpmmTuning{2048, 300}}) {
+    CAPTURE(tuning.long_row);
+    CAPTURE(tuning.segment);
+    for (std::int64_t width : {1, 16, 130}) {
+      CAPTURE(width);
+      compare_spmm(f, a, da, width, true, true, 0, 41 + width, SpmmCase::kOwn, tuning);
+      compare_spmm_bf16(f, a, da, width, true, true, 0, 0, 42 + width, tuning);
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
 }
 
 TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
