@@ -13,7 +13,7 @@
 
 namespace gcnpart::partition {
 
-/// One GPU model's published figures (tools/cards.json).
+/// One GPU model's published figures (partition/cards.json).
 struct Card {
   std::string id;                  ///< "rtx3090"
   std::string name;                ///< "GeForce RTX 3090"

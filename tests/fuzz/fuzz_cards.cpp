@@ -1,11 +1,11 @@
-// libFuzzer target: the GPU card catalogue (tools/cards.*). First input byte even: the rest is a whole catalogue
+// libFuzzer target: the GPU card catalogue (partition/cards.*). First input byte even: the rest is a whole catalogue
 // for parse_cards; odd: the rest is a user file merged into the built-in catalogue by load_cards.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "tools/cards.hpp"
+#include "partition/cards.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gcnpart;
@@ -13,12 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   static const std::string path = (fuzz::scratch_dir() / "cards.json").string();
   const std::string text(reinterpret_cast<const char*>(data) + 1, size - 1);
   try {
-    cli::CardCatalogue catalogue;
+    partition::CardCatalogue catalogue;
     if (data[0] % 2 == 0) {
-      catalogue = cli::parse_cards(text, "fuzz.json");
+      catalogue = partition::parse_cards(text, "fuzz.json");
     } else {
       fuzz::write_file(path, text);
-      catalogue = cli::load_cards(path);
+      catalogue = partition::load_cards(path);
     }
     for (const auto& card : catalogue.cards) {
       if (catalogue.find(card.id).id != card.id) fuzz::bug("card " + card.id + " not found by its id");

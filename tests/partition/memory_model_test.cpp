@@ -338,7 +338,7 @@ TEST_CASE("memory model rejects bad shapes and models with the parameter named")
 
 TEST_SUITE("gpu") {
   // On the GPU machine: the CUDA model against the tracked peak (5 %) and the driver's view (10 %) of real training.
-  // The fixed per-GPU overhead is the Hopper family constant of tools/cards.json (measured on the H200).
+  // The fixed per-GPU overhead is the Hopper family constant of partition/cards.json (measured on the H200).
   constexpr std::int64_t kHopperOverhead = 596ll << 20;
 
   TEST_CASE("CUDA memory model is within 5 % of the tracked peak and 10 % of cudaMemGetInfo on the GPU") {

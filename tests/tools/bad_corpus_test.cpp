@@ -21,7 +21,7 @@
 #include "datasets/loaders.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
-#include "tools/cards.hpp"
+#include "partition/cards.hpp"
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "test_support.hpp"
@@ -108,7 +108,7 @@ std::pair<std::string, std::string> run_library(const BadInput& row) {
     } else if (row.loader == "plan") {
       (void)partition::load_plan(row.path());
     } else if (row.loader == "cards") {
-      (void)cli::load_cards(row.path());
+      (void)partition::load_cards(row.path());
     } else {
       datasets::LoadOptions options;
       if (row.loader == "snap") options.format = datasets::Format::kSnap;

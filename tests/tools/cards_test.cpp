@@ -1,4 +1,4 @@
-#include "tools/cards.hpp"
+#include "partition/cards.hpp"
 
 #include <doctest/doctest.h>
 
@@ -9,7 +9,7 @@
 #include "test_support.hpp"
 
 using namespace gcnpart;
-using namespace gcnpart::cli;
+using namespace gcnpart::partition;
 
 namespace {
 

@@ -1,4 +1,4 @@
-// The GPU catalogue of `gcnpart fit` and `gcnpart cards`: tools/cards.json, compiled into the binary, optionally
+// The GPU catalogue of `gcnpart fit` and `gcnpart cards`: partition/cards.json, compiled into the binary, optionally
 // extended or overridden by a user file (entries merged by id, field by field).
 #pragma once
 
@@ -8,7 +8,7 @@
 
 #include "partition/cost_model.hpp"
 
-namespace gcnpart::cli {
+namespace gcnpart::partition {
 
 /// A card family's fixed per-GPU overhead (CUDA context, library handles, cuBLAS workspace).
 struct CardFamily {
@@ -18,19 +18,19 @@ struct CardFamily {
 };
 
 struct CardCatalogue {
-  std::vector<partition::Card> cards;  ///< in file order; user additions appended
+  std::vector<Card> cards;  ///< in file order; user additions appended
   std::map<std::string, CardFamily> families;
-  std::vector<std::string> origins;   ///< "built-in tools/cards.json", then user files
+  std::vector<std::string> origins;   ///< "built-in partition/cards.json", then user files
 
   /// The card with this id. @throws InvalidInput naming the id and listing the known ones.
-  [[nodiscard]] const partition::Card& find(const std::string& id, const std::string& parameter = "--card") const;
+  [[nodiscard]] const Card& find(const std::string& id, const std::string& parameter = "--card") const;
 };
 
 /// Parses a complete catalogue document. `origin` names it in errors. Every field is checked: a missing or
 /// mistyped field, a negative figure or an unknown family throws InvalidInput naming the file, the card and the field.
 CardCatalogue parse_cards(const std::string& text, const std::string& origin);
 
-/// The built-in catalogue (tools/cards.json as compiled in).
+/// The built-in catalogue (partition/cards.json as compiled in).
 CardCatalogue builtin_cards();
 
 /// Built-in catalogue merged with `file` (if not empty): a user entry with a known id overrides the fields it
@@ -38,4 +38,4 @@ CardCatalogue builtin_cards();
 /// @throws IoError if the file cannot be read, InvalidInput for a bad entry.
 CardCatalogue load_cards(const std::string& file = "");
 
-}  // namespace gcnpart::cli
+}  // namespace gcnpart::partition

@@ -1,4 +1,4 @@
-#include "tools/cards.hpp"
+#include "partition/cards.hpp"
 
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -6,14 +6,14 @@
 
 #include "kernels/core/error.hpp"
 
-namespace gcnpart::cli {
+namespace gcnpart::partition {
 
-extern const char* const kBuiltinCardsJson;  // tools/cards.json, compiled in (cards_data.cpp.in)
+extern const char* const kBuiltinCardsJson;  // partition/cards.json, compiled in (cards_data.cpp.in)
 
 namespace {
 
 using nlohmann::json;
-constexpr const char* kBuiltinOrigin = "tools/cards.json (built in)";
+constexpr const char* kBuiltinOrigin = "partition/cards.json (built in)";
 constexpr const char* kOriginKey = "_origin";
 // Upper bounds that keep conversions in range (a petabyte card, a million GB/s or TFLOP/s, W or USD).
 constexpr double kMaxBytes = 1e15, kMaxRate = 1e6, kMaxMib = 1e6;
@@ -109,7 +109,7 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
       bad(origin, "card entry", shown(e), "an object with a non-empty string \"id\"");
     const std::string id = e.at("id").get<std::string>();
     CardReader r(e, origin, id);
-    partition::Card c;
+    Card c;
     c.id = id;
     c.name = r.text(e, "name");
     c.family = r.text(e, "family");
@@ -199,7 +199,7 @@ void merge_into(json& base, const json& user, const std::string& origin) {
 
 }  // namespace
 
-const partition::Card& CardCatalogue::find(const std::string& id, const std::string& parameter) const {
+const Card& CardCatalogue::find(const std::string& id, const std::string& parameter) const {
   for (const auto& c : cards)
     if (c.id == id) return c;
   std::string known;
@@ -228,4 +228,4 @@ CardCatalogue load_cards(const std::string& file) {
   return build(doc, origins);
 }
 
-}  // namespace gcnpart::cli
+}  // namespace gcnpart::partition

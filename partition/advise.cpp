@@ -1,0 +1,569 @@
+#include "partition/advise.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <iomanip>
+#include <map>
+#include <set>
+#include <sstream>
+#include <tuple>
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::partition {
+
+namespace {
+
+using nlohmann::json;
+
+constexpr double kMiB = 1048576.0;
+
+// The CLI's number formats (tools/cli_common), which the verdict sentence uses too.
+std::string with_commas(std::int64_t v) {
+  std::string s = std::to_string(v < 0 ? -v : v);
+  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
+  return v < 0 ? "-" + s : s;
+}
+std::string human_bytes(double bytes) {
+  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
+  int u = 0;
+  while (std::fabs(bytes) >= 1024.0 && u < 4) {
+    bytes /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
+  return buf;
+}
+
+const char* partitioner_name(Partitioner p) {
+  switch (p) {
+    case Partitioner::kRandom: return "random";
+    case Partitioner::kRange: return "range";
+    case Partitioner::kMetis: break;
+  }
+  return "metis";
+}
+std::string join(const std::vector<int>& v) {
+  std::string s;
+  for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
+  return s;
+}
+
+/// The request resolved: graph statistics, the full model, the calibration and every split.
+struct Context {
+  explicit Context(const FitRequest& r) : req(r) {}
+  const FitRequest& req;
+  const datasets::Dataset* ds = nullptr;
+  GraphStats stats;
+  ModelSpec model;
+  Calibration cal;
+  std::map<int, std::vector<StrategyFit>> splits;  ///< per K > 1
+  StrategyFit single;
+};
+
+StrategyFit fit_from_shapes(Strategy s, int parts, std::vector<DeviceShape> shapes, const ModelSpec& model) {
+  StrategyFit f;
+  f.strategy = s;
+  f.parts = parts;
+  f.shapes = std::move(shapes);
+  for (std::size_t d = 0; d < f.shapes.size(); ++d) {
+    f.memory.push_back(estimate_device_memory(f.shapes[d], model, Backend::kCuda));
+    if (f.memory.back().peak > f.peak) {
+      f.peak = f.memory.back().peak;
+      f.worst = static_cast<int>(d);
+    }
+    f.comm_bytes = std::max(f.comm_bytes, comm_bytes_per_epoch(f.shapes[d], model));
+  }
+  return f;
+}
+
+/// The peak's error for a halo split estimated with errors: the same split with the halo and its entries larger
+/// by their relative errors.
+std::int64_t halo_peak_error(const Context& c, const SplitEstimate& est, const StrategyFit& f, double halo_err,
+                             double entries_err) {
+  SplitEstimate hi = est;
+  for (auto& h : hi.halo_per_hop) h *= 1 + halo_err;
+  hi.local_entries_halo *= 1 + entries_err;
+  hi.halo_imbalance = est.halo_imbalance;
+  const Strategy s = Strategy::kHalo;
+  const StrategyFit up = fit_from_shapes(s, f.parts, device_shapes(hi.metrics(s, c.stats), s, f.parts, c.stats), c.model);
+  return std::max<std::int64_t>(0, up.peak - f.peak);
+}
+
+/// Splits for K devices: exact plan metrics from the dataset, a sampled estimate (samples > 0), or the count model.
+std::vector<StrategyFit> split_fits(const Context& c, int k) {
+  const FitRequest& r = c.req;
+  std::optional<Partition> part;
+  if (c.ds != nullptr) {
+    PartitionOptions popt;
+    popt.method = r.partitioner;
+    popt.seed = r.seed;
+    part = partition_graph(c.ds->graph, k, popt);
+  }
+  std::optional<SplitEstimate> est;
+  if (c.ds == nullptr) est = estimate_split_from_counts(c.stats, k, c.model.layers);
+  else if (r.samples > 0) est = estimate_split_sampled(c.ds->graph, *part, c.model.layers, r.samples, r.seed);
+  std::vector<StrategyFit> out;
+  for (Strategy s : r.strategies) {
+    PlanMetrics m;
+    double halo_err = 0, entries_err = 0;
+    std::string method;
+    if (est) {
+      m = est->metrics(s, c.stats);
+      method = est->method;
+      if (s == Strategy::kHalo) {
+        for (double e : est->halo_per_hop_error) halo_err = std::max(halo_err, e);
+        entries_err = est->local_entries_halo_error;
+      }
+    } else {
+      m = plan_metrics(c.ds->graph, s, *part, c.model.layers);
+      method = std::string("exact plan metrics (") + partitioner_name(r.partitioner) + " partition)";
+    }
+    StrategyFit f = fit_from_shapes(s, k, device_shapes(m, s, k, c.stats), c.model);
+    f.metrics = m;
+    f.method = method;
+    f.halo_factor = m.replication_factor;
+    f.halo_error = halo_err;
+    if (est && s == Strategy::kHalo && (halo_err > 0 || entries_err > 0))
+      f.peak_error = halo_peak_error(c, *est, f, halo_err, entries_err);
+    out.push_back(std::move(f));
+  }
+  return out;
+}
+
+/// Predicted epoch of a fit on K cards: the slowest device; the SpMM as the engine would choose it.
+EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card) {
+  EpochTime worst;
+  const auto link = link_for(card, f.parts);
+  const Precision math = c.req.tf32 && c.model.precision == Precision::kFp32 ? Precision::kTf32 : c.model.precision;
+  for (const auto& shape : f.shapes) {
+    const auto work = epoch_work(shape, c.model);
+    EpochTime t;
+    const bool gather = shape.gather;  // the gather aggregation runs gcnpart's SpMM only
+    if (c.model.spmm == SpmmAlgo::kOwn || gather) t = predict_epoch(work, card, c.cal, link, false, math);
+    else if (c.model.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
+    else {
+      const auto a = predict_epoch(work, card, c.cal, link, false, math);
+      const auto b = predict_epoch(work, card, c.cal, link, true, math);
+      t = a.seconds <= b.seconds ? a : b;  // autotuning keeps the faster
+    }
+    if (t.seconds > worst.seconds) worst = t;
+  }
+  return worst;
+}
+
+/// Largest hidden width (with the given layers) and layer count (with the given hidden) that fit one card.
+std::pair<std::int64_t, int> largest_single(const Context& c, const Card& card) {
+  auto single_fits = [&](std::int64_t hidden, int layers) {
+    ModelSpec m = c.model;
+    m.hidden = hidden;
+    m.layers = layers;
+    const auto e = estimate_device_memory(c.single.shapes.front(), m, Backend::kCuda);
+    return e.peak + card.fixed_overhead_bytes <= card.memory_bytes;
+  };
+  std::int64_t lo = 0, hi = std::int64_t{1} << 24;
+  while (lo < hi) {  // largest hidden in [0, 2^24] that fits (0: none)
+    const std::int64_t mid = (lo + hi + 1) / 2;
+    if (single_fits(mid, c.model.layers)) lo = mid;
+    else hi = mid - 1;
+  }
+  int layers = 0;
+  while (layers < 64 && single_fits(c.model.hidden, layers + 1)) ++layers;
+  return {lo, layers};
+}
+
+FitOption option_of(const Context& c, const Card& card, int gpus, const StrategyFit& f, bool fits) {
+  FitOption o;
+  o.card = card;
+  o.gpus = gpus;
+  o.strategy = f.strategy;
+  o.fits = fits;
+  o.exact = traits(f.strategy).exact;
+  o.seconds = epoch_of(c, f, card).seconds;
+  o.link = gpus == 1 ? "none" : link_for(card, gpus).kind;
+  o.peak = f.peak;
+  o.comm_bytes = f.comm_bytes;
+  o.lost_fraction = f.metrics.lost_fraction;
+  return o;
+}
+
+/// The best way to run on `gpus` of `card`: single for one GPU; for more, the fastest exact strategy that fits,
+/// else drop if it fits (inexact), else the smallest-peak strategy (does not fit).
+FitOption best_option(const Context& c, const Card& card, int gpus) {
+  if (gpus == 1) return option_of(c, card, 1, c.single, c.single.fits(card));
+  const auto& list = c.splits.at(gpus);
+  const StrategyFit* best = nullptr;
+  double best_t = 0;
+  for (bool exact : {true, false}) {
+    for (const auto& f : list) {
+      if ((traits(f.strategy).exact) != exact || !f.fits(card)) continue;
+      const double t = epoch_of(c, f, card).seconds;
+      if (best == nullptr || t < best_t) {
+        best = &f;
+        best_t = t;
+      }
+    }
+    if (best != nullptr) break;
+  }
+  const bool fits = best != nullptr;
+  if (best == nullptr)
+    for (const auto& f : list)
+      if (best == nullptr || f.peak < best->peak) best = &f;
+  return option_of(c, card, gpus, *best, fits);
+}
+
+Context resolve(const FitRequest& r) {
+  Context c(r);
+  c.cal = calibrate(r.catalogue.find("h200", "the calibration card (h200)"), h200_measurements());
+  if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
+  for (Strategy s : r.strategies)
+    if (s == Strategy::kSingle || s == Strategy::kPipeline)
+      throw InvalidInput::parameter("strategies", to_string(s), "a list of drop, halo, gather");
+  if (r.rank_gpus.empty()) throw InvalidInput::parameter("rank_gpus", "", "at least one GPU count");
+  for (int k : r.rank_gpus)
+    if (k < 1 || k > 1024) throw InvalidInput::parameter("rank_gpus", std::to_string(k), "GPU counts in 1..1024");
+  c.ds = r.dataset;
+  if (c.ds != nullptr) {
+    if (!c.ds->has_features() || !c.ds->has_labels())
+      throw InvalidInput(InputLocation{c.ds->name, 0, 0}, "dataset has no features or labels", "",
+                         "both (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
+    c.stats = graph_stats(*c.ds);
+  } else {
+    c.stats = r.stats;
+    c.stats.validate();
+    c.stats.degree_mean = 2.0 * static_cast<double>(c.stats.edges) / static_cast<double>(c.stats.nodes);
+  }
+  c.model = r.model;
+  c.model.features = c.stats.features;
+  c.model.classes = c.stats.classes;
+  c.model.validate();
+  return c;
+}
+
+/// The configurations asked for (default: the project's question, one rtx3090 against K rtx3080).
+std::vector<std::pair<const Card*, int>> configurations(const FitRequest& r) {
+  std::vector<std::pair<const Card*, int>> configs;
+  for (const auto& [id, g] : r.configs) {
+    if (g < 1 || g > 1024) throw InvalidInput::parameter("--gpus", std::to_string(g), "1..1024");
+    configs.emplace_back(&r.catalogue.find(id.empty() ? "rtx3080" : id), g);
+  }
+  if (configs.empty() || (configs.size() == 1 && r.configs.front().first.empty()))
+    configs = {{&r.catalogue.find("rtx3090"), 1},
+               {&r.catalogue.find("rtx3080"), configs.empty() ? 2 : configs.front().second}};
+  return configs;
+}
+
+FitConfiguration configuration(const Context& c, const Card& card, int gpus) {
+  FitConfiguration cf;
+  cf.card = card;
+  cf.gpus = gpus;
+  if (gpus == 1) {
+    cf.fits = c.single.fits(card);
+    cf.memory = c.single.memory.front();
+    cf.epoch = epoch_of(c, c.single, card);
+    std::tie(cf.largest_hidden, cf.largest_layers) = largest_single(c, card);
+    return cf;
+  }
+  for (const auto& f : c.splits.at(gpus)) cf.strategies.push_back({f, f.fits(card), epoch_of(c, f, card)});
+  cf.link = link_for(card, gpus).kind;
+  return cf;
+}
+
+std::string describe(const FitOption& op, double cal_err) {
+  std::ostringstream s;
+  const Card& card = op.card;
+  s << op.gpus << " x " << card.name;
+  if (op.gpus > 1) s << " (" << to_string(op.strategy) << ")";
+  s << " needs " << format_gib(static_cast<double>(op.peak + card.fixed_overhead_bytes)) << " per card of "
+    << format_gib(static_cast<double>(card.memory_bytes));
+  if (op.fits) {
+    s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ")";
+    if (op.gpus > 1)
+      s << ", sending " << human_bytes(static_cast<double>(op.comm_bytes)) << " per epoch over " << op.link;
+    if (!op.exact) s << ", but drop loses " << format_pct(op.lost_fraction) << " of the edges";
+  } else {
+    s << ": it does not fit";
+  }
+  return s.str();
+}
+
+/// Both configurations fit: the faster one, or within the model's error the cheaper (>= 10 %), else fewer cards.
+void verdict_both_fit(std::ostream& v, const FitOption& a, const FitOption& b, double cal_err) {
+  const FitOption& fast = a.seconds <= b.seconds ? a : b;
+  const FitOption& slow = a.seconds <= b.seconds ? b : a;
+  const double ratio = slow.seconds / fast.seconds;
+  v << std::fixed << std::setprecision(2) << fast.label() << " is faster by " << ratio << "x";
+  if (a.price() && b.price())
+    v << std::setprecision(1) << "; at launch prices ($" << with_commas(std::llround(*a.price())) << " vs $"
+      << with_commas(std::llround(*b.price())) << ") that is " << *a.per_kusd() << " vs " << *b.per_kusd()
+      << " epochs/s per $1000";
+  const FitOption* pick = &fast;
+  if (ratio < 1 + cal_err) {
+    const FitOption* fewer = a.gpus <= b.gpus ? &a : &b;
+    pick = fewer;
+    if (a.price() && b.price() && std::fabs(*a.price() / *b.price() - 1) >= 0.1)
+      pick = *a.price() < *b.price() ? &a : &b;
+    v << ". Verdict: the speeds are within the model's error (+-" << format_pct(cal_err, 0) << "); take "
+      << pick->label() << (pick == fewer ? " (fewer cards" : " (cheaper");
+    v << (pick->exact ? ")" : "; drop is inexact: it trains without the cut edges)");
+  } else {
+    v << ". Verdict: take " << pick->label();
+    if (!pick->exact) v << " (drop is inexact: it trains without the cut edges)";
+  }
+  if (pick->gpus == 1) v << "; one card also needs no partitioning and no communication";
+  v << ".";
+}
+
+std::string verdict(const Context& c, const FitReport& rep, const std::vector<std::pair<const Card*, int>>& configs) {
+  const double cal_err = c.cal.max_error();
+  const FitOption* fastest = rep.by_epoch_time.empty() ? nullptr : &rep.options[rep.by_epoch_time.front()];
+  const FitOption* cheapest =
+      rep.by_epochs_per_dollar.empty() ? nullptr : &rep.options[rep.by_epochs_per_dollar.front()];
+  std::ostringstream v;
+  const FitOption a = best_option(c, *configs[0].first, configs[0].second);
+  v << "For " << c.stats.name << " (" << with_commas(c.stats.nodes) << " nodes, " << with_commas(c.stats.edges)
+    << " edges, " << c.stats.features << " features) and a " << c.model.layers << "-layer GCN of width "
+    << c.model.hidden << ": " << describe(a, cal_err);
+  if (configs.size() >= 2) {
+    const FitOption b = best_option(c, *configs[1].first, configs[1].second);
+    v << "; " << describe(b, cal_err) << ". ";
+    if (a.fits && b.fits) {
+      verdict_both_fit(v, a, b, cal_err);
+    } else if (a.fits || b.fits) {
+      v << "Verdict: only " << (a.fits ? a : b).label() << " fits this model.";
+    } else {
+      v << "Verdict: neither fits.";
+      if (fastest != nullptr) {
+        v << " The fastest option that fits is " << fastest->label() << " (" << format_ms(fastest->seconds) << ")";
+        if (cheapest != nullptr) v << "; the most epochs per dollar, " << cheapest->label();
+        v << ".";
+      } else {
+        v << " Nothing in the catalogue fits with " << join(rep.rank_gpus)
+          << " GPUs: reduce the hidden width or the layers, or try --rank-gpus with more GPUs.";
+      }
+    }
+  }
+  if (configs.size() == 1) {
+    v << ". Verdict: " << (a.fits ? "it fits" : "it does not fit");
+    if (fastest != nullptr)
+      v << "; the fastest option that fits is " << fastest->label() << " (" << format_ms(fastest->seconds) << ")";
+    if (cheapest != nullptr) v << ", the most epochs per launch dollar " << cheapest->label();
+    v << ".";
+  }
+  return v.str();
+}
+
+void rank(const Context& c, FitReport& rep) {
+  for (const auto& card : c.req.catalogue.cards)
+    for (int k : rep.rank_gpus) rep.options.push_back(best_option(c, card, k));
+  const auto& ops = rep.options;
+  for (std::size_t i = 0; i < ops.size(); ++i)
+    if (ops[i].fits) {
+      rep.by_epoch_time.push_back(i);
+      if (ops[i].per_kusd()) rep.by_epochs_per_dollar.push_back(i);
+    }
+  std::sort(rep.by_epoch_time.begin(), rep.by_epoch_time.end(),
+            [&](std::size_t a, std::size_t b) { return ops[a].seconds < ops[b].seconds; });
+  std::sort(rep.by_epochs_per_dollar.begin(), rep.by_epochs_per_dollar.end(),
+            [&](std::size_t a, std::size_t b) { return *ops[a].per_kusd() > *ops[b].per_kusd(); });
+}
+
+// ---- JSON
+
+json category_json(const CategoryBytes& c) {
+  json j = json::object();
+  for (int i = 0; i < static_cast<int>(MemoryCategory::kCount); ++i)
+    j[memory_category_name(static_cast<MemoryCategory>(i))] = c[static_cast<std::size_t>(i)];
+  return j;
+}
+
+json memory_json(const MemoryEstimate& m, const Card& card) {
+  return {{"tracked_peak_bytes", m.peak},
+          {"fixed_overhead_bytes", card.fixed_overhead_bytes},
+          {"fixed_overhead_measured", card.fixed_overhead_measured},
+          {"total_bytes", m.peak + card.fixed_overhead_bytes},
+          {"card_bytes", card.memory_bytes},
+          {"headroom_bytes", card.memory_bytes - m.peak - card.fixed_overhead_bytes},
+          {"at_peak_by_category", category_json(m.at_peak)},
+          {"largest_workspace", {{"bytes", m.transient}, {"what", m.transient_what}}},
+          {"cached_transient_bytes", m.cached},
+          {"driver_used_bytes_predicted", m.peak - m.transient + m.cached + card.fixed_overhead_bytes},
+          {"sparse_input_features", m.sparse_input}};
+}
+
+json epoch_json(const EpochTime& t, const Calibration& cal) {
+  return {{"seconds", t.seconds}, {"relative_error", cal.max_error()}, {"bound", t.bound},
+          {"terms_seconds", {{"spmm", t.spmm}, {"elementwise", t.stream}, {"gemm", t.gemm}, {"launch", t.launch},
+                             {"communication", t.comm}}}};
+}
+
+json calibration_json(const Calibration& cal) {
+  json points = json::array();
+  for (const auto& p : cal.points)
+    points.push_back({{"what", p.what}, {"measured_seconds", p.measured_seconds},
+                      {"predicted_seconds", p.predicted_seconds}, {"relative_error", p.error()}});
+  return {{"source", cal.source},
+          {"max_relative_error", cal.max_error()},
+          {"factors",
+           {{"spmm_own_efficiency", cal.spmm_own_efficiency},
+            {"spmm_cusparse_efficiency", cal.spmm_cusparse_efficiency},
+            {"spmm_bf16_efficiency", cal.spmm_bf16_efficiency},
+            {"stream_efficiency", cal.stream_efficiency},
+            {"gemm_efficiency", cal.gemm_efficiency},
+            {"launch_seconds", cal.launch_seconds},
+            {"step_seconds", cal.step_seconds},
+            {"link_efficiency", cal.link_efficiency},
+            {"collective_seconds", cal.collective_seconds}}},
+          {"points", points}};
+}
+
+json strategy_json(const StrategyOnCard& s, const FitConfiguration& cf, const Calibration& cal) {
+  const StrategyFit& f = s.fit;
+  const auto worst = static_cast<std::size_t>(f.worst);
+  return {{"strategy", to_string(f.strategy)},
+          {"exact", traits(f.strategy).exact},
+          {"fits", s.fits},
+          {"split_source", f.method},
+          {"per_card_peak_bytes", f.peak},
+          {"per_card_peak_error_bytes", f.peak_error},
+          {"worst_device", f.worst},
+          {"memory", memory_json(f.memory[worst], cf.card)},
+          {"lost_edges", f.metrics.lost_edges},
+          {"lost_fraction", f.metrics.lost_fraction},
+          {"edge_cut", f.metrics.edge_cut},
+          {"halo_factor", f.halo_factor},
+          {"halo_per_hop_worst_device",
+           f.metrics.halo_per_hop.empty() ? json::array() : json(f.metrics.halo_per_hop[worst])},
+          {"halo_factor_relative_error", f.halo_error},
+          {"comm_bytes_per_epoch", f.comm_bytes},
+          {"link", cf.link},
+          {"epoch", epoch_json(s.epoch, cal)}};
+}
+
+json configuration_json(const FitConfiguration& cf, const Calibration& cal) {
+  json cj = {{"card", cf.card.id}, {"name", cf.card.name}, {"gpus", cf.gpus}, {"card_bytes", cf.card.memory_bytes}};
+  if (cf.gpus == 1) {
+    cj["single"] = {{"fits", cf.fits}, {"memory", memory_json(cf.memory, cf.card)}, {"epoch", epoch_json(cf.epoch, cal)},
+                    {"largest_hidden", cf.largest_hidden}, {"largest_layers", cf.largest_layers}};
+  } else {
+    json opts = json::array();
+    for (const auto& s : cf.strategies) opts.push_back(strategy_json(s, cf, cal));
+    cj["strategies"] = opts;
+  }
+  return cj;
+}
+
+json option_json(const FitOption& op, double cal_err) {
+  json oj = {{"option", op.label()}, {"card", op.card.id}, {"gpus", op.gpus},
+             {"strategy", to_string(op.strategy)}, {"exact", op.exact}, {"fits", op.fits},
+             {"per_card_peak_bytes", op.peak}, {"epoch_seconds", op.seconds},
+             {"epoch_relative_error", cal_err}, {"link", op.link}};
+  oj["launch_price_usd"] = op.price() ? json(*op.price()) : json(nullptr);
+  oj["epochs_per_second_per_1000_usd"] = op.per_kusd() ? json(*op.per_kusd()) : json(nullptr);
+  return oj;
+}
+
+}  // namespace
+
+bool StrategyFit::fits(const Card& card) const { return peak + card.fixed_overhead_bytes <= card.memory_bytes; }
+
+std::optional<double> FitOption::price() const {
+  if (!card.launch_price_usd) return std::nullopt;
+  return *card.launch_price_usd * gpus;
+}
+
+std::optional<double> FitOption::per_kusd() const {
+  const auto p = price();
+  if (!p || seconds <= 0) return std::nullopt;
+  return 1000.0 / (seconds * *p);
+}
+
+std::string FitOption::label() const {
+  std::string s = std::to_string(gpus) + " x " + card.id;
+  if (gpus > 1) s += " (" + std::string(to_string(strategy)) + ")";
+  return s;
+}
+
+std::string format_ms(double seconds) {
+  char b[32];
+  std::snprintf(b, sizeof b, seconds < 0.01 ? "%.3f ms" : "%.1f ms", 1e3 * seconds);
+  return b;
+}
+std::string format_pct(double fraction, int digits) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.*f %%", digits, 100 * fraction);
+  return b;
+}
+std::string format_gib(double bytes) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.2f GiB", bytes / (kMiB * 1024));
+  return bytes >= kMiB * 1024 ? std::string(b) : human_bytes(bytes);
+}
+
+FitReport advise(const FitRequest& request) {
+  Context c = resolve(request);
+  const auto configs = configurations(request);
+  c.single = fit_from_shapes(Strategy::kSingle, 1,
+                             {c.ds != nullptr ? single_device_shape(*c.ds) : single_device_shape(c.stats)}, c.model);
+  c.single.method = "whole graph";
+  std::set<int> ks;
+  for (const auto& cf : configs)
+    if (cf.second > 1) ks.insert(cf.second);
+  for (int k : request.rank_gpus)
+    if (k > 1) ks.insert(k);
+  for (int k : ks) {
+    if (k > c.stats.nodes) throw InvalidInput::parameter("--gpus", std::to_string(k), "at most the number of nodes");
+    c.splits[k] = split_fits(c, k);
+  }
+  FitReport rep;
+  rep.graph = c.stats;
+  rep.from_data = c.ds != nullptr;
+  rep.model = c.model;
+  rep.tf32 = request.tf32;
+  rep.calibration = c.cal;
+  if (!ks.empty()) rep.split_method = c.splits.begin()->second.front().method;
+  rep.rank_gpus = request.rank_gpus;
+  for (const auto& [card, gpus] : configs) rep.configurations.push_back(configuration(c, *card, gpus));
+  rank(c, rep);
+  rep.verdict = verdict(c, rep, configs);
+  return rep;
+}
+
+nlohmann::json FitReport::to_json() const {
+  json j;
+  j["command"] = "fit";
+  j["graph"] = {{"name", graph.name},
+                {"source", from_data ? "dataset" : "statistics"},
+                {"nodes", graph.nodes},
+                {"edges", graph.edges},
+                {"features", graph.features},
+                {"classes", graph.classes},
+                {"feature_density", graph.feature_density},
+                {"degree_mean", graph.degree_mean},
+                {"degree_second_moment", graph.degree_second_moment}};
+  j["model"] = {{"dims", model.dims()},
+                {"layers", model.layers},
+                {"hidden", model.hidden},
+                {"parameters", model.parameters()},
+                {"dropout", model.dropout},
+                {"precision", to_string(model.precision)},
+                {"spmm", to_string(model.spmm)},
+                {"tf32", tf32},
+                {"optimizer", "adam"}};
+  j["calibration"] = calibration_json(calibration);
+  json configs_json = json::array();
+  for (const auto& cf : configurations) configs_json.push_back(configuration_json(cf, calibration));
+  j["configurations"] = configs_json;
+  const double cal_err = calibration.max_error();
+  json rank_time = json::array(), rank_dollar = json::array(), all = json::array();
+  for (std::size_t i : by_epoch_time) rank_time.push_back(option_json(options[i], cal_err));
+  for (std::size_t i : by_epochs_per_dollar) rank_dollar.push_back(option_json(options[i], cal_err));
+  for (const auto& op : options) all.push_back(option_json(op, cal_err));
+  j["ranking"] = {{"by_epoch_time", rank_time}, {"by_epochs_per_dollar", rank_dollar}, {"all_options", all}};
+  j["verdict"] = verdict;
+  return j;
+}
+
+}  // namespace gcnpart::partition

@@ -1,0 +1,135 @@
+// advise(): does a graph and a GCN fit one card, and which cards, GPU counts and strategies would run it best.
+// Memory from memory_model, epoch time from cost_model (calibrated on the H200), cards from the catalogue
+// (cards.hpp). What `gcnpart fit` prints; the report serialises itself (FitReport::to_json).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "datasets/dataset.hpp"
+#include "partition/cards.hpp"
+#include "partition/cost_model.hpp"
+#include "partition/memory_model.hpp"
+#include "partition/plan.hpp"
+
+namespace gcnpart::partition {
+
+/// What advise() is asked.
+struct FitRequest {
+  /// The graph: a dataset (exact statistics and, for K > 1, exact plan metrics or sampled halos), or, when null,
+  /// `stats` alone (the count model of the split). Not owned; must outlive the call.
+  const datasets::Dataset* dataset = nullptr;
+  /// Statistics when `dataset` is null: name, nodes, edges, features, classes, feature_density, split_sizes,
+  /// degree_second_moment, isolated. degree_mean is derived (2 E / N). Validated by advise().
+  GraphStats stats;
+  /// The model: layers, hidden, dropout, sparse_features_below, precision, spmm. features and classes are taken
+  /// from the graph.
+  ModelSpec model;
+  bool tf32 = false;  ///< GEMMs on TF32 tensor cores
+  /// The catalogue: ranked in full; configurations and the calibration card (h200) are looked up in it.
+  CardCatalogue catalogue;
+  /// Configurations to compare (card id, GPUs), in order; the first two make the verdict. An empty id means
+  /// rtx3080; none at all, or one with an empty id, means one rtx3090 against K (default 2) rtx3080.
+  std::vector<std::pair<std::string, int>> configs;
+  std::vector<int> rank_gpus{1, 2, 4};  ///< GPU counts every catalogue card is ranked at
+  std::vector<Strategy> strategies{Strategy::kDrop, Strategy::kHalo, Strategy::kGather};  ///< priced for K > 1
+  Partitioner partitioner = Partitioner::kMetis;  ///< with a dataset
+  std::int64_t samples = 0;  ///< with a dataset: > 0 estimates halos by BFS from this many seeds (else exact)
+  std::uint64_t seed = 1;    ///< partition and sampling seed
+};
+
+/// A split of the graph over `parts` devices under one strategy, with its memory and communication.
+struct StrategyFit {
+  Strategy strategy = Strategy::kSingle;
+  int parts = 1;
+  std::string method;              ///< where the split figures come from
+  PlanMetrics metrics;
+  std::vector<DeviceShape> shapes;
+  std::vector<MemoryEstimate> memory;
+  int worst = 0;                   ///< device with the largest peak
+  std::int64_t peak = 0;           ///< largest tracked peak over devices, bytes
+  std::int64_t peak_error = 0;     ///< +- bytes from the split estimate's error
+  std::int64_t comm_bytes = 0;     ///< largest bytes sent per epoch over devices
+  double halo_factor = 1;          ///< replication factor: local nodes summed / N
+  double halo_error = 0;           ///< relative
+
+  /// The tracked peak plus the card's fixed overhead fits the card's memory.
+  [[nodiscard]] bool fits(const Card& card) const;
+};
+
+/// One strategy of a K-GPU configuration on its card.
+struct StrategyOnCard {
+  StrategyFit fit;
+  bool fits = false;
+  EpochTime epoch;
+};
+
+/// One configuration asked for: `gpus` of `card`.
+struct FitConfiguration {
+  Card card;
+  int gpus = 1;
+  // gpus == 1: the whole graph on one card.
+  bool fits = false;
+  MemoryEstimate memory;
+  EpochTime epoch;
+  std::int64_t largest_hidden = 0;  ///< widest hidden (with the model's layers) that fits; 0: none
+  int largest_layers = 0;           ///< most layers (with the model's hidden) that fit
+  // gpus > 1: every strategy asked for, and how the cards talk.
+  std::vector<StrategyOnCard> strategies;
+  std::string link;
+};
+
+/// One option of the ranking: a card, a GPU count and the strategy that runs it best.
+struct FitOption {
+  Card card;
+  int gpus = 1;
+  Strategy strategy = Strategy::kSingle;
+  bool fits = false, exact = true;
+  double seconds = 0;               ///< predicted epoch
+  std::string link;
+  std::int64_t peak = 0;            ///< tracked peak per card
+  std::int64_t comm_bytes = 0;      ///< per epoch
+  double lost_fraction = 0;         ///< of the edges (drop)
+  /// Launch price of all the cards, USD; none when the card has no published price.
+  [[nodiscard]] std::optional<double> price() const;
+  /// Epochs per second per 1000 USD of launch price.
+  [[nodiscard]] std::optional<double> per_kusd() const;
+  /// "2 x rtx3080 (halo)"
+  [[nodiscard]] std::string label() const;
+};
+
+/// What advise() answers.
+struct FitReport {
+  GraphStats graph;
+  bool from_data = false;          ///< statistics of a dataset (else statistics alone)
+  ModelSpec model;
+  bool tf32 = false;
+  Calibration calibration;
+  std::string split_method;        ///< where the K > 1 split figures come from (empty: no K > 1 asked)
+  std::vector<int> rank_gpus;
+  std::vector<FitConfiguration> configurations;
+  std::vector<FitOption> options;            ///< every catalogue card at every rank_gpus count, catalogue order
+  std::vector<std::size_t> by_epoch_time;    ///< indices of the options that fit, fastest first
+  std::vector<std::size_t> by_epochs_per_dollar;  ///< of those, the ones with a price, most epochs per dollar first
+  std::string verdict;             ///< one paragraph: the first two configurations side by side
+
+  /// {command: "fit", graph, model, calibration, configurations, ranking, verdict}: what `gcnpart fit --json` writes.
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Predicts memory and epoch time of the request's configurations and ranks the catalogue.
+/// @throws InvalidInput for bad statistics, a bad model, an unknown card id, a GPU count out of 1..1024 or above
+///         the number of nodes, or a strategy other than drop, halo, gather; whatever the partitioner throws.
+FitReport advise(const FitRequest& request);
+
+/// The fit report's number formats: "12.3 ms" (3 decimals below 10 ms), "12.3 %", "1.23 GiB" (smaller: KiB/MiB).
+std::string format_ms(double seconds);
+std::string format_pct(double fraction, int digits = 1);
+std::string format_gib(double bytes);
+
+}  // namespace gcnpart::partition

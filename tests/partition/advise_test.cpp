@@ -1,0 +1,148 @@
+#include "partition/advise.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "kernels/core/error.hpp"
+#include "dataset_fixtures.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::partition;
+
+namespace {
+
+/// A small graph by statistics, one rtx3090 against two rtx3080, ranked at 1 and 2 GPUs.
+FitRequest small_request() {
+  FitRequest r;
+  r.stats.name = "small";
+  r.stats.nodes = 1000;
+  r.stats.edges = 5000;
+  r.stats.features = 50;
+  r.stats.classes = 5;
+  r.model.layers = 2;
+  r.model.hidden = 16;
+  r.catalogue = builtin_cards();
+  r.configs = {{"rtx3090", 1}, {"rtx3080", 2}};
+  r.rank_gpus = {1, 2};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("advise predicts the memory model's peak for one card and the same split for every strategy") {
+  const FitRequest req = small_request();
+  const FitReport rep = advise(req);
+  CHECK(rep.graph.degree_mean == doctest::Approx(10.0));
+  CHECK(rep.model.features == 50);
+  CHECK(rep.model.classes == 5);
+  REQUIRE(rep.configurations.size() == 2);
+
+  const FitConfiguration& one = rep.configurations[0];
+  const MemoryEstimate expected = estimate_device_memory(single_device_shape(rep.graph), rep.model, Backend::kCuda);
+  CHECK(one.card.id == "rtx3090");
+  CHECK(one.memory.peak == expected.peak);
+  CHECK(one.memory.at_peak == expected.at_peak);
+  CHECK(one.fits == (expected.peak + one.card.fixed_overhead_bytes <= one.card.memory_bytes));
+  CHECK(one.fits);
+  CHECK(one.epoch.seconds > 0);
+  CHECK(one.largest_hidden > req.model.hidden);
+  CHECK(one.largest_layers >= req.model.layers);
+
+  const FitConfiguration& two = rep.configurations[1];
+  CHECK(two.gpus == 2);
+  REQUIRE(two.strategies.size() == 3);  // drop, halo, gather
+  for (const auto& s : two.strategies) {
+    const auto split = estimate_split_from_counts(rep.graph, 2, rep.model.layers);
+    const auto shapes = device_shapes(split.metrics(s.fit.strategy, rep.graph), s.fit.strategy, 2, rep.graph);
+    std::int64_t peak = 0;
+    for (const auto& shape : shapes)
+      peak = std::max(peak, estimate_device_memory(shape, rep.model, Backend::kCuda).peak);
+    CHECK(s.fit.peak == peak);
+    CHECK(s.fits == s.fit.fits(two.card));
+  }
+  CHECK(two.link == link_for(two.card, 2).kind);
+
+  // Every catalogue card at every GPU count, and the ranking sorted by epoch time.
+  CHECK(rep.options.size() == req.catalogue.cards.size() * 2);
+  REQUIRE(!rep.by_epoch_time.empty());
+  for (std::size_t i = 1; i < rep.by_epoch_time.size(); ++i)
+    CHECK(rep.options[rep.by_epoch_time[i - 1]].seconds <= rep.options[rep.by_epoch_time[i]].seconds);
+  CHECK(rep.verdict.rfind("For small (1,000 nodes, 5,000 edges, 50 features)", 0) == 0);
+  CHECK(rep.verdict.find("Verdict:") != std::string::npos);
+}
+
+TEST_CASE("advise's report serialises to the keys gcnpart fit writes") {
+  const FitReport rep = advise(small_request());
+  const nlohmann::json j = rep.to_json();
+  CHECK(j.at("command") == "fit");
+  for (const char* key : {"graph", "model", "calibration", "configurations", "ranking", "verdict"})
+    CHECK_MESSAGE(j.contains(key), key);
+  CHECK(j.at("graph").at("source") == "statistics");
+  CHECK(j.at("model").at("precision") == "fp32");
+  CHECK(j.at("model").at("spmm") == "auto");
+  const auto& single = j.at("configurations").at(0).at("single");
+  CHECK(single.at("memory").at("tracked_peak_bytes") == rep.configurations[0].memory.peak);
+  for (const char* key : {"fits", "memory", "epoch", "largest_hidden", "largest_layers"})
+    CHECK_MESSAGE(single.contains(key), key);
+  const auto& strategies = j.at("configurations").at(1).at("strategies");
+  REQUIRE(strategies.size() == 3);
+  for (const char* key : {"strategy", "exact", "fits", "split_source", "per_card_peak_bytes", "memory", "lost_edges",
+                          "halo_factor", "comm_bytes_per_epoch", "link", "epoch"})
+    CHECK_MESSAGE(strategies.at(0).contains(key), key);
+  const auto& ranking = j.at("ranking");
+  CHECK(ranking.at("all_options").size() == rep.options.size());
+  CHECK(ranking.at("by_epoch_time").size() == rep.by_epoch_time.size());
+  CHECK(ranking.at("by_epochs_per_dollar").size() == rep.by_epochs_per_dollar.size());
+  CHECK(j.at("verdict") == rep.verdict);
+}
+
+TEST_CASE("advise says a model too large for every card does not fit, and bf16 halves the activations") {
+  FitRequest req = small_request();
+  req.stats.nodes = 100'000'000;
+  req.stats.edges = 3'000'000'000;
+  req.stats.features = 1000;
+  req.model.hidden = 4096;
+  req.model.layers = 8;
+  const FitReport big = advise(req);
+  CHECK_FALSE(big.configurations[0].fits);
+  CHECK(big.configurations[0].largest_hidden == 0);
+  CHECK(big.by_epoch_time.empty());
+  CHECK(big.verdict.find("Verdict: neither fits.") != std::string::npos);
+
+  FitRequest half = small_request();
+  half.model.precision = Precision::kBf16;
+  const FitReport bf16 = advise(half);
+  const FitReport fp32 = advise(small_request());
+  CHECK(bf16.configurations[0].memory.peak < fp32.configurations[0].memory.peak);
+  CHECK(bf16.to_json().at("model").at("precision") == "bf16");
+}
+
+TEST_CASE("advise prices a dataset with exact plan metrics") {
+  FitRequest req = small_request();
+  const auto& ds = testing::cora();
+  req.dataset = &ds;
+  const FitReport rep = advise(req);
+  CHECK(rep.from_data);
+  CHECK(rep.graph.nodes == ds.num_nodes());
+  CHECK(rep.split_method == "exact plan metrics (metis partition)");
+  CHECK(rep.configurations[0].memory.peak ==
+        estimate_device_memory(single_device_shape(ds), rep.model, Backend::kCuda).peak);
+}
+
+TEST_CASE("advise refuses unknown cards, GPU counts above the nodes and strategies it cannot price") {
+  FitRequest req = small_request();
+  req.configs = {{"rtx9999", 1}};
+  CHECK_THROWS_AS((void)advise(req), InvalidInput);
+  req = small_request();
+  req.configs = {{"rtx3080", 2000}};
+  CHECK_THROWS_AS((void)advise(req), InvalidInput);
+  req = small_request();
+  req.stats.nodes = 10;
+  req.stats.edges = 5;
+  req.configs = {{"rtx3080", 20}};
+  CHECK_THROWS_AS((void)advise(req), InvalidInput);
+  req = small_request();
+  req.strategies = {Strategy::kPipeline};
+  CHECK_THROWS_AS((void)advise(req), InvalidInput);
+}
