@@ -1,0 +1,46 @@
+// What the benchmarks share behind bench/bench.hpp: CUDA-event timing, the report stamp, tracked scratch.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "engine/memory.hpp"
+
+namespace gcnpart::bench::detail {
+
+/// A CUDA event (RAII).
+class Event {
+ public:
+  Event();
+  ~Event();
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  Event(Event&& o) noexcept;
+  Event& operator=(Event&&) = delete;
+  void record(cudaStream_t s);
+  void synchronize();
+  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+/// Milliseconds between two recorded events.
+double elapsed_ms(const Event& start, const Event& stop);
+
+/// Times `call` on `stream`: `warmup` untimed calls, then `repeats` calls each between two events (the L2 flush,
+/// when given, is written before each start event and is not timed). Returns milliseconds per call.
+std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, engine::Buffer<std::uint8_t>* flush,
+                               const std::function<void()>& call);
+
+/// The current UTC time as "2026-11-29T18:40:00Z" and the commit gcnpart was built from.
+std::string now_iso();
+std::string commit();
+/// "1,234,567"
+std::string commas(std::int64_t v);
+
+}  // namespace gcnpart::bench::detail
