@@ -2,7 +2,8 @@
 // returns a report that serialises itself to the JSON the CLI writes. Nothing here prints: progress lines go to
 // the config's `log` callback when one is given. Every device byte comes from a TrackingMemoryResource: the
 // workload's from the device's Resources, the harness's own scratch (copy-bandwidth buffers, the L2 flush) from a
-// second resource, so the reported peaks stay the workload's alone.
+// second resource, so the reported peaks stay the workload's alone. Datasets and memory serialise as every
+// report does (engine/report_json.hpp).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -51,17 +52,6 @@ struct GpuInfo {
   [[nodiscard]] static GpuInfo query(int device);
   [[nodiscard]] nlohmann::json to_json() const;
 };
-
-/// {name, provenance, nodes, edges_directed, features, classes}, as every report gives its dataset.
-struct DatasetInfo {
-  std::string name, provenance;
-  std::int64_t nodes = 0, edges_directed = 0, features = 0, classes = 0;
-  [[nodiscard]] static DatasetInfo of(const datasets::Dataset& ds);
-  [[nodiscard]] nlohmann::json to_json() const;
-};
-
-/// {peak_bytes, at_peak_by_category, allocations}
-nlohmann::json memory_json(const engine::MemoryStats& m);
 
 /// The CUDA device to measure on, from "cuda" / "cuda:N". @throws InvalidInput naming --device for a CPU device
 /// or a GPU that is not there.
@@ -115,7 +105,7 @@ struct SpmmBenchReport {
   SpmmBenchConfig config;
   std::string date, commit;
   GpuInfo gpu;
-  DatasetInfo dataset;
+  nlohmann::json dataset;  ///< engine::dataset_json
   std::int64_t rows = 0, entries = 0, self_loops_added = 0;  ///< of Â with self loops
   std::int64_t copy_bytes = 0;
   Summary copy_ms;
@@ -167,7 +157,7 @@ struct EpochBenchReport {
   EpochBenchConfig config;
   std::string date, commit;
   GpuInfo gpu;
-  DatasetInfo dataset;
+  nlohmann::json dataset;  ///< engine::dataset_json
   engine::GcnConfig model;
   std::vector<std::int64_t> dims;
   std::vector<EpochRun> runs;

@@ -71,22 +71,6 @@ nlohmann::json GpuInfo::to_json() const {
           {"cuda_driver", cuda_driver}};
 }
 
-DatasetInfo DatasetInfo::of(const datasets::Dataset& ds) {
-  return {ds.name, ds.provenance, ds.num_nodes(), ds.graph.num_edges(), ds.num_features, ds.num_classes};
-}
-
-nlohmann::json DatasetInfo::to_json() const {
-  return {{"name", name},         {"provenance", provenance}, {"nodes", nodes},
-          {"edges_directed", edges_directed}, {"features", features}, {"classes", classes}};
-}
-
-nlohmann::json memory_json(const engine::MemoryStats& m) {
-  nlohmann::json at_peak = nlohmann::json::object();
-  for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c)
-    at_peak[memory_category_name(static_cast<MemoryCategory>(c))] = m.at_peak_by[static_cast<std::size_t>(c)];
-  return {{"peak_bytes", m.peak}, {"at_peak_by_category", at_peak}, {"allocations", m.allocations}};
-}
-
 engine::Device cuda_device(const std::string& spec) {
   const engine::Device d = engine::Device::parse(spec, "--device");
   if (!d.is_cuda())

@@ -5,6 +5,7 @@
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
 #include "engine/problem.hpp"
+#include "engine/report_json.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::bench {
@@ -83,7 +84,7 @@ EpochBenchReport bench_epoch(const datasets::Dataset& data, const EpochBenchConf
   report.config.log = nullptr;
   report.date = detail::now_iso();
   report.commit = detail::commit();
-  report.dataset = DatasetInfo::of(data);
+  report.dataset = engine::dataset_json(data);
   report.model = config.model();
   const engine::LocalProblem problem = engine::single_device_problem(data, config.normalize_features);
   report.dims = report.model.dims(problem.num_features, problem.num_classes);
@@ -128,7 +129,7 @@ nlohmann::json EpochRun::to_json() const {
   run["wall_ms"] = wall_ms.to_json();
   run["train_loss"] = train_loss;
   run["setup_seconds"] = setup_seconds;
-  run["memory"] = memory_json(memory);
+  run["memory"] = engine::to_json(memory);
   run["peak_tracked_bytes"] = memory.peak;
   run["driver_used_bytes"] = {{"after_setup", driver_after_setup}, {"after_training", driver_after_training},
                               {"note", "cudaMemGetInfo total - free: includes the CUDA context and libraries"}};
@@ -141,7 +142,7 @@ nlohmann::json EpochBenchReport::to_json() const {
   j["date"] = date;
   j["commit"] = commit;
   j["gpu"] = gpu.to_json();
-  j["dataset"] = dataset.to_json();
+  j["dataset"] = dataset;
   j["model"] = {{"dims", dims},
                 {"layers", model.layers},
                 {"hidden", model.hidden},

@@ -9,6 +9,7 @@
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
 #include "engine/problem.hpp"
+#include "engine/report_json.hpp"
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/ops.hpp"
@@ -317,7 +318,7 @@ SpmmBenchReport bench_spmm(const datasets::Dataset& data, const SpmmBenchConfig&
   report.config.log = nullptr;
   report.date = detail::now_iso();
   report.commit = detail::commit();
-  report.dataset = DatasetInfo::of(data);
+  report.dataset = engine::dataset_json(data);
   const datasets::Csr graph = engine::with_self_loops(data.graph);
   report.rows = graph.num_nodes;
   report.entries = graph.num_edges();
@@ -415,7 +416,7 @@ nlohmann::json SpmmBenchReport::to_json() const {
   j["date"] = date;
   j["commit"] = commit;
   j["gpu"] = gpu.to_json();
-  j["dataset"] = dataset.to_json();
+  j["dataset"] = dataset;
   j["matrix"] = {{"description", "Â = D^-1/2 (A + I) D^-1/2, no value array for the own kernel (scales applied on "
                                  "the fly); cuSPARSE gets Â's values materialised once"},
                  {"rows", rows},
@@ -444,8 +445,8 @@ nlohmann::json SpmmBenchReport::to_json() const {
   j["flop_formula"] = "2 nnz width";
   j["widths"] = nlohmann::json::array();
   for (const auto& w : widths) j["widths"].push_back(w.to_json());
-  j["memory"] = memory_json(memory);
-  j["scratch_memory"] = memory_json(scratch_memory);
+  j["memory"] = engine::to_json(memory);
+  j["scratch_memory"] = engine::to_json(scratch_memory);
   return j;
 }
 
