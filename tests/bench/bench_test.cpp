@@ -4,9 +4,12 @@
 
 #include <doctest/doctest.h>
 
+#include <fstream>
+#include <set>
 #include <string>
 
 #include "dataset_fixtures.hpp"
+#include "engine/report_json.hpp"
 #include "kernels/core/error.hpp"
 
 using namespace gcnpart;
@@ -26,6 +29,40 @@ std::string rejected_parameter(F&& f) {
 
 bool names(const std::string& message, const std::string& parameter) {
   return message.find(parameter) != std::string::npos;
+}
+
+/// Every key path of `j` ("/widths[]/results[]/time_ms/median"); arrays of objects contribute their elements' keys.
+void key_paths(const nlohmann::json& j, const std::string& at, std::set<std::string>& out) {
+  if (j.is_object()) {
+    for (const auto& [key, value] : j.items()) {
+      out.insert(at + "/" + key);
+      key_paths(value, at + "/" + key, out);
+    }
+  } else if (j.is_array()) {
+    for (const auto& e : j) key_paths(e, at + "[]", out);
+  }
+}
+
+/// The key paths of a report that bench/ scripts and earlier results were written against.
+std::set<std::string> recorded_paths(const std::string& relative) {
+  std::ifstream in(std::string(GCNPART_SOURCE_DIR) + "/bench/results/" + relative);
+  REQUIRE_MESSAGE(in.good(), relative);
+  std::set<std::string> out;
+  key_paths(nlohmann::json::parse(in), "", out);
+  return out;
+}
+
+bench::SpmmRun ok_run(const std::string& name, double median, bool bf16 = false) {
+  bench::SpmmRun r;
+  r.name = name;
+  r.bf16 = bf16;
+  r.time_ms = bench::Summary::of(std::vector<double>(10, median));
+  if (name != "own") {
+    r.rel_l2 = 1e-7;
+    r.rel_max = 1e-6;
+    r.error_against = "own";
+  }
+  return r;
 }
 
 }  // namespace
@@ -103,6 +140,32 @@ TEST_CASE("an SpMM width serialises its rows, verification and the ratios to the
   CHECK(j["results"][3]["status"] == "unsupported");
   CHECK_FALSE(j["results"][3].contains("time_ms"));
   CHECK_FALSE(j.contains("bf16_speedup_vs_own_fp32"));
+}
+
+TEST_CASE("the spmm and epoch reports keep every key of the H200 reports recorded before the harness moved") {
+  bench::SpmmBenchReport spmm;
+  spmm.config.precision = "bf16";
+  spmm.dataset = engine::dataset_json(datasets::Dataset{});
+  bench::SpmmWidth w;
+  w.width = 64;
+  w.results = {ok_run("own-bf16", 0.5, true), ok_run("own", 1.0), ok_run("cusparse-alg2", 2.0)};
+  w.compared = w.verified = true;
+  w.reference = "own";
+  spmm.widths = {w};
+  std::set<std::string> have;
+  key_paths(spmm.to_json(), "", have);
+  for (const auto& path : recorded_paths("h200-2026-11-29/issue6-bf16/bf16-arxiv.json"))
+    CHECK_MESSAGE(have.count(path) == 1, path);
+
+  bench::EpochBenchReport epoch;
+  epoch.dataset = engine::dataset_json(datasets::Dataset{});
+  bench::EpochRun run;
+  run.spmm = "own";
+  epoch.runs = {run};
+  have.clear();
+  key_paths(epoch.to_json(), "", have);
+  for (const auto& path : recorded_paths("h200x2-2026-11-29b/session-b/issue6/epoch-rmat18-bf16.json"))
+    CHECK_MESSAGE(have.count(path) == 1, path);
 }
 
 TEST_CASE("bench_nccl on two virtual CPU devices times every collective at every size") {
