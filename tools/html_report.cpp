@@ -1,4 +1,5 @@
-// The compare report as one HTML page. Charts are SVG drawn here (no plotting library, no scripts): exact values sit
+// The compare report as one HTML page: the page itself (style, layout, captions) is tools/report_template.html,
+// filled here with the header, the tables and the charts. Charts are SVG drawn here (no plotting library, no scripts): exact values sit
 // in <title> tooltips and in the tables, so the page stays readable offline, printed, or with scripts disabled.
 // Every accessor tolerates a missing key or a value of the wrong type: a report from an older or partial run must
 // still render, with a note where something was not measured.
@@ -19,6 +20,9 @@
 #include "partition/strategy.hpp"
 
 namespace gcnpart::cli {
+
+/// tools/report_template.html, compiled in by CMake (report_template.cpp.in): the page around the charts.
+extern const char* const kReportTemplate;
 
 std::string html_escape(std::string_view text) {
   std::string out;
@@ -847,9 +851,12 @@ MemoryBar memory_bar(const Row& row) {
   return b;
 }
 
-std::string memory_chart(const Report& r, double width) {
-  // Panels: every (layers, K) with a split strategy; single (one device) is the reference bar in each.
-  std::map<std::pair<int, int>, std::vector<MemoryBar>> panels;
+using MemoryPanels = std::map<std::pair<int, int>, std::vector<MemoryBar>>;  ///< (layers, K) -> bars
+
+/// Panels: every (layers, K) with a split strategy; single (one device) is the reference bar in each, first.
+/// `with_single`: whether the reference bars were added (false when single is all there is).
+MemoryPanels memory_panels(const Report& r, bool* with_single) {
+  MemoryPanels panels;
   std::map<int, MemoryBar> single_by_layers;
   for (const Row& row : r.rows) {
     MemoryBar b = memory_bar(row);
@@ -864,30 +871,24 @@ std::string memory_chart(const Report& r, double width) {
     for (auto& [layers, b] : single_by_layers) panels[{layers, 1}].push_back(b);
     single_by_layers.clear();
   }
-  if (panels.empty()) return {};
   for (auto& [key, bars] : panels) {
     auto it = single_by_layers.find(key.first);
     if (it == single_by_layers.end() && !single_by_layers.empty()) it = single_by_layers.begin();
     if (it != single_by_layers.end()) bars.insert(bars.begin(), it->second);
   }
+  *with_single = !single_by_layers.empty();
+  return panels;
+}
 
-  std::set<int> distinct_k;
-  double hi = 0;
+/// The categories drawn, the least-loaded tick when some bar has one, the single-device line when drawn.
+std::vector<LegendItem> memory_legend(const MemoryPanels& panels, bool with_single) {
   std::set<std::string> used;
   bool any_min = false;
-  for (const auto& [key, bars] : panels) {
-    distinct_k.insert(key.second);
+  for (const auto& [key, bars] : panels)
     for (const auto& b : bars) {
-      hi = std::max(hi, b.peak.max);
       for (const auto& [cat, bytes] : b.stack) used.insert(cat);
       any_min = any_min || b.peak.count > 1;
     }
-  }
-  const int cols = static_cast<int>(std::clamp<std::size_t>(distinct_k.size(), 1, 4));
-  const int rows = (static_cast<int>(panels.size()) + cols - 1) / cols;
-  const double panel_w = width / cols, panel_h = 260;
-
-  // Legend first, to know where the panels start.
   std::vector<LegendItem> items;
   for (const auto& [name, colour] : category_colours())
     if (used.count(name)) items.push_back({name, colour, LegendItem::kBox});
@@ -895,7 +896,55 @@ std::string memory_chart(const Report& r, double width) {
     if (std::none_of(category_colours().begin(), category_colours().end(), [&](const auto& kc) { return kc.first == cat; }))
       items.push_back({cat, category_colour(cat), LegendItem::kBox});
   if (any_min) items.push_back({"least loaded device", kInk, LegendItem::kTick});
-  if (!single_by_layers.empty()) items.push_back({"single-device peak", strategy_colour("single"), LegendItem::kDashed});
+  if (with_single) items.push_back({"single-device peak", strategy_colour("single"), LegendItem::kDashed});
+  return items;
+}
+
+/// One stacked bar (the most loaded device) with its least-loaded tick and labels, centred at cx.
+void memory_bar_at(Svg& svg, const Report& r, const MemoryBar& b, const Frame& f, const Scale& y, double cx,
+                   double bar_w, double slot) {
+  const Row& row = *b.row;
+  const std::string who = row.strategy + (row.partitioner != r.partitioner ? " (" + row.partitioner + ")" : "") +
+                          ", K = " + std::to_string(row.parts) + ", " + layers_text(row.layers);
+  double acc = 0;
+  for (const auto& [cat, bytes] : b.stack) {
+    const double y0 = y(acc), y1 = y(acc + bytes);
+    const std::string colour = cat == "total" ? "#9aa3ae" : category_colour(cat);
+    svg.rect(cx - bar_w / 2, y1, bar_w, y0 - y1, colour,
+             who + ": " + cat + " " + bytes_text(bytes) + " at the peak of device " + std::to_string(b.peak.argmax));
+    acc += bytes;
+  }
+  if (b.peak.count > 1) {
+    const double my = y(b.peak.min);
+    svg.line(cx - bar_w / 2 - 5, my, cx + bar_w / 2 + 5, my, kInk, 2.2);
+    svg.rect(cx - bar_w / 2 - 5, my - 5, bar_w + 10, 10, "transparent",
+             who + ": least loaded device " + std::to_string(b.peak.argmin) + " peaks at " + bytes_text(b.peak.min) +
+                 " (mean " + bytes_text(b.peak.mean) + ")");
+  }
+  svg.text(cx, y(b.peak.max) - 6, bytes_text(b.peak.max), "middle", 10.5, kInk, kHalo);
+  const double label_size = std::clamp(slot / (0.62 * static_cast<double>(row.strategy.size() + 1)), 9.0, 12.0);
+  svg.text(cx, f.bottom + 16, row.strategy, "middle", label_size, strategy_colour(row.strategy), "font-weight=\"600\"");
+  std::string sub = row.strategy == "single" ? "1 device" : "";
+  if (row.partitioner != r.partitioner && row.strategy != "single") sub = row.partitioner;
+  if (!sub.empty()) svg.text(cx, f.bottom + 30, sub, "middle", 10.5, kMuted);
+}
+
+std::string memory_chart(const Report& r, double width) {
+  bool with_single = false;
+  const MemoryPanels panels = memory_panels(r, &with_single);
+  if (panels.empty()) return {};
+  std::set<int> distinct_k;
+  double hi = 0;
+  for (const auto& [key, bars] : panels) {
+    distinct_k.insert(key.second);
+    for (const auto& b : bars) hi = std::max(hi, b.peak.max);
+  }
+  const int cols = static_cast<int>(std::clamp<std::size_t>(distinct_k.size(), 1, 4));
+  const int rows = (static_cast<int>(panels.size()) + cols - 1) / cols;
+  const double panel_w = width / cols, panel_h = 260;
+
+  // Legend first, to know where the panels start.
+  const std::vector<LegendItem> items = memory_legend(panels, with_single);
   Svg probe(width, 10, "");
   const double legend_h = legend(probe, 0, 20, width - 10, items);
   const double top = legend_h + 12;
@@ -927,40 +976,12 @@ std::string memory_chart(const Report& r, double width) {
 
     const double slot = (f.right - f.left) / static_cast<double>(bars.size());
     const double bar_w = std::min(46.0, slot * 0.6);
-    const bool has_single = bars.front().row->strategy == "single";
-    if (has_single && bars.size() > 1) {
+    if (bars.front().row->strategy == "single" && bars.size() > 1) {
       const double sy = y(bars.front().peak.max);
       svg.line(f.left, sy, f.right, sy, strategy_colour("single"), 1, "4 3");
     }
-    for (std::size_t i = 0; i < bars.size(); ++i) {
-      const MemoryBar& b = bars[i];
-      const Row& row = *b.row;
-      const double cx = f.left + slot * (static_cast<double>(i) + 0.5);
-      const std::string who = row.strategy + (row.partitioner != r.partitioner ? " (" + row.partitioner + ")" : "") +
-                              ", K = " + std::to_string(row.parts) + ", " + layers_text(row.layers);
-      double acc = 0;
-      for (const auto& [cat, bytes] : b.stack) {
-        const double y0 = y(acc), y1 = y(acc + bytes);
-        const std::string colour = cat == "total" ? "#9aa3ae" : category_colour(cat);
-        svg.rect(cx - bar_w / 2, y1, bar_w, y0 - y1, colour,
-                 who + ": " + cat + " " + bytes_text(bytes) + " at the peak of device " + std::to_string(b.peak.argmax));
-        acc += bytes;
-      }
-      if (b.peak.count > 1) {
-        const double my = y(b.peak.min);
-        svg.line(cx - bar_w / 2 - 5, my, cx + bar_w / 2 + 5, my, kInk, 2.2);
-        svg.rect(cx - bar_w / 2 - 5, my - 5, bar_w + 10, 10, "transparent",
-                 who + ": least loaded device " + std::to_string(b.peak.argmin) + " peaks at " +
-                     bytes_text(b.peak.min) + " (mean " + bytes_text(b.peak.mean) + ")");
-      }
-      svg.text(cx, y(b.peak.max) - 6, bytes_text(b.peak.max), "middle", 10.5, kInk, kHalo);
-      const double label_size = std::clamp(slot / (0.62 * static_cast<double>(row.strategy.size() + 1)), 9.0, 12.0);
-      svg.text(cx, f.bottom + 16, row.strategy, "middle", label_size, strategy_colour(row.strategy),
-               "font-weight=\"600\"");
-      std::string sub = row.strategy == "single" ? "1 device" : "";
-      if (row.partitioner != r.partitioner && row.strategy != "single") sub = row.partitioner;
-      if (!sub.empty()) svg.text(cx, f.bottom + 30, sub, "middle", 10.5, kMuted);
-    }
+    for (std::size_t i = 0; i < bars.size(); ++i)
+      memory_bar_at(svg, r, bars[i], f, y, f.left + slot * (static_cast<double>(i) + 0.5), bar_w, slot);
   }
   return svg.finish();
 }
@@ -981,36 +1002,69 @@ std::map<int, double> single_accuracy(const Report& r) {
   return out;
 }
 
-std::string accuracy_chart(const Report& r, double width) {
-  const auto reference = single_accuracy(r);
-  struct Series {
-    std::string strategy, partitioner;
-    std::vector<const Row*> points;
-  };
-  std::map<int, std::map<std::tuple<int, std::string, int, std::string>, Series>> panels;  // layers -> series
-  std::vector<int> ks;
+struct AccuracySeries {
+  std::string strategy, partitioner;
+  std::vector<const Row*> points;
+};
+
+struct AccuracyPanels {
+  std::map<int, std::map<std::tuple<int, std::string, int, std::string>, AccuracySeries>> panels;  ///< layers ->
+  std::vector<int> ks;  ///< every K with an accuracy, sorted, distinct (1 when only single was trained)
   double lo = 1, hi = 0;
+};
+
+/// Rows with a test accuracy, one panel per depth (single only opens its panel: it is the reference line).
+AccuracyPanels accuracy_panels(const Report& r) {
+  AccuracyPanels a;
   for (const Row& row : r.rows) {
     if (!row.test_accuracy) continue;
-    lo = std::min(lo, *row.test_accuracy);
-    hi = std::max(hi, *row.test_accuracy);
+    a.lo = std::min(a.lo, *row.test_accuracy);
+    a.hi = std::max(a.hi, *row.test_accuracy);
     if (row.strategy == "single") {
-      panels[row.layers];
+      a.panels[row.layers];
       continue;
     }
     if (row.parts <= 0) continue;
-    auto& s = panels[row.layers][{strategy_rank(row.strategy), row.strategy, partitioner_rank(row.partitioner),
-                                  row.partitioner}];
+    auto& s = a.panels[row.layers][{strategy_rank(row.strategy), row.strategy, partitioner_rank(row.partitioner),
+                                    row.partitioner}];
     s.strategy = row.strategy;
     s.partitioner = row.partitioner;
     if (std::none_of(s.points.begin(), s.points.end(), [&](const Row* p) { return p->parts == row.parts; }))
       s.points.push_back(&row);
-    ks.push_back(row.parts);
+    a.ks.push_back(row.parts);
   }
+  if (a.ks.empty()) a.ks.push_back(1);
+  std::sort(a.ks.begin(), a.ks.end());
+  a.ks.erase(std::unique(a.ks.begin(), a.ks.end()), a.ks.end());
+  return a;
+}
+
+/// One strategy's accuracy against K, shifted dx pixels sideways.
+void accuracy_series_at(Svg& svg, const AccuracySeries& s, const Scale& x, const Scale& y, double dx, const char* dash) {
+  const std::string colour = strategy_colour(s.strategy);
+  std::vector<const Row*> pts = s.points;
+  std::sort(pts.begin(), pts.end(), [](const Row* a, const Row* b) { return a->parts < b->parts; });
+  std::vector<std::pair<double, double>> line;
+  for (const Row* p : pts) line.emplace_back(x(std::max(1, p->parts)) + dx, y(*p->test_accuracy * 100));
+  svg.polyline(line, colour, 2.2, dash);
+  for (const Row* p : pts) {
+    std::string tip = s.strategy + " (" + s.partitioner + "), K = " + std::to_string(p->parts) + ", " +
+                      layers_text(p->layers) + ": test " + percent(*p->test_accuracy);
+    if (p->valid_accuracy) tip += ", valid " + percent(*p->valid_accuracy);
+    if (p->final_loss) tip += ", final loss " + trim_zeros(fixed(*p->final_loss, 4));
+    if (p->epochs) tip += ", " + commas(*p->epochs) + " epochs";
+    svg.circle(x(std::max(1, p->parts)) + dx, y(*p->test_accuracy * 100), 4.5, colour, tip,
+               "stroke=\"#fff\" stroke-width=\"1.5\"");
+  }
+}
+
+std::string accuracy_chart(const Report& r, double width) {
+  const auto reference = single_accuracy(r);
+  const AccuracyPanels data = accuracy_panels(r);
+  const auto& panels = data.panels;
+  const auto& ks = data.ks;
+  const double lo = data.lo, hi = data.hi;
   if (panels.empty()) return {};
-  if (ks.empty()) ks.push_back(1);
-  std::sort(ks.begin(), ks.end());
-  ks.erase(std::unique(ks.begin(), ks.end()), ks.end());
 
   std::vector<LegendItem> items;
   std::set<std::pair<std::string, std::string>> seen;
@@ -1061,21 +1115,7 @@ std::string accuracy_chart(const Report& r, double width) {
     int si = 0;
     for (const auto& [key, s] : series) {
       const double dx = (si++ - (n - 1) / 2) * 6;
-      const std::string colour = strategy_colour(s.strategy);
-      std::vector<const Row*> pts = s.points;
-      std::sort(pts.begin(), pts.end(), [](const Row* a, const Row* b) { return a->parts < b->parts; });
-      std::vector<std::pair<double, double>> line;
-      for (const Row* p : pts) line.emplace_back(x(std::max(1, p->parts)) + dx, y(*p->test_accuracy * 100));
-      svg.polyline(line, colour, 2.2, dash_of(s.partitioner));
-      for (const Row* p : pts) {
-        std::string tip = s.strategy + " (" + s.partitioner + "), K = " + std::to_string(p->parts) + ", " +
-                          layers_text(p->layers) + ": test " + percent(*p->test_accuracy);
-        if (p->valid_accuracy) tip += ", valid " + percent(*p->valid_accuracy);
-        if (p->final_loss) tip += ", final loss " + trim_zeros(fixed(*p->final_loss, 4));
-        if (p->epochs) tip += ", " + commas(*p->epochs) + " epochs";
-        svg.circle(x(std::max(1, p->parts)) + dx, y(*p->test_accuracy * 100), 4.5, colour, tip,
-                   "stroke=\"#fff\" stroke-width=\"1.5\"");
-      }
+      accuracy_series_at(svg, s, x, y, dx, dash_of(s.partitioner));
     }
   }
   return svg.finish();
@@ -1084,58 +1124,6 @@ std::string accuracy_chart(const Report& r, double width) {
 // ---------------------------------------------------------------------------------------------------------------
 // The page
 // ---------------------------------------------------------------------------------------------------------------
-
-constexpr const char* kCss = R"css(
-:root { --ink: #1d2330; --muted: #5d6675; --line: #dde1e6; --soft: #f5f6f8; }
-* { box-sizing: border-box; }
-html { background: #eef0f3; }
-body { margin: 0; color: var(--ink); font: 14px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, "Helvetica Neue",
-       Arial, sans-serif; -webkit-font-smoothing: antialiased; }
-main { max-width: 1200px; margin: 0 auto; padding: 28px 24px 40px; }
-header .kicker { margin: 0; color: var(--muted); font-size: 12px; letter-spacing: .08em; text-transform: uppercase; }
-h1 { font-size: 26px; margin: 2px 0 4px; font-weight: 650; }
-h1 em { font-style: normal; color: #0072b2; }
-h2 { font-size: 17px; margin: 0 0 10px; font-weight: 650; }
-.sub { margin: 0; color: var(--muted); }
-.facts { display: grid; grid-template-columns: repeat(auto-fit, minmax(128px, 1fr)); gap: 10px; margin: 18px 0 4px; }
-.fact { background: #fff; border: 1px solid var(--line); border-radius: 8px; padding: 8px 12px; min-width: 0; }
-.fact span { display: block; color: var(--muted); font-size: 11px; letter-spacing: .05em; text-transform: uppercase; }
-.fact b { display: block; font-size: 16px; font-weight: 600; font-variant-numeric: tabular-nums;
-          overflow-wrap: anywhere; }
-.fact small { color: var(--muted); font-size: 12px; }
-section, figure.card { background: #fff; border: 1px solid var(--line); border-radius: 10px; padding: 16px 20px;
-                       margin: 16px 0; }
-.glance { margin: 0; padding-left: 20px; }
-.glance li { margin: 2px 0; }
-.table-wrap { overflow-x: auto; }
-table { border-collapse: collapse; width: 100%; font-size: 13px; font-variant-numeric: tabular-nums; }
-th { text-align: right; font-weight: 600; color: var(--muted); padding: 6px 8px; border-bottom: 2px solid var(--line);
-     white-space: nowrap; vertical-align: bottom; font-size: 12px; }
-td { text-align: right; padding: 4px 8px; border-bottom: 1px solid #eef0f2; white-space: nowrap; }
-th.l, td.l { text-align: left; }
-tbody tr:hover td { background: #f7f9fc; }
-tr.group td { background: var(--soft); color: var(--muted); font-weight: 600; text-align: left; font-size: 12px;
-              letter-spacing: .03em; border-bottom: 1px solid var(--line); padding-top: 6px; }
-tr.newk td { border-top: 1px solid #d4d8de; }
-.chip { display: inline-block; width: 10px; height: 10px; border-radius: 2px; margin-right: 7px; }
-.na { color: #a3a9b2; }
-.delta { color: var(--muted); font-size: 11px; margin-left: 4px; }
-.delta.bad { color: #b8430b; }
-figure { margin: 0; }
-figure.card { margin: 16px 0; }
-figure svg { display: block; width: 100%; height: auto; }
-figcaption { color: var(--muted); font-size: 13px; margin-top: 8px; max-width: 100ch; }
-figcaption b { color: var(--ink); }
-.pair { display: grid; grid-template-columns: 1fr 1fr; gap: 16px; }
-.pair figure.card { margin: 0; }
-.note { background: #fff8e6; border: 1px solid #f0dba6; color: #6b5313; border-radius: 8px; padding: 10px 14px;
-        margin: 8px 0 0; }
-details { margin-top: 10px; }
-summary { cursor: pointer; color: var(--muted); font-weight: 600; }
-footer { color: var(--muted); font-size: 12px; text-align: center; margin-top: 20px; }
-@media (max-width: 900px) { .pair { grid-template-columns: 1fr; } }
-@media print { html { background: #fff; } section, figure.card { break-inside: avoid; } }
-)css";
 
 std::string na() { return std::string("<span class=\"na\">") + kNone + "</span>"; }
 
@@ -1242,8 +1230,45 @@ void write_glance(std::ostringstream& o, const Report& r) {
   o << "</ul>\n</section>\n";
 }
 
+/// The test accuracy, and its difference to single at the same depth in points.
+std::string accuracy_cell(const Row& row, const std::map<int, double>& reference) {
+  if (!row.test_accuracy) return na();
+  std::ostringstream o;
+  o << esc(percent(*row.test_accuracy));
+  auto ref = reference.find(row.layers);
+  if (row.strategy != "single" && ref != reference.end()) {
+    const double d = (*row.test_accuracy - ref->second) * 100;
+    if (std::fabs(d) >= 0.05)
+      o << "<span class=\"delta" << (d < -0.5 ? " bad" : "") << "\">" << (d > 0 ? "+" : "\xe2\x88\x92")
+        << fixed(std::fabs(d), 1) << "</span>";
+    else
+      o << "<span class=\"delta\">\xc2\xb1" << "0.0</span>";
+  }
+  return o.str();
+}
+
+/// The largest peak over the devices and the bytes all devices send per epoch, with the spread as a tooltip.
+std::string peak_and_sent_cells(const Row& row) {
+  std::ostringstream o;
+  const Spread p = spread(peaks(row));
+  if (p.count > 0) {
+    o << "<td title=\"" << esc("min " + bytes_text(p.min) + ", mean " + bytes_text(p.mean) + " over " +
+                               plural(p.count, "device", "devices"))
+      << "\">" << esc(bytes_text(p.max)) << "</td>";
+  } else {
+    o << "<td>" << na() << "</td>";
+  }
+  const Spread sent = spread(row.bytes_sent);
+  if (sent.count > 0) {
+    o << "<td title=\"" << esc("max " + bytes_text(sent.max) + " per device") << "\">" << esc(bytes_text(sent.sum))
+      << "</td>";
+  } else {
+    o << "<td>" << na() << "</td>";
+  }
+  return o.str();
+}
+
 void write_summary(std::ostringstream& o, const Report& r) {
-  o << "<section>\n<h2>Summary</h2>\n";
   if (r.rows.empty()) {
     o << "<p class=\"note\">The report holds no runs.</p>\n";
     return;
@@ -1293,40 +1318,9 @@ void write_summary(std::ostringstream& o, const Report& r) {
     o << "<td>" << cell(opt(lost_fraction, percent)) << "</td>";
     o << "<td>" << cell(opt(row.edge_cut, commas)) << "</td>";
     o << "<td>" << cell(opt(row.replication, [](double v) { return fixed(v, 2) + "\xc3\x97"; })) << "</td>";
-    const Spread p = spread(peaks(row));
-    if (p.count > 0) {
-      o << "<td title=\"" << esc("min " + bytes_text(p.min) + ", mean " + bytes_text(p.mean) + " over " +
-                                 plural(p.count, "device", "devices"))
-        << "\">" << esc(bytes_text(p.max)) << "</td>";
-    } else {
-      o << "<td>" << na() << "</td>";
-    }
-    const Spread sent = spread(row.bytes_sent);
-    if (sent.count > 0) {
-      o << "<td title=\"" << esc("max " + bytes_text(sent.max) + " per device") << "\">" << esc(bytes_text(sent.sum))
-        << "</td>";
-    } else {
-      o << "<td>" << na() << "</td>";
-    }
+    o << peak_and_sent_cells(row);
     o << "<td>" << cell(opt(row.epoch_seconds, seconds_text)) << "</td>";
-    if (any_acc) {
-      o << "<td>";
-      if (row.test_accuracy) {
-        o << esc(percent(*row.test_accuracy));
-        auto ref = reference.find(row.layers);
-        if (row.strategy != "single" && ref != reference.end()) {
-          const double d = (*row.test_accuracy - ref->second) * 100;
-          if (std::fabs(d) >= 0.05)
-            o << "<span class=\"delta" << (d < -0.5 ? " bad" : "") << "\">" << (d > 0 ? "+" : "\xe2\x88\x92")
-              << fixed(std::fabs(d), 1) << "</span>";
-          else
-            o << "<span class=\"delta\">\xc2\xb1" << "0.0</span>";
-        }
-      } else {
-        o << na();
-      }
-      o << "</td>";
-    }
+    if (any_acc) o << "<td>" << accuracy_cell(row, reference) << "</td>";
     o << "</tr>\n";
   }
   o << "</tbody>\n</table></div>\n";
@@ -1381,65 +1375,64 @@ void write_details(std::ostringstream& o, const Report& r) {
   o << "</tbody></table></div>\n</details>\n";
 }
 
-void write_figure(std::ostringstream& o, const std::string& title, const std::string& svg, const std::string& caption,
-                  const std::string& missing) {
-  o << "<figure class=\"card\">\n<h2>" << title << "</h2>\n";
-  if (svg.empty()) {
-    o << "<p class=\"note\">" << missing << "</p>\n";
-  } else {
-    o << svg << "\n<figcaption>" << caption << "</figcaption>\n";
+/// `{{name}}` -> the value (inserted as given: the caller escapes), `{{#name}}...{{/name}}` kept when the value is
+/// not empty, `{{^name}}...{{/name}}` kept when it is, `{{! comment }}` dropped with the line break after it.
+/// Unknown names read as empty; sections do not nest (the page needs none).
+std::string fill(std::string_view page, const std::map<std::string, std::string>& values) {
+  auto value = [&](std::string_view name) {
+    const auto it = values.find(std::string(name));
+    return it == values.end() ? std::string_view{} : std::string_view(it->second);
+  };
+  std::string out;
+  std::size_t at = 0;
+  while (at < page.size()) {
+    const std::size_t open = page.find("{{", at);
+    const std::size_t close = open == std::string_view::npos ? open : page.find("}}", open);
+    if (close == std::string_view::npos) break;
+    out.append(page.substr(at, open - at));
+    const std::string_view tag = page.substr(open + 2, close - open - 2);
+    at = close + 2;
+    if (tag.empty() || (tag[0] != '#' && tag[0] != '^' && tag[0] != '!')) {
+      out.append(value(tag));
+      continue;
+    }
+    if (tag[0] == '!') {
+      if (at < page.size() && page[at] == '\n') ++at;
+      continue;
+    }
+    const std::string end = "{{/" + std::string(tag.substr(1)) + "}}";
+    const std::size_t stop = std::min(page.find(end, at), page.size());
+    if (value(tag.substr(1)).empty() == (tag[0] == '^')) out += fill(page.substr(at, stop - at), values);
+    at = std::min(stop + end.size(), page.size());
   }
-  o << "</figure>\n";
+  if (at < page.size()) out.append(page.substr(at));
+  return out;
+}
+
+template <typename Writer>
+std::string written(Writer write, const Report& r) {
+  std::ostringstream o;
+  write(o, r);
+  return o.str();
 }
 
 }  // namespace
 
 std::string compare_html(const nlohmann::json& report) {
   const Report r = parse_report(report);
-  std::ostringstream o;
-  o << "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-       "<meta name=\"viewport\" content=\"width=device-width, initial-scale=1\">\n"
-       "<title>"
-    << esc("gcnpart compare: " + (r.dataset.empty() ? std::string("unnamed graph") : r.dataset)) << "</title>\n<style>"
-    << kCss << "</style>\n</head>\n<body>\n<main>\n";
-  write_header(o, r);
-  write_glance(o, r);
-  write_summary(o, r);
-  write_details(o, r);
-  o << "</section>\n";
-
-  o << "<div class=\"pair\">\n";
-  write_figure(o, "Halo growth per hop", halo_chart(r, 560, 360),
-               "How many nodes a device holds, on average, at each hop of its neighbourhood. Hop 0 is the device's "
-               "own part; hop <i>h</i> adds the nodes first reached <i>h</i> edges away. An <i>n</i>-layer GCN needs "
-               "hops 1 to <i>n</i>, so every extra layer adds the next ring: a line that climbs steeply towards the "
-               "whole graph means deep models make each device hold most of the graph. Hover a point for its value.",
-               "Halo sizes were not recorded in this report (no <code>halo_per_hop</code> metrics).");
-  write_figure(o, "Lost edges vs K", lost_edges_chart(r, 560, 360),
-               "Edges whose two ends fall on different devices. <b>drop</b> ignores them, so this is how much of the "
-               "graph it never sees; the exact strategies pay for the same edges with halo nodes or communication "
-               "instead. Dashed lines, when present, give the cut of a baseline partitioner, to show what a good "
-               "partition saves.",
-               "No edge cut or lost edges were recorded in this report.");
-  o << "</div>\n";
-  write_figure(o, "Peak memory per device", memory_chart(r, 1120),
-               "Each bar is the peak memory of the <b>most loaded</b> device for one strategy, split by what it held "
-               "at that moment; the black tick marks the least loaded device, so a long gap means imbalance. The "
-               "first bar of each panel (<b>single</b>) is the whole model on one device, repeated as the reference "
-               "and drawn as the dashed line: bars below it are memory that splitting saves on each device.",
-               "Memory was not measured in this report.");
-  write_figure(o, "Test accuracy vs K", accuracy_chart(r, 1120),
-               "Test accuracy after training on K devices, one panel per model depth. The dashed line is training on "
-               "one device. <b>halo</b>, <b>gather</b> and <b>pipeline</b> compute the same model as one device, so "
-               "they should sit on the line (markers are offset sideways so they stay visible); <b>drop</b> never "
-               "sees the lost edges and usually falls further below it as K grows.",
-               "Accuracy was not measured in this report: run <code>gcnpart compare --train</code> to add this "
-               "chart.");
-  o << "<footer>gcnpart compare";
-  if (!r.commit.empty()) o << " \xc2\xb7 commit " << esc(r.commit);
-  if (!r.date.empty()) o << " \xc2\xb7 " << esc(date_text(r.date));
-  o << " \xc2\xb7 self-contained page: no scripts, no network</footer>\n</main>\n</body>\n</html>\n";
-  return o.str();
+  std::map<std::string, std::string> values;
+  values["title"] = esc("gcnpart compare: " + (r.dataset.empty() ? std::string("unnamed graph") : r.dataset));
+  values["header"] = written(write_header, r);
+  values["glance"] = written(write_glance, r);
+  values["summary"] = written(write_summary, r);
+  values["details"] = written(write_details, r);
+  values["halo_chart"] = halo_chart(r, 560, 360);
+  values["lost_edges_chart"] = lost_edges_chart(r, 560, 360);
+  values["memory_chart"] = memory_chart(r, 1120);
+  values["accuracy_chart"] = accuracy_chart(r, 1120);
+  values["commit"] = esc(r.commit);
+  values["date"] = r.date.empty() ? std::string() : esc(date_text(r.date));
+  return fill(kReportTemplate, values);
 }
 
 }  // namespace gcnpart::cli

@@ -232,3 +232,22 @@ TEST_CASE("missing keys and values of the wrong type render without throwing") {
   CHECK(count(html, "class=\"note\"") == 5);
   CHECK(html.find("<table>") != std::string::npos);
 }
+
+TEST_CASE("the page template is filled completely and text from the report is never read as a placeholder") {
+  json report = cora_report(true);
+  report["dataset"]["name"] = "{{summary}} {{#halo_chart}}x{{/halo_chart}}";
+  report["commit"] = "{{date}}";
+  for (const json& r : {report, json::object()}) {
+    const std::string html = compare_html(r);
+    CHECK(html.rfind("<!DOCTYPE html>", 0) == 0);  // the template's comment is dropped with its line break
+    CHECK(count(html, "<style>") == 1);
+    CHECK(count(html, "</main>") == 1);
+    CHECK(count(html, "<figure class=\"card\">") == 4);
+  }
+  const std::string html = compare_html(report);
+  // The dataset name (title, header: 3 braces each) and the commit (facts, footer), as given.
+  CHECK(count(html, "{{") == 8);
+  CHECK(html.find("{{summary}} {{#halo_chart}}x{{/halo_chart}}") != std::string::npos);
+  CHECK(html.find("commit {{date}}") != std::string::npos);
+  CHECK(count(html, "<h2>Summary</h2>") == 1);
+}
