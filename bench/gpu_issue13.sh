@@ -23,6 +23,11 @@ SECONDS=0
   cmake --build build/gpu -j 8 --target gcnpart > "$o/build-after.log" 2>&1 ) &
 wait
 echo "builds: ${SECONDS}s"
+if [ "${GPU_TESTS:-1}" = 1 ]; then  # the gpu suite of this tree (CUDA paths the CPU machine cannot run)
+  cmake --build build/gpu -j 16 > "$o/build-tests.log" 2>&1 || grep -E "error" "$o/build-tests.log" | head
+  timeout 240 ctest --test-dir build/gpu -L gpu --output-on-failure > "$o/ctest-gpu.log" 2>&1
+  echo "gpu tests: exit $? after ${SECONDS}s"; grep -E "tests passed|Failed|\*\*\*" "$o/ctest-gpu.log" | head -20
+fi
 before=/tmp/before/build/gpu/tools/gcnpart
 after=build/gpu/tools/gcnpart
 [ -x "$before" ] || { grep -E "error" "$o/build-before.log" | head; exit 1; }
