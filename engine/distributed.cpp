@@ -39,6 +39,13 @@ double LinkReport::plain_GBps() const noexcept { return device_mean(devices, &Li
 double LinkReport::ratio() const noexcept { return plain_GBps() > 0 ? train_GBps() / plain_GBps() : 0.0; }
 double LinkReport::same_ratio() const noexcept { return plain_GBps() > 0 ? train_same_GBps() / plain_GBps() : 0.0; }
 
+double TrainReport::exposed_communication() const noexcept {
+  if (epoch_ms_per_epoch.empty()) return 0.0;
+  const double epoch = *std::max_element(epoch_ms_per_epoch.begin(), epoch_ms_per_epoch.end());
+  const double compute = *std::max_element(compute_ms_per_epoch.begin(), compute_ms_per_epoch.end());
+  return epoch > 0 ? std::max(0.0, epoch - compute) / epoch : 0.0;
+}
+
 double TrainReport::compute_imbalance() const noexcept {
   double sum = 0, most = 0;
   for (const double c : compute_ms_per_epoch) {
@@ -189,7 +196,9 @@ void write_checkpoint(const TrainConfig& config, int rank, int parts, int epoch,
 }
 
 void inject_fault(const FaultInjection& fault, int rank, int epoch) {
-  if (fault.kind == FaultInjection::Kind::kNone || fault.rank != rank || fault.epoch != epoch) return;
+  if (fault.kind == FaultInjection::Kind::kNone || fault.kind == FaultInjection::Kind::kSlow || fault.rank != rank ||
+      fault.epoch != epoch)
+    return;
   if (fault.kind == FaultInjection::Kind::kKill) std::raise(SIGKILL);
   throw FaultInjected("injected fault: device " + std::to_string(rank) + " failed in epoch " + std::to_string(epoch));
 }
@@ -234,6 +243,8 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
   for (int epoch = st.start; epoch < config.epochs; ++epoch) {
     const std::int64_t sent_before = bytes_sent();
     const auto t0 = std::chrono::steady_clock::now();
+    if (config.fault.kind == FaultInjection::Kind::kSlow && config.fault.rank == rank)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config.fault.slow_ms));
     const double loss_sum = model.train_step(epoch);  // ends with the stream synchronised
     mine.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
     std::vector<CommTally> calls = take_tallies();
@@ -349,9 +360,17 @@ void fill_report(TrainReport& report, const std::vector<RankResult>& results) {
   report.comm_seconds.resize(k);
   report.epoch_ms_per_epoch.resize(k);
   report.comm_ms_per_epoch.resize(k);
+  report.wait_ms_per_epoch.resize(k);
   report.compute_ms_per_epoch.resize(k);
   report.memory_check.resize(k);
+  // Time in communication calls splits into moving data and waiting for a slower peer: per epoch, the device
+  // that spent the least time in its calls arrived last at them and waited for no one, so that least time is the
+  // communication itself and every device's excess over it is waiting.
   std::size_t epochs = 0;
+  for (const auto& res : results) epochs = std::max(epochs, res.comm_seconds.size());
+  std::vector<double> least(epochs, std::numeric_limits<double>::infinity());
+  for (const auto& res : results)
+    for (std::size_t e = 0; e < res.comm_seconds.size(); ++e) least[e] = std::min(least[e], res.comm_seconds[e]);
   for (std::size_t r = 0; r < k; ++r) {
     const RankResult& res = results[r];
     report.memory[r] = res.memory;
@@ -362,11 +381,14 @@ void fill_report(TrainReport& report, const std::vector<RankResult>& results) {
     report.comm_seconds[r] = res.comm_seconds;
     const std::size_t from = first_measured_epoch(res.step_seconds.size());
     report.epoch_ms_per_epoch[r] = 1e3 * mean_of(res.step_seconds, from);
-    report.comm_ms_per_epoch[r] = 1e3 * mean_of(res.comm_seconds, from);
-    report.compute_ms_per_epoch[r] = report.epoch_ms_per_epoch[r] - report.comm_ms_per_epoch[r];
+    const double in_calls = 1e3 * mean_of(res.comm_seconds, from);
+    report.comm_ms_per_epoch[r] = 1e3 * mean_of(std::vector<double>(least.begin(), least.begin() + static_cast<std::ptrdiff_t>(res.comm_seconds.size())), from);
+    report.wait_ms_per_epoch[r] = in_calls - report.comm_ms_per_epoch[r];
+    report.compute_ms_per_epoch[r] = report.epoch_ms_per_epoch[r] - in_calls;
     report.memory_check[r] = res.memory_check;
-    epochs = std::max(epochs, res.step_seconds.size());
   }
+  epochs = 0;
+  for (const auto& res : results) epochs = std::max(epochs, res.step_seconds.size());
   report.epoch_seconds.clear();
   for (std::size_t e = 0; e < epochs; ++e) {
     double slowest = 0;

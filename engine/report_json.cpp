@@ -60,7 +60,9 @@ void add_device_json(nlohmann::json& j, const TrainReport& r) {
   j["bytes_sent_per_epoch"] = r.bytes_sent_per_epoch;
   j["driver_bytes"] = r.driver_bytes;
   j["comm_ms_per_epoch"] = r.comm_ms_per_epoch;
+  j["wait_ms_per_epoch"] = r.wait_ms_per_epoch;
   j["compute_ms_per_epoch"] = r.compute_ms_per_epoch;
+  j["exposed_communication"] = r.exposed_communication();
   j["work_imbalance_measured"] = r.compute_imbalance();
   j["device_epoch_ms"] = r.epoch_ms_per_epoch;
   j["memory_check"] = checks;

@@ -30,14 +30,6 @@ double median(std::vector<double> v) {
   return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-const char* partitioner_name(partition::Partitioner p) {
-  switch (p) {
-    case partition::Partitioner::kRandom: return "random";
-    case partition::Partitioner::kRange: return "range";
-    default: return "metis";
-  }
-}
-
 nlohmann::json mean_std_json(const MeanStd& m) { return {{"mean", m.mean}, {"std", m.std}}; }
 
 nlohmann::json accuracy_json(const double (&a)[3]) { return {{"train", a[0]}, {"valid", a[1]}, {"test", a[2]}}; }
@@ -113,7 +105,7 @@ nlohmann::json TrainSummary::to_json() const {
   j["strategy"] = to_string(q.strategy);
   j["parts"] = q.parts;
   j["launch"] = q.launch.mpi ? "mpi" : "threads";
-  j["partitioner"] = partitioner_name(q.partition.method);
+  j["partitioner"] = partition::partitioner_name(q.partition.method);
   j["balance"] = partition::balance_name(q.partition.balance);
   j["model"] = {{"dims", dims},
                 {"layers", m.layers},

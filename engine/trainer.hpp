@@ -23,10 +23,13 @@ namespace gcnpart::engine {
 /// --fault-inject flag). kKill raises SIGKILL in the whole process (what a crashed node looks like to mpirun and
 /// to the checkpoint); kThrow makes that device throw FaultInjected, which the other devices see as an aborted
 /// collective (a library caller and the in-process tests can then resume).
+/// kSlow makes that device a straggler instead: it sleeps slow_ms inside every train step (counted as its compute),
+/// for the tests of the compute / communication / waiting split.
 struct FaultInjection {
-  enum class Kind { kNone, kKill, kThrow } kind = Kind::kNone;
+  enum class Kind { kNone, kKill, kThrow, kSlow } kind = Kind::kNone;
   int rank = 0;   ///< the device (rank) that fails
-  int epoch = 0;  ///< after this epoch's train step and checkpoint, before its evaluation
+  int epoch = 0;  ///< after this epoch's train step, before its evaluation and checkpoint
+  double slow_ms = 0;  ///< kSlow: sleep per train step
 };
 
 struct TrainConfig {
@@ -98,14 +101,20 @@ struct TrainReport {
   std::vector<std::vector<double>> comm_seconds;  ///< [device][epoch]: its time in communication during the step
   /// Means over the epochs after the first (the first is warm-up; all when there is one):
   std::vector<double> epoch_ms_per_epoch;    ///< the device's train step
-  std::vector<double> comm_ms_per_epoch;     ///< time in communication (Communicator::take_tallies)
-  std::vector<double> compute_ms_per_epoch;  ///< epoch_ms_per_epoch - comm_ms_per_epoch
+  /// Time in communication calls (Communicator::take_tallies) splits into communication and waiting: per epoch
+  /// the least any device spent in its calls is communication (the last to arrive waited for no one), each
+  /// device's excess over it is waiting for a slower peer.
+  std::vector<double> comm_ms_per_epoch;
+  std::vector<double> wait_ms_per_epoch;
+  std::vector<double> compute_ms_per_epoch;  ///< epoch_ms_per_epoch - comm_ms_per_epoch - wait_ms_per_epoch
   std::vector<MemoryCheck> memory_check;     ///< the driver's view against the accounted terms (GPUs only)
   bool has_link = false;                     ///< link was measured
   LinkReport link;
   /// Measured work imbalance: max / mean of the devices' compute per epoch (1 for one device or no epochs). The
   /// plan's PlanMetrics::work_imbalance predicts it.
   [[nodiscard]] double compute_imbalance() const noexcept;
+  /// Exposed communication: (slowest device's epoch - slowest device's compute) / slowest epoch, in [0, 1].
+  [[nodiscard]] double exposed_communication() const noexcept;
 };
 
 /// How the devices are driven.

@@ -37,14 +37,6 @@ std::string human_bytes(double bytes) {
   return buf;
 }
 
-const char* partitioner_name(Partitioner p) {
-  switch (p) {
-    case Partitioner::kRandom: return "random";
-    case Partitioner::kRange: return "range";
-    case Partitioner::kMetis: break;
-  }
-  return "metis";
-}
 std::string join(const std::vector<int>& v) {
   std::string s;
   for (int x : v) s += (s.empty() ? "" : ",") + std::to_string(x);
@@ -218,9 +210,14 @@ Context resolve(const FitRequest& r) {
   Context c(r);
   c.cal = calibrate(r.catalogue.find("h200", "the calibration card (h200)"), h200_measurements());
   if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
+  // fit prices K > 1 devices for the strategies the memory model covers that run on more than one device.
+  const auto priced = [](const StrategyTraits& t) { return t.memory_model && t.parts != PartsRule::kOne; };
   for (Strategy s : r.strategies)
-    if (s == Strategy::kSingle || s == Strategy::kPipeline)
-      throw InvalidInput::parameter("strategies", to_string(s), "a list of drop, halo, gather");
+    if (!priced(traits(s))) {
+      std::string names;
+      for (const auto& n : strategy_names_where(priced)) names += (names.empty() ? "" : ", ") + n;
+      throw InvalidInput::parameter("strategies", to_string(s), "a list of " + names);
+    }
   if (r.rank_gpus.empty()) throw InvalidInput::parameter("rank_gpus", "", "at least one GPU count");
   for (int k : r.rank_gpus)
     if (k < 1 || k > 1024) throw InvalidInput::parameter("rank_gpus", std::to_string(k), "GPU counts in 1..1024");

@@ -349,6 +349,20 @@ Plan build_plan(const Csr& graph, Strategy strategy, Partition partition, int la
 
 }  // namespace
 
+const char* partitioner_name(Partitioner p) noexcept {
+  switch (p) {
+    case Partitioner::kRandom: return "random";
+    case Partitioner::kRange: return "range";
+    default: return "metis";
+  }
+}
+
+Partitioner parse_partitioner(const std::string& text, const std::string& parameter) {
+  for (Partitioner p : {Partitioner::kMetis, Partitioner::kRandom, Partitioner::kRange})
+    if (text == partitioner_name(p)) return p;
+  throw InvalidInput::parameter(parameter, text, "metis, random or range");
+}
+
 const char* balance_name(Balance b) noexcept {
   switch (b) {
     case Balance::kEdges: return "edges";

@@ -24,6 +24,10 @@ enum class Balance { kNodes, kEdges, kBoth, kWork };
 /// "nodes", "edges", "both", "work". @throws InvalidInput naming `parameter` otherwise.
 Balance parse_balance(const std::string& text, const std::string& parameter);
 const char* balance_name(Balance b) noexcept;
+/// "metis", "random", "range".
+const char* partitioner_name(Partitioner p) noexcept;
+/// @throws InvalidInput naming `parameter` for another name.
+Partitioner parse_partitioner(const std::string& text, const std::string& parameter);
 
 struct PartitionOptions {
   Partitioner method = Partitioner::kMetis;

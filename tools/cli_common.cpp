@@ -142,10 +142,13 @@ void print_memory_check(const engine::MemoryCheck& m, const std::string& device_
 
 void print_distributed_details(const engine::TrainReport& r, const std::string& device_prefix) {
   for (std::size_t d = 0; d < r.memory.size(); ++d)
-    std::printf("device %zu     peak %s, sent %s per epoch; epoch %.3f ms = comm %.3f ms + compute %.3f ms\n", d,
-                human_bytes(static_cast<double>(r.memory[d].peak)).c_str(),
+    std::printf("device %zu     peak %s, sent %s per epoch; epoch %.3f ms = compute %.3f + comm %.3f + waiting %.3f ms\n",
+                d, human_bytes(static_cast<double>(r.memory[d].peak)).c_str(),
                 human_bytes(static_cast<double>(r.bytes_sent_per_epoch[d])).c_str(), r.epoch_ms_per_epoch[d],
-                r.comm_ms_per_epoch[d], r.compute_ms_per_epoch[d]);
+                r.compute_ms_per_epoch[d], r.comm_ms_per_epoch[d], r.wait_ms_per_epoch[d]);
+  if (r.memory.size() > 1)
+    std::printf("balance      compute imbalance %.3f (max / mean), exposed communication %.1f %% of the epoch\n",
+                r.compute_imbalance(), 100 * r.exposed_communication());
   for (std::size_t d = 0; d < r.memory_check.size(); ++d)
     print_memory_check(r.memory_check[d], device_prefix + std::to_string(d));
   if (!r.has_link) return;

@@ -25,11 +25,6 @@ using partition::Strategy;
 using partition::load_cards;
 using nlohmann::json;
 
-/// fit prices K > 1 devices for the strategies the memory model covers that run on more than one device.
-bool priced_for_many(Strategy s) {
-  return partition::traits(s).memory_model && partition::traits(s).parts != partition::PartsRule::kOne;
-}
-
 constexpr double kMiB = 1048576.0;
 /// Where the human-readable report goes: stdout, or stderr when the JSON goes to stdout (--json -).
 FILE* g_out = stdout;

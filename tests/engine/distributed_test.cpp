@@ -133,7 +133,8 @@ TEST_CASE("every device's epoch splits into communication and compute that add u
       }
       CHECK(dist.comm_ms_per_epoch[d] > 0.0);  // every strategy communicates every epoch
       CHECK(dist.compute_ms_per_epoch[d] > 0.0);
-      CHECK(dist.comm_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
+      CHECK(dist.wait_ms_per_epoch[d] >= 0.0);
+      CHECK(dist.comm_ms_per_epoch[d] + dist.wait_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
             doctest::Approx(dist.epoch_ms_per_epoch[d]).epsilon(1e-9));
       const double slowest = *std::max_element(dist.epoch_seconds.begin(), dist.epoch_seconds.end());
       CHECK(dist.epoch_ms_per_epoch[d] <= 1e3 * slowest);
@@ -235,7 +236,7 @@ TEST_SUITE("gpu") {
         CHECK(m.within(0.05));
       }
       for (std::size_t d = 0; d < dist.comm_ms_per_epoch.size(); ++d)
-        CHECK(dist.comm_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
+        CHECK(dist.comm_ms_per_epoch[d] + dist.wait_ms_per_epoch[d] + dist.compute_ms_per_epoch[d] ==
               doctest::Approx(dist.epoch_ms_per_epoch[d]).epsilon(1e-9));
       CHECK(dist.has_link == (gpus > 1));
       if (dist.has_link) CHECK(dist.link.plain_GBps() > 0.0);
@@ -415,4 +416,25 @@ TEST_CASE("single is the one training loop with one device: a resumed single run
   const auto resumed = train_single(p, Device{}, cfg);
   CHECK(resumed.train_loss == whole.train_loss);
   CHECK(resumed.parameters == whole.parameters);
+}
+
+TEST_CASE("time a fast device spends blocked on a straggler is waiting, not communication or compute") {
+  const auto plan = partition::make_plan(cora().graph, Strategy::kGather, 2, 2);
+  TrainConfig cfg = twenty_epochs(2);
+  cfg.epochs = 6;
+  cfg.fault.kind = FaultInjection::Kind::kSlow;
+  cfg.fault.rank = 1;
+  cfg.fault.slow_ms = 40;  // device 1 computes 40 ms longer every step
+  const auto dist = train_distributed(cora(), plan, cfg);
+  REQUIRE(dist.wait_ms_per_epoch.size() == 2);
+  INFO("device 0: compute " << dist.compute_ms_per_epoch[0] << " comm " << dist.comm_ms_per_epoch[0] << " wait "
+                            << dist.wait_ms_per_epoch[0] << "; device 1: compute " << dist.compute_ms_per_epoch[1]
+                            << " comm " << dist.comm_ms_per_epoch[1] << " wait " << dist.wait_ms_per_epoch[1]);
+  CHECK(dist.wait_ms_per_epoch[0] >= 30.0);  // the fast device waits for the straggler's 40 ms
+  CHECK(dist.wait_ms_per_epoch[1] <= 0.25 * dist.wait_ms_per_epoch[0]);
+  CHECK(dist.compute_ms_per_epoch[1] >= dist.compute_ms_per_epoch[0] + 30.0);
+  CHECK(dist.comm_ms_per_epoch[0] == doctest::Approx(dist.comm_ms_per_epoch[1]));  // the same least time
+  CHECK(dist.compute_imbalance() > 1.2);
+  CHECK(dist.exposed_communication() >= 0.0);
+  CHECK(dist.exposed_communication() < 1.0);
 }

@@ -29,9 +29,11 @@ void check_split(const nlohmann::json& j, std::size_t devices) {
   for (std::size_t d = 0; d < devices; ++d) {
     const double comm = j["comm_ms_per_epoch"][d].get<double>();
     const double compute = j["compute_ms_per_epoch"][d].get<double>();
+    const double wait = j["wait_ms_per_epoch"][d].get<double>();
     CHECK(comm >= 0.0);
+    CHECK(wait >= 0.0);
     CHECK(compute >= 0.0);
-    CHECK(comm + compute == doctest::Approx(j["device_epoch_ms"][d].get<double>()).epsilon(1e-9));
+    CHECK(comm + wait + compute == doctest::Approx(j["device_epoch_ms"][d].get<double>()).epsilon(1e-9));
   }
   REQUIRE(j["memory_check"].size() == devices);
   for (const auto& m : j["memory_check"])

@@ -1,0 +1,158 @@
+#include "engine/compare.hpp"
+
+#include <algorithm>
+
+#include "engine/distributed.hpp"
+#include "engine/report_json.hpp"
+#include "engine/resources.hpp"
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::engine {
+
+nlohmann::json to_json(const partition::PlanMetrics& m) {
+  return {{"nodes", m.nodes},
+          {"edges", m.edges},
+          {"edge_cut", m.edge_cut},
+          {"comm_volume", m.comm_volume},
+          {"lost_edges", m.lost_edges},
+          {"lost_fraction", m.lost_fraction},
+          {"inner_nodes", m.inner_nodes},
+          {"local_nodes", m.local_nodes},
+          {"local_edges", m.local_edges},
+          {"halo_per_hop", m.halo_per_hop},
+          {"replication_factor", m.replication_factor},
+          {"replicated_edges", m.replicated_edges},
+          {"table_rows", m.table_rows},
+          {"index_bytes", m.index_bytes},
+          {"node_imbalance", m.node_imbalance},
+          {"edge_imbalance", m.edge_imbalance},
+          {"work", m.work},
+          {"work_imbalance", m.work_imbalance},
+          {"plan_seconds", m.plan_seconds},
+          {"partition_seconds", m.partition_seconds}};
+}
+
+namespace {
+
+double median_after_warmup(const std::vector<double>& v) {
+  std::vector<double> t(v.begin() + (v.size() > 1 ? 1 : 0), v.end());
+  if (t.empty()) return 0;
+  std::sort(t.begin(), t.end());
+  return t[t.size() / 2];
+}
+
+/// A measured row: the run's per-device figures, its epoch, and accuracy when trained.
+nlohmann::json measured_row(partition::Strategy s, int k, int layers, const partition::PlanMetrics& metrics,
+                            const TrainReport& rep, bool trained) {
+  nlohmann::json r = {{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"metrics", to_json(metrics)},
+                      {"work_imbalance_predicted", metrics.work_imbalance}};
+  add_device_json(r, rep);
+  r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
+  r["train_loss"] = rep.train_loss;
+  if (trained)
+    r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
+                  {"final_loss", rep.train_loss.back()}, {"epochs", rep.epochs_run}};
+  return r;
+}
+
+std::vector<partition::Strategy> strategies_of(const CompareRequest& q) {
+  if (!q.strategies.empty()) return q.strategies;
+  std::vector<partition::Strategy> all;
+  for (const auto& t : partition::kStrategies)
+    if (t.value != partition::Strategy::kSingle) all.push_back(t.value);
+  return all;
+}
+
+}  // namespace
+
+void CompareRequest::validate() const {
+  for (int k : parts)
+    if (k < 1) throw InvalidInput::parameter("--parts", std::to_string(k), "device counts >= 1");
+  for (int l : layers)
+    if (l < 1 || l > 16) throw InvalidInput::parameter("--layers", std::to_string(l), "1..16");
+  if (!train && measure_epochs < 1)
+    throw InvalidInput::parameter("--measure-epochs", std::to_string(measure_epochs), ">= 1");
+  config.validate();
+}
+
+std::int64_t compare_configurations(const CompareRequest& request) {
+  return static_cast<std::int64_t>(request.layers.size()) *
+         (1 + static_cast<std::int64_t>(request.parts.size() * strategies_of(request).size()));
+}
+
+nlohmann::json CompareReport::to_json() const {
+  nlohmann::json j = header;
+  j["rows"] = rows;
+  return j;
+}
+
+CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request, const CompareProgress& progress) {
+  request.validate();
+  const bool cuda = request.backend == Backend::kCuda;
+  const int gpus = cuda ? cuda_device_count() : 0;
+  if (cuda && gpus == 0) throw InvalidInput::parameter("--device", "cuda", "a visible CUDA device, but none was found");
+  TrainConfig cfg = request.config;
+  if (!request.train) cfg.epochs = request.measure_epochs;
+  cfg.evaluate_every_epoch = false;
+  LaunchOptions launch;
+  launch.backend = request.backend;
+  const partition::PartitionOptions& popt = request.partition;
+  const auto strategies = strategies_of(request);
+
+  CompareReport report;
+  nlohmann::json& h = report.header;
+  h["dataset"] = dataset_json(ds);
+  h["partitioner"] = partition::partitioner_name(popt.method);
+  h["metis_edge_sample"] = popt.metis_edge_sample;
+  h["balance"] = partition::balance_name(popt.balance);
+  h["parts"] = request.parts;
+  h["layers"] = request.layers;
+  h["device"] = cuda ? "cuda (" + std::to_string(gpus) + " visible GPU(s), NCCL, one thread each)"
+                     : std::string("cpu (virtual devices, one thread each)");
+  h["precision"] = to_string(cfg.model.precision);
+  h["epochs"] = cfg.epochs;
+  h["trained"] = request.train;
+  h["model"] = {{"hidden", cfg.model.hidden}, {"dropout", cfg.model.dropout}, {"lr", cfg.model.lr}};
+
+  const std::int64_t total = compare_configurations(request);
+  std::int64_t done = 0;
+  auto add = [&](nlohmann::json row) {
+    report.rows.push_back(std::move(row));
+    if (progress) progress(report.rows.back(), ++done, total);
+  };
+  for (int layers : request.layers) {
+    TrainConfig c = cfg;
+    c.model.layers = layers;
+    {  // single device: the reference
+      const auto metrics = partition::plan_metrics(ds.graph, partition::Strategy::kSingle,
+                                                   partition::partition_graph(ds.graph, 1, popt), layers);
+      const auto problem = single_device_problem(ds, c.normalize_features);
+      auto r = measured_row(partition::Strategy::kSingle, 1, layers, metrics,
+                            train_single(problem, Device{request.backend, 0}, c), request.train);
+      r["work_imbalance_predicted"] = 1.0;
+      add(std::move(r));
+    }
+    for (int k : request.parts) {
+      for (auto s : strategies) {
+        if (s == partition::Strategy::kSingle) continue;
+        const auto refusal = partition::strategy_refusal(s, k, layers, cfg.model.precision);
+        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts) {  // e.g. a stage needs a layer
+          ++done;
+          continue;
+        }
+        std::string skip;  // what the engine would refuse (bf16 pipeline), or more GPUs than there are
+        if (refusal) skip = refusal->reason;
+        if (cuda && k > gpus) skip = "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible";
+        if (!skip.empty()) {
+          add({{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"status", "skipped"}, {"reason", skip}});
+          continue;
+        }
+        const auto plan = partition::make_plan(ds.graph, s, k, layers, popt);
+        add(measured_row(s, k, layers, plan.metrics, train_distributed(ds, plan, c, {}, launch), request.train));
+      }
+    }
+  }
+  return report;
+}
+
+}  // namespace gcnpart::engine
