@@ -1,6 +1,8 @@
 #include "engine/compare.hpp"
 
 #include <algorithm>
+#include <map>
+#include <utility>
 
 #include "engine/distributed.hpp"
 #include "engine/report_json.hpp"
@@ -120,6 +122,21 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
     report.rows.push_back(std::move(row));
     if (progress) progress(report.rows.back(), ++done, total);
   };
+  // One partition per device count and balance target, shared by every strategy and layer count that balances
+  // the same work (drop its own; every other node-splitting strategy gather's): METIS and the refinement are the
+  // slow part of planning a large graph.
+  std::map<std::pair<int, bool>, partition::Partition> partitions;
+  auto plan_of = [&](partition::Strategy s, int k, int layers) {
+    if (!partition::traits(s).splits_nodes) return partition::make_plan(ds.graph, s, k, layers, popt);
+    const std::pair<int, bool> key{k, s == partition::Strategy::kDrop};
+    auto it = partitions.find(key);
+    if (it == partitions.end()) {
+      partition::PartitionOptions own = popt;
+      own.work_strategy = s;
+      it = partitions.emplace(key, partition::partition_graph(ds.graph, k, own)).first;
+    }
+    return partition::make_plan(ds.graph, s, it->second, layers);
+  };
   for (int layers : request.layers) {
     TrainConfig c = cfg;
     c.model.layers = layers;
@@ -147,7 +164,7 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
           add({{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"status", "skipped"}, {"reason", skip}});
           continue;
         }
-        const auto plan = partition::make_plan(ds.graph, s, k, layers, popt);
+        const auto plan = plan_of(s, k, layers);
         add(measured_row(s, k, layers, plan.metrics, train_distributed(ds, plan, c, {}, launch), request.train));
       }
     }
