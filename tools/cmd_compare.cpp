@@ -14,7 +14,7 @@
 #include "kernels/core/progress.hpp"
 #include "partition/plan.hpp"
 #include "tools/cli_common.hpp"
-#include "tools/html_report.hpp"
+#include "engine/report_html.hpp"
 
 #ifndef GCNPART_GIT_COMMIT
 #define GCNPART_GIT_COMMIT "unknown"
@@ -125,7 +125,7 @@ void run_compare(const CompareOptions& o) {
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
   if (!o.json.empty()) write_json(o.json, j);
-  if (!o.html.empty()) write_file_atomic(o.html, compare_html(j));
+  if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
   if (!o.json.empty()) std::printf("wrote %s\n", o.json.c_str());
   if (!o.html.empty()) std::printf("wrote %s\n", o.html.c_str());
 }
