@@ -50,8 +50,10 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   p.name = ds.name + "@" + std::to_string(device);
   const std::int64_t f = ds.num_features;
   const bool gather = plan.strategy == partition::Strategy::kGather;
-  // Rows (and, except for gather, columns) are the local nodes: own part first.
-  const std::int64_t n_local = gather ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
+  const bool boundary = plan.strategy == partition::Strategy::kBoundary;
+  // Rows (and, except for gather and boundary, columns) are the local nodes: own part first.
+  const std::int64_t n_local =
+      gather || boundary ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
   p.num_rows = p.num_cols = n_local;
   p.global_ids.assign(dp.local_nodes.begin(), dp.local_nodes.begin() + n_local);
   p.num_features = f;
@@ -89,6 +91,22 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
     p.table_dinv = plan.table_dinv;
     p.dinv_row = dp.dinv_own;
     p.dinv_col = dp.dinv_own;
+  } else if (boundary) {
+    p.boundary = true;
+    p.parts = plan.parts;
+    p.gather_forward = dp.gather_forward;
+    p.gather_backward = dp.gather_backward;
+    p.table_dinv = dp.dinv;
+    p.dinv_row = dp.dinv_own;
+    p.dinv_col = dp.dinv_own;
+    p.recv_counts = dp.recv_counts;
+    p.send_rows.resize(static_cast<std::size_t>(plan.parts));
+    p.interior_rows = dp.num_inner;
+    for (int q = 0; q < plan.parts; ++q) {
+      const auto b = dp.send_rows.row_offsets[q], e = dp.send_rows.row_offsets[q + 1];
+      p.send_rows[q].assign(dp.send_rows.col_ids.begin() + b, dp.send_rows.col_ids.begin() + e);
+      if (b < e) p.interior_rows = std::min<std::int64_t>(p.interior_rows, p.send_rows[q].front());
+    }
   } else {
     p.graph = dp.local_graph;
     p.dinv_row = dp.dinv;

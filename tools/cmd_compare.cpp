@@ -27,7 +27,7 @@ struct CompareOptions {
   DataOptions data;
   std::vector<int> parts{2, 4, 8};
   std::vector<int> layers{2, 3};
-  std::vector<std::string> strategies{"drop", "halo", "gather", "pipeline"};
+  std::vector<std::string> strategies{"drop", "halo", "gather", "boundary", "pipeline"};
   std::string partitioner = "metis";
   bool train = false;
   int measure_epochs = 3;
@@ -57,6 +57,7 @@ nlohmann::json metrics_json(const partition::PlanMetrics& m) {
           {"replicated_edges", m.replicated_edges},
           {"table_rows", m.table_rows},
           {"index_bytes", m.index_bytes},
+          {"boundary_rows", m.boundary_rows},
           {"node_imbalance", m.node_imbalance},
           {"edge_imbalance", m.edge_imbalance},
           {"plan_seconds", m.plan_seconds},
@@ -247,7 +248,7 @@ void run_compare(CompareOptions& o) {
 
 Command register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Run every strategy (single, drop, halo, gather) for each device count and layer count on one graph "
+      "compare", "Run every strategy (single, drop, halo, gather, boundary) for each device count and layer count on one graph "
                  "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);

@@ -97,7 +97,7 @@ void run_train(TrainOptions& o) {
   const auto ds = load_data(o.data);
   o.config.oom_hint = "To see which cards and strategies fit this graph and model, run: gcnpart fit " + o.data.path +
                       " --layers " + std::to_string(o.config.model.layers) + " --hidden " +
-                      std::to_string(o.config.model.hidden) + " (and try --strategy halo|gather --parts K)";
+                      std::to_string(o.config.model.hidden) + " (and try --strategy halo|gather|boundary --parts K)";
   const engine::LocalProblem problem = engine::single_device_problem(ds, o.config.normalize_features);
   const auto dims = o.config.model.dims(problem.num_features, problem.num_classes);
   std::string arch;
@@ -116,7 +116,7 @@ void run_train(TrainOptions& o) {
   if (launch.mpi) {
     engine::mpi_init();
     if (strategy == partition::Strategy::kSingle && engine::mpi_size() > 1)
-      throw InvalidInput::parameter("--strategy", "single", "drop, halo or gather when started by mpirun with " +
+      throw InvalidInput::parameter("--strategy", "single", "drop, halo, gather or boundary when started by mpirun with " +
                                                                std::to_string(engine::mpi_size()) + " ranks");
     if (o.parts == 0) o.parts = engine::mpi_size();
   }
@@ -176,6 +176,7 @@ void run_train(TrainOptions& o) {
                           {"train_loss", last.train_loss}, {"epoch_seconds", last.epoch_seconds},
                           {"memory", mem}, {"bytes_sent_per_epoch", last.bytes_sent_per_epoch},
                           {"lost_edges", plan.metrics.lost_edges}};
+      if (strategy == partition::Strategy::kBoundary) j["boundary_rows"] = plan.metrics.boundary_rows;
       add_distributed_json(j, last);
       write_json(o.json, j);
     }
@@ -331,7 +332,7 @@ Command register_train(CLI::App& app) {
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices")
-      ->check(CLI::IsMember({"single", "drop", "halo", "gather", "pipeline"}))->capture_default_str();
+      ->check(CLI::IsMember({"single", "drop", "halo", "gather", "boundary", "pipeline"}))->capture_default_str();
   cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
   cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
   cmd->add_option("--link-bench", o->link_bench,

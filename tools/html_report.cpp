@@ -163,10 +163,10 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
 }
 
 int strategy_rank(const std::string& s) {
-  static const char* const kOrder[] = {"single", "drop", "halo", "gather", "pipeline"};
-  for (int i = 0; i < 5; ++i)
+  static const char* const kOrder[] = {"single", "drop", "halo", "gather", "boundary", "pipeline"};
+  for (int i = 0; i < 6; ++i)
     if (s == kOrder[i]) return i;
-  return 5;
+  return 6;
 }
 
 int partitioner_rank(const std::string& p) {
@@ -328,6 +328,7 @@ std::string strategy_colour(const std::string& s) {
   if (s == "halo") return "#0072b2";
   if (s == "gather") return "#009e73";
   if (s == "pipeline") return "#cc79a7";
+  if (s == "boundary") return "#e69f00";
   static const char* const kMore[] = {"#e69f00", "#56b4e9", "#8c6d31", "#7f7f7f"};
   return kMore[std::hash<std::string>{}(s) % 4];
 }
