@@ -143,8 +143,8 @@ TEST_CASE("all_to_all_v delivers block r of rank q to rank r at q's offset, coun
     for (int q = 0; q < k; ++q)
       for (std::int64_t i = 0; i < count(q, r); ++i) CHECK(recv[at++] == static_cast<float>(100 * q + 10 * r + i));
     CHECK(recv[at] == -1.0f);  // nothing past the last block
-    std::vector<std::int64_t> wrong(k, 4);
-    wrong[static_cast<std::size_t>(r)] = 8;  // sends itself more than it receives from itself
+    std::vector<std::int64_t> wrong = send_bytes;
+    wrong[static_cast<std::size_t>(r)] += 4;  // sends itself more than it receives from itself: refused on every rank
     CHECK_THROWS_AS(comm.all_to_all_v(ctx, send.data(), wrong, recv.data(), recv_bytes), InvalidInput);
     tallies[static_cast<std::size_t>(r)] = comm.take_tallies();
   });

@@ -528,7 +528,7 @@ TEST_CASE("gather_rows on bf16 rows copies the bits of the listed rows, odd widt
   }
   const std::vector<Bf16> one(2, 1);
   std::vector<Bf16> out(2);
-  CHECK_THROWS_AS(gather_rows_async(kCpu, one.data(), nullptr, 1, 2, out.data()), InvalidInput);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, one.data(), nullptr, -1, 2, out.data()), InvalidInput);
 }
 
 TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
