@@ -374,10 +374,11 @@ void mpi_gather_results(const RankResult& mine, std::vector<RankResult>& all, in
   }
 }
 
-/// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline.
+/// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline and
+/// boundary's exchange (ring neighbours: every pair for 2 devices; further pairs connect on first use).
 NcclConnect nccl_connect(partition::Strategy s) {
   NcclConnect c;
-  c.point_to_point = s == partition::Strategy::kPipeline;
+  c.point_to_point = s == partition::Strategy::kPipeline || s == partition::Strategy::kBoundary;
   return c;
 }
 
