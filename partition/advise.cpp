@@ -141,8 +141,8 @@ EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card) {
   for (const auto& shape : f.shapes) {
     const auto work = epoch_work(shape, c.model);
     EpochTime t;
-    const bool gather = shape.gather;  // the gather aggregation runs gcnpart's SpMM only
-    if (c.model.spmm == SpmmAlgo::kOwn || gather) t = predict_epoch(work, card, c.cal, link, false, math);
+    const bool own_only = shape.gather || shape.boundary;  // their aggregations run gcnpart's SpMM only
+    if (c.model.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
     else if (c.model.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
     else {
       const auto a = predict_epoch(work, card, c.cal, link, false, math);
@@ -220,7 +220,7 @@ Context resolve(const FitRequest& r) {
   if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
   for (Strategy s : r.strategies)
     if (s == Strategy::kSingle || s == Strategy::kPipeline)
-      throw InvalidInput::parameter("strategies", to_string(s), "a list of drop, halo, gather");
+      throw InvalidInput::parameter("strategies", to_string(s), "a list of drop, halo, gather, boundary");
   if (r.rank_gpus.empty()) throw InvalidInput::parameter("rank_gpus", "", "at least one GPU count");
   for (int k : r.rank_gpus)
     if (k < 1 || k > 1024) throw InvalidInput::parameter("rank_gpus", std::to_string(k), "GPU counts in 1..1024");

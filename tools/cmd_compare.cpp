@@ -59,6 +59,7 @@ nlohmann::json metrics_json(const partition::PlanMetrics& m) {
           {"replicated_edges", m.replicated_edges},
           {"table_rows", m.table_rows},
           {"index_bytes", m.index_bytes},
+          {"boundary_rows", m.boundary_rows},
           {"node_imbalance", m.node_imbalance},
           {"edge_imbalance", m.edge_imbalance},
           {"work", m.work},
@@ -225,7 +226,7 @@ void run_compare(CompareOptions& o) {
 
 Command register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Run every strategy (single, drop, halo, gather) for each device count and layer count on one graph "
+      "compare", "Run every strategy (single, drop, halo, gather, boundary) for each device count and layer count on one graph "
                  "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);
