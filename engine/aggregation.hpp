@@ -1,6 +1,7 @@
 // How a device computes Â·X for its rows and the transpose for backward. Local: one SpMM with the device's own
 // (symmetric) Â. Gather: all-gather every device's rows into a table, SpMM from the table; backward SpMMs into
-// the table and reduce-scatters it back to the owners.
+// the table and reduce-scatters it back to the owners. Boundary: exchange only the rows other devices' edges
+// touch, SpMM from [own | received]; backward returns the received rows' gradients to their owners.
 #pragma once
 
 #include <map>
@@ -34,7 +35,7 @@ class Aggregation {
 inline constexpr int kMaxGatherChunks = 4;
 
 /// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
-/// bf16: the model stores activations as bf16 (the gather table then travels as bf16 in forward).
+/// bf16: the model stores activations as bf16 (the gather table and boundary rows then travel as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 /// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
 /// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). @throws InvalidInput for a chunk count out of range.

@@ -339,6 +339,7 @@ std::string strategy_colour(const std::string& s) {
   if (s == "halo") return "#0072b2";
   if (s == "gather") return "#009e73";
   if (s == "pipeline") return "#cc79a7";
+  if (s == "boundary") return "#e69f00";
   static const char* const kMore[] = {"#e69f00", "#56b4e9", "#8c6d31", "#7f7f7f"};
   return kMore[std::hash<std::string>{}(s) % 4];
 }

@@ -134,7 +134,7 @@ void run_compare(const CompareOptions& o) {
 
 Command register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Run every strategy (single, drop, halo, gather) for each device count and layer count on one graph "
+      "compare", "Run every strategy (single, drop, halo, gather, boundary) for each device count and layer count on one graph "
                  "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);
