@@ -334,7 +334,7 @@ class GatherAggregation final : public Aggregation {
 class BoundaryAggregation final : public Aggregation {
  public:
   BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, std::int64_t max_width, bool bf16,
-                      const kernels::SpmmTuning& tuning)
+                      const kernels::SpmmTuning& tuning, bool overlap)
       : res_(res),
         comm_(comm),
         own_(p.num_rows),
@@ -343,7 +343,8 @@ class BoundaryAggregation final : public Aggregation {
         recv_counts_(p.recv_counts),
         forward_(res, p.gather_forward, p.gather_backward.num_nodes),
         backward_(res, p.gather_backward, p.num_rows),
-        tuning_(tuning) {
+        tuning_(tuning),
+        overlap_(overlap) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts,
                     "the boundary strategy needs a communicator of its parts");
     GCNPART_EXPECTS(static_cast<int>(p.send_rows.size()) == p.parts && static_cast<int>(p.recv_counts.size()) == p.parts,
@@ -370,7 +371,7 @@ class BoundaryAggregation final : public Aggregation {
           Buffer<kernels::Bf16>(res.memory(), sent_rows_ * max_width, MemoryCategory::kCommunication, res.stream());
     }
     comm_ctx_ = res.context();
-    if (res.context().is_cuda()) {
+    if (res.context().is_cuda() && overlap_) {
       res.activate();
       int least = 0, greatest = 0;
       GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
@@ -450,11 +451,12 @@ class BoundaryAggregation final : public Aggregation {
     order(ctx.stream, comm_stream_, 0);
     exchange(comm_ctx_, outbox, send_counts_, source + own_ * width, recv_counts_,
              width * static_cast<std::int64_t>(sizeof(T)));
-    // While the boundary rows travel: the interior rows, straight from x.
-    aggregate(rows_of(forward_.view, 0, interior_), dinv_own_.data(), x, y);
+    // While the boundary rows travel: the interior rows, straight from x (without overlap: all rows after it).
+    const std::int64_t first = overlap_ ? interior_ : 0;
+    if (overlap_) aggregate(rows_of(forward_.view, 0, interior_), dinv_own_.data(), x, y);
     kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
     order(comm_stream_, ctx.stream, 1);
-    aggregate(rows_of(forward_.view, interior_, own_), dinv_own_.data() + interior_, source, y + interior_ * width);
+    aggregate(rows_of(forward_.view, first, own_), dinv_own_.data() + first, source, y + first * width);
   }
 
   /// aggregate(a, row_scale, out): out = a dy (ld width) for a row range a of the transposed matrix.
@@ -478,6 +480,7 @@ class BoundaryAggregation final : public Aggregation {
   std::vector<std::int64_t> send_counts_, recv_counts_;
   DeviceCsr forward_, backward_;
   kernels::SpmmTuning tuning_;
+  bool overlap_ = true;
   Buffer<NodeId> send_index_;
   Buffer<float> dinv_own_, dinv_local_, source_, outbox_;
   Buffer<kernels::Bf16> source16_, outbox16_;
@@ -491,10 +494,12 @@ class BoundaryAggregation final : public Aggregation {
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, std::int64_t max_width,
                                               const std::vector<std::int64_t>& spmm_widths, bool bf16,
-                                              const kernels::SpmmTuning& tuning, int gather_chunks) {
+                                              const kernels::SpmmTuning& tuning, int gather_chunks,
+                                              bool boundary_overlap) {
   if (problem.gather)
     return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16, tuning, gather_chunks);
-  if (problem.boundary) return std::make_unique<BoundaryAggregation>(res, problem, comm, max_width, bf16, tuning);
+  if (problem.boundary)
+    return std::make_unique<BoundaryAggregation>(res, problem, comm, max_width, bf16, tuning, boundary_overlap);
   return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths, tuning);
 }
 

@@ -38,10 +38,13 @@ inline constexpr int kMaxGatherChunks = 4;
 /// bf16: the model stores activations as bf16 (the gather table and boundary rows then travel as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 /// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
-/// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). @throws InvalidInput for a chunk count out of range.
+/// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). boundary_overlap: the boundary strategy aggregates its
+/// interior rows while the boundary rows travel (on a second stream on CUDA); false: exchange, then one SpMM.
+/// @throws InvalidInput for a chunk count out of range.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, std::int64_t max_width,
                                               const std::vector<std::int64_t>& spmm_widths, bool bf16 = false,
-                                              const kernels::SpmmTuning& tuning = {}, int gather_chunks = 1);
+                                              const kernels::SpmmTuning& tuning = {}, int gather_chunks = 1,
+                                              bool boundary_overlap = true);
 
 }  // namespace gcnpart::engine

@@ -165,7 +165,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
   aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16(),
-                                  config_.spmm_tuning, config_.gather_chunks);
+                                  config_.spmm_tuning, config_.gather_chunks, config_.boundary_overlap);
   if (config_.bf16()) refresh_bf16_weights();
   sync();
 }

@@ -36,6 +36,8 @@ struct GcnConfig {
   /// Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM (1..4;
   /// 1 = no overlap, the default: see GatherAggregation). `--gather-chunks`.
   int gather_chunks = 1;
+  /// Boundary strategy: aggregate the interior rows while the boundary rows travel (`--boundary-overlap`).
+  bool boundary_overlap = true;
   /// Keep the input features as a sparse matrix (and its transpose) when at most this fraction is non-zero and
   /// the first layer multiplies before it aggregates; dropout then touches the stored values only. 0 = never.
   double sparse_features_below = 0.1;

@@ -119,6 +119,7 @@ nlohmann::json TrainSummary::to_json() const {
                 {"spmm_long_row", m.spmm_tuning.long_row},
                 {"spmm_segment", m.spmm_tuning.segment},
                 {"gather_chunks", m.gather_chunks},
+                {"boundary_overlap", m.boundary_overlap},
                 {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};

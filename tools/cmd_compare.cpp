@@ -170,6 +170,9 @@ Command register_compare(CLI::App& app) {
       ->check(CLI::IsMember(enum_names<Precision>()))
       ->capture_default_str();
   cmd->add_option("--hidden", o->config.model.hidden, "Hidden width")->capture_default_str();
+  cmd->add_option("--boundary-overlap", o->config.model.boundary_overlap,
+                  "Boundary strategy: aggregate the interior rows while the boundary rows travel (true/false)")
+      ->capture_default_str();
   cmd->add_option("--dropout", o->config.model.dropout, "Dropout")->capture_default_str();
   cmd->add_option("--lr", o->config.model.lr, "Learning rate")->capture_default_str();
   cmd->add_option("--seed", o->config.model.seed, "Model seed")->capture_default_str();

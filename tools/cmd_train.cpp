@@ -229,6 +229,9 @@ Command register_train(CLI::App& app) {
       ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
       ->capture_default_str();
   add_spmm_tuning_options(*cmd, m.spmm_tuning);
+  cmd->add_option("--boundary-overlap", m.boundary_overlap,
+                  "Boundary strategy: aggregate the interior rows while the boundary rows travel (true/false)")
+      ->capture_default_str();
   cmd->add_option("--gather-chunks", m.gather_chunks,
                   "Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM "
                   "(1 = no overlap)")
