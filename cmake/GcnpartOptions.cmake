@@ -9,4 +9,5 @@ if(GCNPART_SANITIZE)
   target_compile_options(gcnpart_options INTERFACE
     $<$<COMPILE_LANGUAGE:CXX>:-fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined>)
   target_link_options(gcnpart_options INTERFACE -fsanitize=address,undefined)
+  target_compile_definitions(gcnpart_options INTERFACE GCNPART_SANITIZED=1)
 endif()
