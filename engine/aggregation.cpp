@@ -50,8 +50,9 @@ class LocalAggregation final : public Aggregation {
 
  private:
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
-    kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width,
-                             width, tuning_);
+    kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
+                             kernels::make_view(x, graph_.view.num_cols, width),
+                             kernels::make_view(y, graph_.view.num_rows, width), tuning_);
     if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
@@ -61,8 +62,9 @@ class LocalAggregation final : public Aggregation {
       it->second->run_async(x, y);
       return;
     }
-    kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        SpmmAlgo::kOwn, tuning_);
+    kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
+                        kernels::make_view(x, graph_.view.num_cols, width),
+                        kernels::make_view(y, graph_.view.num_rows, width), SpmmAlgo::kOwn, tuning_);
   }
 
   /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
@@ -79,8 +81,9 @@ class LocalAggregation final : public Aggregation {
       return static_cast<float>(kernels::elapsed_ms(start, stop)) / kRepeats;
     };
     float best = time([&] {
-      kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                          SpmmAlgo::kOwn, tuning_);
+      kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(),
+                          kernels::make_view(x, graph_.view.num_cols, width),
+                          kernels::make_view(y, graph_.view.num_rows, width), SpmmAlgo::kOwn, tuning_);
     });
     std::string choice = "own";
     for (int alg : {2, 3}) {
@@ -171,17 +174,19 @@ class GatherAggregation final : public Aggregation {
   GatherAggregation& operator=(const GatherAggregation&) = delete;
 
   void forward(const float* x, float* y, std::int64_t width) override {
-    gather_and_aggregate(x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out,
-                                                                          std::int64_t w) {
-      kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(), t, ld, out, width, w,
-                          algo_, tuning_);
-    });
+    gather_and_aggregate(
+        x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out, std::int64_t w) {
+          kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
+                              kernels::make_view(t, forward_.view.num_cols, w, ld),
+                              kernels::make_view(out, forward_.view.num_rows, w, width), algo_, tuning_);
+        });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width, t, w,
-                          w, algo_, tuning_);
+      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
+                          kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
+                          kernels::make_view(t, backward_.view.num_rows, w), algo_, tuning_);
     });
   }
 
@@ -191,8 +196,10 @@ class GatherAggregation final : public Aggregation {
     if ((block_ * width) % 2 == 0) {
       gather_and_aggregate(x, staging16_.data(), table16, y, width,
                            [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
-                             kernels::spmm_bf16_async(res_.context(), forward_.view, dinv_own_.data(),
-                                                      table_dinv_.data(), t, ld, out, width, w, tuning_);
+                             kernels::spmm_bf16_async(
+                                 res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
+                                 kernels::make_view(t, forward_.view.num_cols, w, ld),
+                                 kernels::make_view(out, forward_.view.num_rows, w, width), tuning_);
                            });
       return;
     }
@@ -203,14 +210,16 @@ class GatherAggregation final : public Aggregation {
     kernels::copy_async(ctx, staging16_.data(), x, static_cast<std::size_t>(rows_ * width) * sizeof(kernels::Bf16));
     comm_->all_gather(ctx, reinterpret_cast<float*>(staging16_.data()), words, table_.data());
     widen_padded_table(table16, words, width);
-    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
-                        width, algo_, tuning_);
+    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(),
+                        kernels::make_view(table_.data(), forward_.view.num_cols, width),
+                        kernels::make_view(y, forward_.view.num_rows, width), algo_, tuning_);
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width,
-                               t, w, w, tuning_);
+      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
+                               kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
+                               kernels::make_view(t, backward_.view.num_rows, w), tuning_);
     });
   }
 

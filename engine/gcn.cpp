@@ -242,8 +242,8 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
     kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
-  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, SpmmAlgo::kOwn,
-                      config_.spmm_tuning);
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, kernels::make_view(dp, xt.num_cols, width),
+                      kernels::make_view(dw, xt.num_rows, width), SpmmAlgo::kOwn, config_.spmm_tuning);
 }
 
 void GcnModel::upload_sparse_features() {
@@ -321,18 +321,20 @@ void GcnModel::forward_bf16(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
-                          SpmmAlgo::kOwn, config_.spmm_tuning);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr,
+                          kernels::make_view(params_.data() + ly.w_offset, xv.num_cols, ly.out),
+                          kernels::make_view(z32_.data(), xv.num_rows, ly.out), SpmmAlgo::kOwn, config_.spmm_tuning);
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward_bf16(x, z32_.data(), ly.in);
       kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, aggregated16_[l].data());
-      kernels::gemm_bf16_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated16_[l].data(), ly.in, w,
-                               ly.out, 0.0f, z, ly.out);
+      kernels::gemm_bf16_async(ctx, false, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
+                               kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::gemm_bf16_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, t16_.data(),
-                               ly.out);
+      kernels::gemm_bf16_async(ctx, false, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                               kernels::make_view(w, ly.in, ly.out), 0.0f,
+                               kernels::make_view(t16_.data(), cols_, ly.out));
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     }
     const float* b = params_.data() + ly.b_offset;
@@ -369,11 +371,12 @@ void GcnModel::backward_bf16_async() {
     }
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
-      kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated16_[l].data(), ly.in, g,
-                               ly.out, 0.0f, dw, ly.out);
+      kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
+                               kernels::make_view(g, rows_, ly.out), 0.0f, kernels::make_view(dw, ly.in, ly.out));
       if (l > 0) {
-        kernels::gemm_bf16_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, t16_.data(),
-                                 ly.in);
+        kernels::gemm_bf16_async(ctx, false, true, 1.0f, kernels::make_view(g, rows_, ly.out),
+                                 kernels::make_view(w, ly.in, ly.out), 0.0f,
+                                 kernels::make_view(t16_.data(), rows_, ly.in));
         aggregation_->backward_bf16(t16_.data(), z32_.data(), ly.in);
         kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, g_next);
       }
@@ -386,11 +389,13 @@ void GcnModel::backward_bf16_async() {
         kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
         const kernels::Bf16* x =
             l == 0 ? (config_.dropout > 0 ? inputs16_[0].data() : features16_.data()) : inputs16_[l].data();
-        kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, t16_.data(), ly.out, 0.0f, dw,
-                                 ly.out);
+        kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                                 kernels::make_view(t16_.data(), cols_, ly.out), 0.0f,
+                                 kernels::make_view(dw, ly.in, ly.out));
         if (l > 0)
-          kernels::gemm_bf16_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, t16_.data(), ly.out, w, ly.out, 0.0f,
-                                   g_next, ly.in);
+          kernels::gemm_bf16_async(ctx, false, true, 1.0f, kernels::make_view(t16_.data(), cols_, ly.out),
+                                   kernels::make_view(w, ly.in, ly.out), 0.0f,
+                                   kernels::make_view(g_next, cols_, ly.in));
       }
     }
     if (l > 0) {
@@ -431,15 +436,16 @@ void GcnModel::forward(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, SpmmAlgo::kOwn,
-                          config_.spmm_tuning);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, kernels::make_view(w, xv.num_cols, ly.out),
+                          kernels::make_view(tmp_.data(), xv.num_rows, ly.out), SpmmAlgo::kOwn, config_.spmm_tuning);
       aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward(x, aggregated_[l].data(), ly.in);
-      kernels::gemm_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated_[l].data(), ly.in, w, ly.out, 0.0f,
-                          z, ly.out);
+      kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
+                          kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::gemm_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, tmp_.data(), ly.out);
+      kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                          kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(tmp_.data(), cols_, ly.out));
       aggregation_->forward(tmp_.data(), z, ly.out);
     }
     const bool last = l == L - 1;
@@ -500,11 +506,11 @@ void GcnModel::backward_async() {
     kernels::column_sum_async(ctx, g, rows_, ly.out, db);
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
-      kernels::gemm_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated_[l].data(), ly.in, g, ly.out, 0.0f,
-                          dw, ly.out);
+      kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
+                          kernels::make_view(g, rows_, ly.out), 0.0f, kernels::make_view(dw, ly.in, ly.out));
       if (l > 0) {
-        kernels::gemm_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, tmp_.data(),
-                            ly.in);
+        kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(g, rows_, ly.out),
+                            kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(tmp_.data(), rows_, ly.in));
         aggregation_->backward(tmp_.data(), g_next, ly.in);
       }
     } else {
@@ -513,12 +519,13 @@ void GcnModel::backward_async() {
       if (l == 0 && sparse_input_) {
         sparse_input_weight_gradient_async(tmp_.data(), dw, ly.out);
       } else {
-        kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
-                            ly.out);
+        kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                            kernels::make_view(tmp_.data(), cols_, ly.out), 0.0f,
+                            kernels::make_view(dw, ly.in, ly.out));
       }
       if (l > 0)
-        kernels::gemm_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, tmp_.data(), ly.out, w, ly.out, 0.0f, g_next,
-                            ly.in);
+        kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(tmp_.data(), cols_, ly.out),
+                            kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(g_next, cols_, ly.in));
     }
     if (l > first_) {
       kernels::bias_act_dropout_backward_async(ctx, inputs_[l].data(), g_next, rows_, ly.in, true, config_.dropout,

@@ -22,6 +22,30 @@ void expect_leading_dim(const char* name, std::int64_t ld, std::int64_t width) {
   if (ld < width) bad_parameter(name, std::to_string(ld), ("the width " + std::to_string(width) + " or more").c_str());
 }
 
+/// A view's own invariants: non-negative extents and ld >= cols. `name` names the argument.
+template <class T>
+void expect_view(const std::string& name, const DenseView<T>& v) {
+  expect_non_negative((name + ".rows").c_str(), v.rows);
+  expect_non_negative((name + ".cols").c_str(), v.cols);
+  if (v.ld < v.cols) {
+    bad_parameter((name + ".ld").c_str(), std::to_string(v.ld),
+                  ("the width " + name + ".cols = " + std::to_string(v.cols) + " or more").c_str());
+  }
+}
+
+/// A view the kernel reads or writes has data unless it is empty (a programming error otherwise).
+template <class T>
+void expect_data(const std::string& name, const DenseView<T>& v) {
+  GCNPART_EXPECTS(v.empty() || v.data != nullptr, (name + " is a non-empty view without data").c_str());
+}
+
+/// One extent of a matrix argument must equal another (e.g. x.rows == a.num_cols).
+void expect_extent(const char* name, std::int64_t got, const char* other, std::int64_t expected) {
+  if (got != expected) {
+    bad_parameter(name, std::to_string(got), (std::string(other) + " = " + std::to_string(expected)).c_str());
+  }
+}
+
 void expect_dropout(const Dropout& d) {
   if (!(d.p >= 0.0f && d.p < 1.0f)) bad_parameter("dropout.p", std::to_string(d.p), "a probability in [0, 1)");
 }
@@ -50,16 +74,19 @@ void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
 }
 
 /// The checks every SpMM entry point shares; false when there is nothing to compute.
-bool expect_spmm_args(const Context& ctx, const CsrView& a, const void* x, std::int64_t ldx, const float* y,
-                      std::int64_t ldy, std::int64_t width) {
-  expect_non_negative("width", width);
+template <class T>
+bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<const T>& x, const MatrixView& y) {
   expect_non_negative("a.num_rows", a.num_rows);
   expect_non_negative("a.num_cols", a.num_cols);
-  expect_leading_dim("ldx", ldx, width);
-  expect_leading_dim("ldy", ldy, width);
-  if (a.num_rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "SpMM needs row offsets and an output");
-  GCNPART_EXPECTS(a.num_cols == 0 || x != nullptr, "SpMM needs an input matrix");
+  expect_view("x", x);
+  expect_view("y", y);
+  expect_extent("x.rows", x.rows, "a.num_cols", a.num_cols);
+  expect_extent("y.rows", y.rows, "a.num_rows", a.num_rows);
+  expect_extent("y.cols", y.cols, "x.cols", x.cols);
+  if (a.num_rows == 0 || y.cols == 0) return false;
+  GCNPART_EXPECTS(a.row_offsets != nullptr, "SpMM needs row offsets");
+  expect_data("x", x);
+  expect_data("y", y);
   expect_cuda_handles(ctx);
   return true;
 }
@@ -69,24 +96,22 @@ void SpmmTuning::validate() const {
   if (segment < 1) throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1");
 }
 
-void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo,
-                const SpmmTuning& tuning) {
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
+                MatrixView y, SpmmAlgo algo, const SpmmTuning& tuning) {
   tuning.validate();
-  if (!expect_spmm_args(ctx, a, x, ldx, y, ldy, width)) return;
+  if (!expect_spmm_args(ctx, a, x, y)) return;
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
-    detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, 2);
+    detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, 2);
     return;
   }
-  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning));
+  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                     const SpmmTuning& tuning) {
+                     ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning) {
   tuning.validate();
-  if (!expect_spmm_args(ctx, a, x_bf16, ldx, y, ldy, width)) return;
-  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width, tuning));
+  if (!expect_spmm_args(ctx, a, x, y)) return;
+  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
@@ -108,22 +133,32 @@ void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::in
 namespace {
 
 /// The checks every GEMM entry point shares; false when C is empty.
-bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                      float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb, const void* c,
-                      std::int64_t ldc) {
-  expect_non_negative("m", m);
-  expect_non_negative("n", n);
-  expect_non_negative("k", k);
+template <class In, class Out>
+bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, float alpha, const DenseView<const In>& a,
+                      const DenseView<const In>& b, const DenseView<Out>& c) {
+  expect_view("a", a);
+  expect_view("b", b);
+  expect_view("c", c);
   // Row-major storage: A is m x k (or k x m when transposed), B is k x n (or n x k), C is m x n.
-  expect_leading_dim("lda", lda, trans_a ? m : k);
-  expect_leading_dim("ldb", ldb, trans_b ? k : n);
-  expect_leading_dim("ldc", ldc, n);
-  if (m == 0 || n == 0) return false;
-  GCNPART_EXPECTS(c != nullptr, "gemm needs an output");
-  GCNPART_EXPECTS(k == 0 || alpha == 0.0f || (a != nullptr && b != nullptr), "gemm needs A and B");
+  expect_extent(trans_a ? "a.cols" : "a.rows", trans_a ? a.cols : a.rows, "c.rows", c.rows);
+  expect_extent(trans_b ? "b.rows" : "b.cols", trans_b ? b.rows : b.cols, "c.cols", c.cols);
+  expect_extent(trans_b ? "b.cols" : "b.rows", trans_b ? b.cols : b.rows, trans_a ? "a.rows" : "a.cols",
+                trans_a ? a.rows : a.cols);
+  if (c.empty()) return false;
+  expect_data("c", c);
+  if (alpha != 0.0f) {
+    expect_data("a", a);
+    expect_data("b", b);
+  }
   expect_cuda_handles(ctx);
   if (ctx.is_cuda()) GCNPART_EXPECTS(ctx.cublas != nullptr, "a CUDA context needs a cuBLAS handle for gemm");
   return true;
+}
+
+/// k of C = op(A) op(B): the inner extent.
+template <class T>
+std::int64_t inner_extent(bool trans_a, const DenseView<T>& a) {
+  return trans_a ? a.rows : a.cols;
 }
 
 /// The checks of both forward epilogues (float and bf16 output); false when there is nothing to compute.
@@ -155,27 +190,26 @@ bool expect_backward_args(const Context& ctx, const void* h, const void* dh, std
 
 }  // namespace
 
-void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                std::int64_t ldc) {
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstMatrixView a, ConstMatrixView b,
+                float beta, MatrixView c) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld, b.data,
+                        b.ld, beta, c.data, c.ld));
 }
 
-
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
-                     float* c, std::int64_t ldc) {
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, false, ldc));
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, MatrixView c) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld,
+                             b.data, b.ld, beta, c.data, false, c.ld));
 }
 
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
-                     std::int64_t ldc) {
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, Bf16MatrixView c) {
   if (beta != 0.0f) bad_parameter("beta", std::to_string(beta), "0 for a bf16 output");
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, true, ldc));
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld,
+                             b.data, b.ld, beta, c.data, true, c.ld));
 }
 
 void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out) {

@@ -1,12 +1,14 @@
 // The primitives of GCN training. Each has a CPU implementation (OpenMP, the reference) and a CUDA one;
-// `ctx.backend` picks. Matrices are dense row-major float32 with a leading dimension equal to their width
-// unless an `ld` argument says otherwise. CUDA calls are asynchronous on ctx.stream (hence the `_async`).
+// `ctx.backend` picks. Dense matrices are passed as views (kernels/core/dense_view.hpp: data, rows, cols, leading
+// dimension; float32 or bf16); the entry points check their shapes against each other. CUDA calls are asynchronous
+// on ctx.stream (hence the `_async`).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/context.hpp"
 #include "kernels/core/csr_view.hpp"
+#include "kernels/core/dense_view.hpp"
 
 namespace gcnpart::kernels {
 
@@ -26,21 +28,21 @@ struct SpmmTuning {
 };
 
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
-/// A: a.num_rows x a.num_cols; X: a.num_cols x width (leading dim ldx >= width); Y: a.num_rows x width (ldy).
-/// row_scale / col_scale may be null (= ones). For GCN, A holds the graph plus self loops and both scales are
-/// D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
-void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
+/// A: a.num_rows x a.num_cols; X: a.num_cols x width; Y: a.num_rows x width (width = x.cols = y.cols; either may
+/// have a leading dimension above its width). row_scale / col_scale may be null (= ones). For GCN, A holds the
+/// graph plus self loops and both scales are D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
+/// @throws InvalidInput when x.rows != a.num_cols, y.rows != a.num_rows, x.cols != y.cols, for negative sizes,
+/// ld < cols or missing buffers. Does not synchronise.
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
+                MatrixView y, SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
 
-/// spmm_async with X stored as bfloat16 (raw bits: the top half of a float32) and Y in float32: each X element
-/// is widened exactly and every product and sum is float32, so the result equals the fp32 SpMM of the
-/// bf16-rounded X up to summation order. Halves the dominant traffic (the gathered X rows). Own kernel only.
-/// Fastest when width, ldx and ldy are multiples of 8 and x, y are 16-byte aligned (16-byte loads of 8 values).
-/// @throws InvalidInput for negative sizes, ld < width or missing buffers. Does not synchronise.
+/// spmm_async with X stored as bfloat16 and Y in float32: each X element is widened exactly and every product and
+/// sum is float32, so the result equals the fp32 SpMM of the bf16-rounded X up to summation order. Halves the
+/// dominant traffic (the gathered X rows). Own kernel only. Fastest when the width and both leading dimensions are
+/// multiples of 8 and x, y are 16-byte aligned (16-byte loads of 8 values).
+/// @throws InvalidInput as spmm_async. Does not synchronise.
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                     const SpmmTuning& tuning = {});
+                     ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning = {});
 
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.
@@ -71,12 +73,12 @@ class CusparseSpmm {
 // ---------------------------------------------------------------------------------------------------------
 // Dense
 
-/// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n.
-/// trans_a: A is stored k x m (lda >= m) and used transposed; likewise trans_b. cuBLAS on CUDA (TF32 when
-/// traits(ctx.precision).tf32_gemm), a blocked OpenMP loop on CPU.
-void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                std::int64_t ldc);
+/// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n (m = c.rows,
+/// n = c.cols). trans_a: A is stored k x m and used transposed; likewise trans_b. Any leading dimensions >= cols.
+/// cuBLAS on CUDA (TF32 when traits(ctx.precision).tf32_gemm), a blocked OpenMP loop on CPU.
+/// @throws InvalidInput when the shapes of op(A), op(B) and C do not match. Does not synchronise.
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstMatrixView a, ConstMatrixView b,
+                float beta, MatrixView c);
 
 /// out[j] = sum_i x[i * width + j] (bias gradient), for rows [0, rows). Overwrites out (width entries).
 void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out);
@@ -121,18 +123,13 @@ void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::i
 // float32, each result rounded to bf16 once where it is stored as bf16. The CPU versions widen to float, call the
 // float reference and round: the CUDA kernels match them up to summation order.
 
-/// bfloat16 as raw bits (the top half of an IEEE float32); see kernels/detail/bf16.hpp.
-using Bf16 = std::uint16_t;
-
 /// C = alpha * op(A) * op(B) + beta * C with A and B in bf16 and float32 accumulation (cuBLAS bf16 tensor cores on
 /// CUDA); C in float32. Shapes and transposes as gemm_async. Does not synchronise.
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
-                     float* c, std::int64_t ldc);
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, MatrixView c);
 /// The same with C stored as bf16 (rounded once from the float32 result). beta must be 0.
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
-                     std::int64_t ldc);
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, Bf16MatrixView c);
 
 /// out[j] = sum_i x[i * width + j] over bf16 x, summed in float32 (bias gradient). Overwrites out.
 void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);

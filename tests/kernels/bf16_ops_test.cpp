@@ -108,7 +108,9 @@ TEST_CASE("CPU bf16 GEMM matches a double reference on the widened inputs for al
           if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);  // beta = 0 must not read C
           const auto before = c;
           const auto want = reference_gemm(ta, tb, s.m, s.n, s.k, 1.5f, a32, lda, b32, ldb, beta, c, ldc);
-          gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, 1.5f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_bf16_async(kCpu, ta, tb, 1.5f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(c.data(), s.m, s.n, ldc));
           // bf16 x bf16 products are exact in float: only the float summation errs (first-order bound).
           CHECK(worst_ratio(c, ldc, want, s.m, s.n, summation_rtol(s.k)) <= 1.0);
           std::int64_t padding_written = 0;  // C's padding columns keep their bits
@@ -134,9 +136,11 @@ TEST_CASE("CPU bf16 GEMM with a bf16 C stores the float result rounded to neares
       const auto a = random_bf16_matrix(ta ? k : m, ta ? m : k, lda, 31);
       const auto b = random_bf16_matrix(tb ? n : k, tb ? k : n, ldb, 32);
       std::vector<float> c32(static_cast<std::size_t>(m * n), kNaN);
-      gemm_bf16_async(kCpu, ta, tb, m, n, k, -0.75f, a.data(), lda, b.data(), ldb, 0.0f, c32.data(), n);
+      gemm_bf16_async(kCpu, ta, tb, -0.75f, make_view(a.data(), (ta ? k : m), (ta ? m : k), lda),
+                      make_view(b.data(), (tb ? n : k), (tb ? k : n), ldb), 0.0f, make_view(c32.data(), m, n));
       std::vector<Bf16> c16(static_cast<std::size_t>(m * ldc), kBf16Sentinel);
-      gemm_bf16_async(kCpu, ta, tb, m, n, k, -0.75f, a.data(), lda, b.data(), ldb, 0.0f, c16.data(), ldc);
+      gemm_bf16_async(kCpu, ta, tb, -0.75f, make_view(a.data(), (ta ? k : m), (ta ? m : k), lda),
+                      make_view(b.data(), (tb ? n : k), (tb ? k : n), ldb), 0.0f, make_view(c16.data(), m, n, ldc));
       const auto rounded = to_bf16(c32);
       const auto want = reference_gemm(ta, tb, m, n, k, -0.75f, widen(a), lda, widen(b), ldb, 0.0f, {}, 0);
       std::int32_t worst_ulps = 0;
@@ -166,21 +170,26 @@ TEST_CASE("CPU bf16 GEMM with a bf16 C stores the float result rounded to neares
 
 TEST_CASE("CPU bf16 GEMM with k = 0 or alpha = 0 only scales a float C and zeroes a bf16 C") {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
-  gemm_bf16_async(kCpu, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.5f, c.data(), 3);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.5f, make_view(c.data(), 2, 3));
   CHECK(c == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f});
   std::vector<float> nan_c(6, kNaN);
-  gemm_bf16_async(kCpu, true, true, 2, 3, 0, 1.0f, nullptr, 2, nullptr, 1, 0.0f, nan_c.data(), 3);
+  gemm_bf16_async(kCpu, true, true, 1.0f, ConstBf16MatrixView{nullptr, 0, 2, 2}, ConstBf16MatrixView{nullptr, 3, 0, 1},
+                  0.0f, make_view(nan_c.data(), 2, 3));
   CHECK(nan_c == std::vector<float>(6, 0.0f));
 
   // bf16 C, ldc 4 > n 3: the padding column keeps its sentinel.
   std::vector<Bf16> c16(8, kBf16Sentinel);
-  gemm_bf16_async(kCpu, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, c16.data(), 4);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(c16.data(), 2, 3, 4));
   CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
   const std::vector<Bf16> ones(6, 0x3f80);  // 1.0
   std::fill(c16.begin(), c16.end(), kBf16Sentinel);
-  gemm_bf16_async(kCpu, false, false, 2, 3, 2, 0.0f, ones.data(), 2, ones.data(), 3, 0.0f, c16.data(), 4);
+  gemm_bf16_async(kCpu, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
+                  make_view(c16.data(), 2, 3, 4));
   CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  gemm_bf16_async(kCpu, false, false, 0, 3, 2, 1.0f, nullptr, 2, nullptr, 3, 0.0f, static_cast<Bf16*>(nullptr), 3);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 0, 2, 2},
+                  ConstBf16MatrixView{nullptr, 2, 3, 3}, 0.0f, make_view(static_cast<Bf16*>(nullptr), 0, 3));
 }
 
 TEST_CASE("CPU bf16 GEMM products are exact: integer-valued inputs give the exact integer sums") {
@@ -193,7 +202,8 @@ TEST_CASE("CPU bf16 GEMM products are exact: integer-valued inputs give the exac
   const auto a16 = to_bf16(a), b16 = to_bf16(b);
   REQUIRE(widen(a16) == a);
   std::vector<float> c(static_cast<std::size_t>(m * n));
-  gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, a16.data(), k, b16.data(), n, 0.0f, c.data(), n);
+  gemm_bf16_async(kCpu, false, false, 1.0f, make_view(a16.data(), m, k), make_view(b16.data(), k, n), 0.0f,
+                  make_view(c.data(), m, n));
   bool exact = true;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
@@ -328,39 +338,39 @@ TEST_CASE("bf16 kernels reject beta != 0 with a bf16 C, negative sizes and short
   std::vector<Bf16> buf16(64, 0x3f80);
   std::vector<float> buf(64, 1.0f);
   // A bf16 C cannot be accumulated into: it would be rounded twice.
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, buf16.data(), 2, buf16.data(), 2, 1.0f, buf16.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.5f, buf16.data(), 2),
-      InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 2, 2),
+                                  make_view(buf16.data(), 2, 2), 1.0f, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 2, 2),
+                                  make_view(buf16.data(), 2, 2), 0.5f, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
   for (const auto& [m, n, k] : {std::tuple<int, int, int>{-1, 2, 2}, {2, -1, 2}, {2, 2, -1}}) {
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
-    CHECK_THROWS_AS(
-        gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-        InvalidInput);
-    CHECK_THROWS_AS(
-        gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf16.data(), 2),
-        InvalidInput);
+    CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), m, k, 2),
+                                    make_view(buf16.data(), k, n, 2), 0.0f, make_view(buf.data(), m, n, 2)),
+                    InvalidInput);
+    CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), m, k, 2),
+                                    make_view(buf16.data(), k, n, 2), 0.0f, make_view(buf16.data(), m, n, 2)),
+                    InvalidInput);
   }
   // Leading dimensions below the stored widths: lda for A (3 x 4, or 4 x 3 transposed), ldb, ldc.
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 3, 2, 4, 1.0f, buf16.data(), 3, buf16.data(), 2, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, true, false, 3, 2, 4, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, true, 3, 2, 4, 1.0f, buf16.data(), 4, buf16.data(), 3, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 3, 2, 4, 1.0f, buf16.data(), 4, buf16.data(), 2, 0.0f, buf16.data(), 1),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, nullptr, 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-      LogicError);  // a missing buffer is a programming error
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 3, 4, 3),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, true, false, 1.0f, make_view(buf16.data(), 4, 3, 2),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, true, 1.0f, make_view(buf16.data(), 3, 4),
+                                  make_view(buf16.data(), 2, 4, 3), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 3, 4),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf16.data(), 3, 2, 1)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 2, 2},
+                                  make_view(buf16.data(), 2, 2), 0.0f, make_view(buf.data(), 2, 2)),
+                  LogicError);  // a missing buffer is a programming error
 
   CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), -1, 2, buf.data()), InvalidInput);
   CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), 2, -1, buf.data()), InvalidInput);

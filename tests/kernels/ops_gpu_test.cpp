@@ -86,10 +86,11 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
   spmm_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
-             dx.data() + shift, ldx, dy.data(), ldy, width,
+             make_view(dx.data() + shift, a.cols, width, ldx), make_view(dy.data(), a.rows, width, ldy),
              path == SpmmCase::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn, tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
-  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data() + shift, ldx, y.data(), ldy, width);
+  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, make_view(x.data() + shift, a.cols, width, ldx),
+             make_view(y.data(), a.rows, width, ldy));
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
                                   std::vector<float>(x.begin() + shift, x.end()), ldx, width);
   CHECK(worst_vs(dy.to_host(), ldy, y, ldy, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
@@ -114,10 +115,11 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
   auto dy = nan_buffer(static_cast<std::size_t>(a.rows * ldy));
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
-  spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr,
-                  with_scales ? dcs.data() : nullptr, dx.data() + shift, ldx, dy.data(), ldy, width, tuning);
+  spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
+                  make_view(dx.data() + shift, a.cols, width, ldx), make_view(dy.data(), a.rows, width, ldy), tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
-  spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, xb.data() + shift, ldx, y.data(), ldy, width);
+  spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, make_view(xb.data() + shift, a.cols, width, ldx),
+                  make_view(y.data(), a.rows, width, ldy));
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
                                   std::vector<float>(rounded.begin() + shift, rounded.end()), ldx, width);
   const auto got = dy.to_host();
@@ -232,7 +234,8 @@ TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
   compare_spmm(f, empty_rows, de, 16, true, true, 0, 1, SpmmCase::kCusparseOnce);
   const HostCsr none = random_csr(0, 0, 3, 5);
   const DeviceCsr dn(none);
-  spmm_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  spmm_async(f.ctx, dn.view(), nullptr, nullptr, ConstMatrixView{nullptr, none.cols, 4, 4},
+             MatrixView{nullptr, none.rows, 4, 4});  // nothing to do, no launch
   synchronize(f.ctx);
 }
 
@@ -276,7 +279,8 @@ TEST_CASE("CUDA bf16 SpMM shares long rows, up to 10^5 entries, over the grid") 
   }
   const HostCsr none = random_csr(0, 0, 3, 5);
   const DeviceCsr dn(none);
-  spmm_bf16_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  spmm_bf16_async(f.ctx, dn.view(), nullptr, nullptr, ConstBf16MatrixView{nullptr, none.cols, 4, 4},
+                  MatrixView{nullptr, none.rows, 4, 4});  // nothing to do, no launch
   synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
 }
@@ -335,7 +339,8 @@ TEST_CASE("CusparseSpmm matches the CPU kernel for algorithms 0 to 3") {
         synchronize(f.ctx);
       }
       std::vector<float> y(static_cast<std::size_t>(a.rows * width));
-      spmm_async(kCpu, a.view(), rs.data(), cs.data(), x.data(), width, y.data(), width, width);
+      spmm_async(kCpu, a.view(), rs.data(), cs.data(), make_view(x.data(), a.cols, width),
+                 make_view(y.data(), a.rows, width));
       const auto ref = reference_spmm(a, true, rs.data(), cs.data(), x, width, width);
       CHECK(worst_vs(dy.to_host(), width, y, width, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <=
             1.0);
@@ -381,13 +386,19 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
           const DeviceBuffer<float> da(a), db(b);
           DeviceBuffer<float> dc(c);
           const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, a, lda, b, ldb, beta, c, ldc);
-          gemm_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
-          gemm_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_async(f.ctx, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                     make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                     make_view(dc.data(), s.m, s.n, ldc));
+          gemm_async(kCpu, ta, tb, 1.25f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                     make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                     make_view(c.data(), s.m, s.n, ldc));
           CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-5) <= 1.0);
           if (beta == 0.0f) {  // TF32 tensor cores: 10-bit mantissa inputs
             Context tf32 = f.ctx;
             tf32.precision = Precision::kTf32;
-            gemm_async(tf32, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+            gemm_async(tf32, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                       make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                       make_view(dc.data(), s.m, s.n, ldc));
             CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-3) <= 1.0);
           }
         }
@@ -396,7 +407,8 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
   }
   // k = 0 scales C; beta = 0 then writes zeros over NaN.
   auto dc = nan_buffer(6);
-  gemm_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc.data(), 3);
+  gemm_async(f.ctx, false, false, 1.0f, ConstMatrixView{nullptr, 2, 0, 1}, ConstMatrixView{nullptr, 0, 3, 3}, 0.0f,
+             make_view(dc.data(), 2, 3));
   CHECK(dc.to_host() == std::vector<float>(6, 0.0f));
 }
 
@@ -622,9 +634,13 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
           const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, host_widen(a), lda, host_widen(b), ldb, beta, c,
                                           ldc);
           DeviceBuffer<float> dc(c);
-          gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+          gemm_bf16_async(f.ctx, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(dc.data(), s.m, s.n, ldc));
           const auto before = c;
-          gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_bf16_async(kCpu, ta, tb, 1.25f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(c.data(), s.m, s.n, ldc));
           const auto got = dc.to_host();
           CHECK(worst_vs(got, ldc, c, ldc, ref.magnitude, s.m, s.n, rtol) <= 1.0);
           std::int64_t padding_written = 0;
@@ -638,9 +654,13 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
         // bf16 C: each side rounds its float result once, so they may differ by one bf16 ulp (at most 2^-7 of
         // the larger value) on top of the accumulation difference.
         auto dc16 = sentinel_bf16_buffer(static_cast<std::size_t>(s.m * ldc));
-        gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, -0.5f, da.data(), lda, db.data(), ldb, 0.0f, dc16.data(), ldc);
+        gemm_bf16_async(f.ctx, ta, tb, -0.5f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                        make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), 0.0f,
+                        make_view(dc16.data(), s.m, s.n, ldc));
         std::vector<Bf16> c16(static_cast<std::size_t>(s.m * ldc), kBf16Sentinel);
-        gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, -0.5f, a.data(), lda, b.data(), ldb, 0.0f, c16.data(), ldc);
+        gemm_bf16_async(kCpu, ta, tb, -0.5f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                        make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), 0.0f,
+                        make_view(c16.data(), s.m, s.n, ldc));
         const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, -0.5f, host_widen(a), lda, host_widen(b), ldb, 0.0f, {},
                                         0);
         const auto got16 = dc16.to_host();
@@ -671,17 +691,20 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
   }
   // k = 0 (and alpha = 0): a float C is only scaled; a bf16 C becomes zeros and its padding stays.
   DeviceBuffer<float> dc(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f});
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.5f, dc.data(), 3);
+  gemm_bf16_async(f.ctx, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.5f, make_view(dc.data(), 2, 3));
   CHECK(dc.to_host() == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f});
   auto dc16 = sentinel_bf16_buffer(8);
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc16.data(), 4);
+  gemm_bf16_async(f.ctx, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(dc16.data(), 2, 3, 4));
   CHECK(dc16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
   const DeviceBuffer<Bf16> ones(std::vector<Bf16>(6, 0x3f80));
   auto dz16 = sentinel_bf16_buffer(8);
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 0.0f, ones.data(), 2, ones.data(), 3, 0.0f, dz16.data(), 4);
+  gemm_bf16_async(f.ctx, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
+                  make_view(dz16.data(), 2, 3, 4));
   CHECK(dz16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 1.0f, ones.data(), 2, ones.data(), 3, 1.0f,
-                                  dz16.data(), 4),
+  CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 1.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3),
+                                  1.0f, make_view(dz16.data(), 2, 3, 4)),
                   InvalidInput);
   synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
