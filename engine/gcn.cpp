@@ -306,7 +306,8 @@ void GcnModel::forward_bf16(bool training, int epoch) {
   last_p_ = p;
   const kernels::Bf16* x = features16_.data();
   if (p > 0 && !sparse_input_) {
-    kernels::dropout_async(ctx, features16_.data(), cols_, dims_[0], layer_dropout(epoch, 0, p), inputs16_[0].data());
+    kernels::dropout_async(ctx, kernels::make_view(features16_.data(), cols_, dims_[0]), layer_dropout(epoch, 0, p),
+                           kernels::make_view(inputs16_[0].data(), cols_, dims_[0]));
     x = inputs16_[0].data();
   }
   for (int l = 0; l < L; ++l) {
@@ -339,10 +340,12 @@ void GcnModel::forward_bf16(bool training, int epoch) {
     }
     const float* b = params_.data() + ly.b_offset;
     if (last) {
-      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, false, kernels::Dropout{}, z);
+      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, false, kernels::Dropout{},
+                                      kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, true, layer_dropout(epoch, l + 1, p),
-                                      inputs16_[l + 1].data());
+      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, true,
+                                      layer_dropout(epoch, l + 1, p),
+                                      kernels::make_view(inputs16_[l + 1].data(), rows_, ly.out));
       x = inputs16_[l + 1].data();
     }
   }
@@ -356,8 +359,9 @@ void GcnModel::backward_bf16_async() {
   {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), z32_.data());
+    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+                                         kernels::make_view(z32_.data(), rows_, dims_[L]));
     kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * dims_[L], g);
   }
   for (int l = L - 1; l >= 0; --l) {
@@ -365,9 +369,9 @@ void GcnModel::backward_bf16_async() {
     const kernels::Bf16* w = w16_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
     if (l == L - 1) {  // the output bias from the float softmax gradient (still in z32_): its terms cancel
-      kernels::column_sum_async(ctx, z32_.data(), rows_, ly.out, grads_.data() + ly.b_offset);
+      kernels::column_sum_async(ctx, kernels::make_view(z32_.data(), rows_, ly.out), grads_.data() + ly.b_offset);
     } else {
-      kernels::column_sum_async(ctx, g, rows_, ly.out, grads_.data() + ly.b_offset);
+      kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), grads_.data() + ly.b_offset);
     }
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
@@ -399,8 +403,9 @@ void GcnModel::backward_bf16_async() {
       }
     }
     if (l > 0) {
-      kernels::bias_act_dropout_backward_async(ctx, inputs16_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
-                                               g_next);
+      kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs16_[l].data(), rows_, ly.in),
+                                               kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
+                                               kernels::make_view(g_next, rows_, ly.in));
       std::swap(g, g_next);
     }
   }
@@ -421,7 +426,8 @@ void GcnModel::forward(bool training, int epoch) {
     comm_->recv(ctx, inputs_[first_].data(), rows_ * dims_[first_], stage_ - 1);
     x = inputs_[first_].data();
   } else if (p > 0 && !sparse_input_) {
-    kernels::dropout_async(ctx, features_.data(), cols_, dims_[0], dropout_for(0), inputs_[0].data());
+    kernels::dropout_async(ctx, kernels::make_view(features_.data(), cols_, dims_[0]), dropout_for(0),
+                           kernels::make_view(inputs_[0].data(), cols_, dims_[0]));
     x = inputs_[0].data();
   }
   for (int l = first_; l < last_; ++l) {
@@ -450,7 +456,8 @@ void GcnModel::forward(bool training, int epoch) {
     }
     const bool last = l == L - 1;
     kernels::Dropout next = last ? kernels::Dropout{} : dropout_for(l + 1);
-    kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, !last, next, z);
+    kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, !last, next,
+                                    kernels::make_view(z, rows_, ly.out));
     x = z;
   }
   if (last_ < L) comm_->send(ctx, inputs_[last_].data(), rows_ * dims_[last_], stage_ + 1);
@@ -488,14 +495,16 @@ void GcnModel::backward_async() {
   if (last_ == L) {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), g);
+    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+                                         kernels::make_view(g, rows_, dims_[L]));
   } else {
     // Pipeline: the next stage sends d(loss)/d(our output); undo our output's relu and dropout here.
     kernels::memset_zero_async(ctx, scalar_f_.data(), sizeof(float));  // the loss lives on the last stage
     comm_->recv(ctx, g, rows_ * dims_[last_], stage_ + 1);
-    kernels::bias_act_dropout_backward_async(ctx, inputs_[last_].data(), g, rows_, dims_[last_], true,
-                                             config_.dropout, g);
+    kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[last_].data(), rows_, dims_[last_]),
+                                             kernels::make_view(g, rows_, dims_[last_]), true, config_.dropout,
+                                             kernels::make_view(g, rows_, dims_[last_]));
   }
   for (int l = last_ - 1; l >= first_; --l) {
     const Layer& ly = layers_[l];
@@ -503,7 +512,7 @@ void GcnModel::backward_async() {
     float* dw = grads_.data() + ly.w_offset;
     float* db = grads_.data() + ly.b_offset;
     const float* x = (l == 0) ? (config_.dropout > 0 ? inputs_[0].data() : features_.data()) : inputs_[l].data();
-    kernels::column_sum_async(ctx, g, rows_, ly.out, db);
+    kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), db);
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
       kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
@@ -528,8 +537,9 @@ void GcnModel::backward_async() {
                             kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(g_next, cols_, ly.in));
     }
     if (l > first_) {
-      kernels::bias_act_dropout_backward_async(ctx, inputs_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
-                                               g_next);
+      kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[l].data(), rows_, ly.in),
+                                               kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
+                                               kernels::make_view(g_next, rows_, ly.in));
       std::swap(g, g_next);
     } else if (l > 0) {
       // Pipeline: hand d(loss)/d(our input) to the previous stage, which owns that activation.
@@ -565,10 +575,11 @@ EvalResult GcnModel::evaluate() {
   const std::int64_t classes = dims_.back();
   if (last_ == config_.layers) {
     for (int s = 0; s < 3; ++s) {
-      kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, classes, labels_.data(), split_rows_[s].data(),
-                                           split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
-      kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
-                                   split_rows_[s].size(), scalar_i_.data() + s);
+      kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
+                                           split_rows_[s].data(), split_rows_[s].size(), 1.0f, scalar_f_.data() + s,
+                                           kernels::MatrixView{});
+      kernels::count_correct_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
+                                   split_rows_[s].data(), split_rows_[s].size(), scalar_i_.data() + s);
     }
   } else {  // pipeline: only the last stage has logits
     kernels::memset_zero_async(ctx, scalar_f_.data(), 3 * sizeof(float));

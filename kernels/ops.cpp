@@ -18,10 +18,6 @@ void expect_non_negative(const char* name, std::int64_t v) {
   if (v < 0) bad_parameter(name, std::to_string(v), ">= 0");
 }
 
-void expect_leading_dim(const char* name, std::int64_t ld, std::int64_t width) {
-  if (ld < width) bad_parameter(name, std::to_string(ld), ("the width " + std::to_string(width) + " or more").c_str());
-}
-
 /// A view's own invariants: non-negative extents and ld >= cols. `name` names the argument.
 template <class T>
 void expect_view(const std::string& name, const DenseView<T>& v) {
@@ -44,6 +40,30 @@ void expect_extent(const char* name, std::int64_t got, const char* other, std::i
   if (got != expected) {
     bad_parameter(name, std::to_string(got), (std::string(other) + " = " + std::to_string(expected)).c_str());
   }
+}
+
+/// Two matrix arguments of one shape (e.g. z and out of an epilogue).
+template <class A, class B>
+void expect_same_shape(const std::string& name_a, const DenseView<A>& a, const std::string& name_b,
+                       const DenseView<B>& b) {
+  expect_extent((name_b + ".rows").c_str(), b.rows, (name_a + ".rows").c_str(), a.rows);
+  expect_extent((name_b + ".cols").c_str(), b.cols, (name_a + ".cols").c_str(), a.cols);
+}
+
+/// The element-wise kernels walk rows * cols elements from data: no gap between rows.
+template <class T>
+void expect_contiguous(const std::string& name, const DenseView<T>& v) {
+  if (!v.contiguous()) {
+    bad_parameter((name + ".ld").c_str(), std::to_string(v.ld),
+                  ("the width " + name + ".cols = " + std::to_string(v.cols) + " (contiguous rows)").c_str());
+  }
+}
+
+/// A matrix argument of an element-wise kernel: a valid, contiguous view.
+template <class T>
+void expect_packed(const std::string& name, const DenseView<T>& v) {
+  expect_view(name, v);
+  expect_contiguous(name, v);
 }
 
 void expect_dropout(const Dropout& d) {
@@ -161,29 +181,47 @@ std::int64_t inner_extent(bool trans_a, const DenseView<T>& a) {
   return trans_a ? a.rows : a.cols;
 }
 
-/// The checks of both forward epilogues (float and bf16 output); false when there is nothing to compute.
-bool expect_epilogue_args(const Context& ctx, const void* z, std::int64_t rows, std::int64_t width,
-                          const Dropout& dropout, const void* out, const char* what) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
+/// The checks of the forward epilogues (float and bf16 output); false when there is nothing to compute.
+template <class In, class Out>
+bool expect_epilogue_args(const Context& ctx, const char* in_name, const DenseView<const In>& z, const Dropout& dropout,
+                          const DenseView<Out>& out, const char* what) {
+  expect_packed(in_name, z);
+  expect_packed("out", out);
+  expect_same_shape(in_name, z, "out", out);
   expect_dropout(dropout);
-  if (rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(z != nullptr && out != nullptr, (std::string(what) + " needs its buffers").c_str());
+  if (z.empty()) return false;
+  GCNPART_EXPECTS(z.data != nullptr && out.data != nullptr, (std::string(what) + " needs its buffers").c_str());
   expect_cuda_handles(ctx);
   return true;
 }
 
 /// The checks of both backward epilogues; false when there is nothing to compute.
-bool expect_backward_args(const Context& ctx, const void* h, const void* dh, std::int64_t rows, std::int64_t width,
-                          bool relu, float p, const void* dz) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
+template <class T>
+bool expect_backward_args(const Context& ctx, const DenseView<const T>& h, const DenseView<const T>& dh, bool relu,
+                          float p, const DenseView<T>& dz) {
+  expect_packed("dh", dh);
+  expect_packed("dz", dz);
+  expect_same_shape("dh", dh, "dz", dz);
+  if (relu) {
+    expect_packed("h", h);
+    expect_same_shape("dh", dh, "h", h);
+  }
   if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
   // Without relu the dropout mask cannot be recovered from h (a kept value may be 0).
   GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
-  if (rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
+  if (dh.empty()) return false;
+  GCNPART_EXPECTS(dh.data != nullptr && dz.data != nullptr && (!relu || h.data != nullptr),
                   "bias_act_dropout_backward_async needs its buffers");
+  expect_cuda_handles(ctx);
+  return true;
+}
+
+/// The checks of both column sums; false when there is nothing to compute.
+template <class T>
+bool expect_column_sum_args(const Context& ctx, const DenseView<const T>& x, const float* out) {
+  expect_packed("x", x);
+  if (x.cols == 0) return false;
+  GCNPART_EXPECTS(out != nullptr && (x.rows == 0 || x.data != nullptr), "column_sum_async needs its buffers");
   expect_cuda_handles(ctx);
   return true;
 }
@@ -212,44 +250,35 @@ void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha
                              b.data, b.ld, beta, c.data, true, c.ld));
 }
 
-void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (width == 0) return;
-  GCNPART_EXPECTS(out != nullptr && (rows == 0 || x != nullptr), "column_sum_async needs its buffers");
-  expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(column_sum_bf16(ctx, x, rows, width, out));
+void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out) {
+  if (!expect_column_sum_args(ctx, x, out)) return;
+  GCNPART_DISPATCH(column_sum_bf16(ctx, x.data, x.rows, x.cols, out));
 }
 
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
-  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z, bias, rows, width, relu, dropout, out));
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            Bf16MatrixView out) {
+  if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
 }
 
-void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   Bf16* out) {
-  if (!expect_epilogue_args(ctx, x, rows, width, dropout, out, "dropout_async")) return;
-  GCNPART_DISPATCH(dropout_bf16(ctx, x, rows, width, dropout, out));
+void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out) {
+  if (!expect_epilogue_args(ctx, "x", x, dropout, out, "dropout_async")) return;
+  GCNPART_DISPATCH(dropout_bf16(ctx, x.data, x.rows, x.cols, dropout, out.data));
 }
 
-void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, Bf16* dz) {
-  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
+void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
+                                     float p, Bf16MatrixView dz) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
   if (!relu) {
-    if (dz != dh) copy_async(ctx, dz, dh, static_cast<std::size_t>(rows * width) * sizeof(Bf16));
+    if (dz.data != dh.data) copy_async(ctx, dz.data, dh.data, static_cast<std::size_t>(dh.size()) * sizeof(Bf16));
     return;
   }
-  GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz));
+  GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h.data, dh.data, dh.size(), p, dz.data));
 }
 
-void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (width == 0) return;
-  GCNPART_EXPECTS(out != nullptr && (rows == 0 || x != nullptr), "column_sum_async needs its buffers");
-  expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(column_sum(ctx, x, rows, width, out));
+void column_sum_async(const Context& ctx, ConstMatrixView x, float* out) {
+  if (!expect_column_sum_args(ctx, x, out)) return;
+  GCNPART_DISPATCH(column_sum(ctx, x.data, x.rows, x.cols, out));
 }
 
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column) {
@@ -258,16 +287,16 @@ bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t colum
   return detail::dropout_element_keeps(d.key, d.p, global_node, column);
 }
 
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, float* out) {
-  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out));
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            MatrixView out) {
+  if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
 }
 
-void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, float* dz) {
-  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
-  GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h, dh, rows, width, relu, p, dz));
+void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
+                                     MatrixView dz) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
+  GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h.data, dh.data, dh.rows, dh.cols, relu, p, dz.data));
 }
 
 void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
@@ -279,34 +308,39 @@ void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transpo
   GCNPART_DISPATCH(dropout_csr_values(ctx, a, transposed, dropout, out));
 }
 
-void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   float* out) {
-  bias_act_dropout_async(ctx, x, nullptr, rows, width, false, dropout, out);
+void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout, MatrixView out) {
+  if (!expect_epilogue_args(ctx, "x", x, dropout, out, "dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout(ctx, x.data, nullptr, x.rows, x.cols, false, dropout, out.data));
 }
 
-void softmax_cross_entropy_async(const Context& ctx, const float* logits, std::int64_t num_rows,
-                                 std::int64_t classes, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t count, float grad_scale, float* loss_sum, float* grad) {
-  expect_non_negative("num_rows", num_rows);
+void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
+                                 MatrixView grad) {
+  expect_packed("logits", logits);
   expect_non_negative("count", count);
-  if (classes <= 0) bad_parameter("classes", std::to_string(classes), "at least 1");
+  if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
+  if (grad.data != nullptr) {
+    expect_packed("grad", grad);
+    expect_same_shape("logits", logits, "grad", grad);
+  }
   GCNPART_EXPECTS(loss_sum != nullptr, "softmax_cross_entropy_async needs loss_sum");
-  GCNPART_EXPECTS(count == 0 || (logits != nullptr && labels != nullptr && rows != nullptr),
+  GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "softmax_cross_entropy_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(
-      softmax_cross_entropy(ctx, logits, num_rows, classes, labels, rows, count, grad_scale, loss_sum, grad));
+  GCNPART_DISPATCH(softmax_cross_entropy(ctx, logits.data, logits.rows, logits.cols, labels, rows, count, grad_scale,
+                                         loss_sum, grad.data));
 }
 
-void count_correct_async(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                         const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
+                         std::int64_t count, std::int64_t* correct) {
+  expect_packed("logits", logits);
   expect_non_negative("count", count);
-  if (classes <= 0) bad_parameter("classes", std::to_string(classes), "at least 1");
+  if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
   GCNPART_EXPECTS(correct != nullptr, "count_correct_async needs an output");
-  GCNPART_EXPECTS(count == 0 || (logits != nullptr && labels != nullptr && rows != nullptr),
+  GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "count_correct_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(count_correct(ctx, logits, classes, labels, rows, count, correct));
+  GCNPART_DISPATCH(count_correct(ctx, logits.data, logits.cols, labels, rows, count, correct));
 }
 
 void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,
@@ -328,24 +362,25 @@ void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std
   GCNPART_DISPATCH(inv_sqrt_degree(ctx, row_offsets, n, extra, dinv));
 }
 
-void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, float* dst) {
-  expect_non_negative("count", count);
-  expect_non_negative("width", width);
-  if (count == 0 || width == 0) return;
-  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "gather_rows_async needs its buffers");
+void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+  expect_packed("src", src);
+  expect_packed("dst", dst);
+  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
+  if (dst.empty()) return;
+  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr, "gather_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(gather_rows(ctx, src, idx, count, width, dst));
+  GCNPART_DISPATCH(gather_rows(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
 }
 
-void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                            std::int64_t width, float* dst) {
-  expect_non_negative("count", count);
-  expect_non_negative("width", width);
-  if (count == 0 || width == 0) return;
-  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "scatter_add_rows_async needs its buffers");
+void scatter_add_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+  expect_packed("src", src);
+  expect_packed("dst", dst);
+  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
+  if (src.empty()) return;
+  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr,
+                  "scatter_add_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(scatter_add_rows(ctx, src, idx, count, width, dst));
+  GCNPART_DISPATCH(scatter_add_rows(ctx, src.data, idx, src.rows, src.cols, dst.data));
 }
 
 void sum_async(const Context& ctx, const float* x, std::int64_t n, float* out) {

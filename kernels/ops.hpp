@@ -80,8 +80,9 @@ class CusparseSpmm {
 void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstMatrixView a, ConstMatrixView b,
                 float beta, MatrixView c);
 
-/// out[j] = sum_i x[i * width + j] (bias gradient), for rows [0, rows). Overwrites out (width entries).
-void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out);
+/// out[j] = sum_i x(i, j) (bias gradient) over the x.rows rows of a contiguous x (ld == cols). Overwrites out
+/// (x.cols entries).
+void column_sum_async(const Context& ctx, ConstMatrixView x, float* out);
 
 // ---------------------------------------------------------------------------------------------------------
 // Fused epilogues. Dropout masks come from Philox keyed by (key, global node id, column): the same node draws
@@ -98,14 +99,17 @@ struct Dropout {
 /// Whether (global node, column) is kept under `d` (host helper, matches the device kernels bit for bit).
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column);
 
-/// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias may be null. out may alias z.
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, float* out);
+/// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias (z.cols entries) may be null. z and out:
+/// the same shape, contiguous (ld == cols). out may alias z.
+/// @throws InvalidInput for mismatched shapes, a strided view or a dropout p outside [0, 1). Does not synchronise.
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            MatrixView out);
 
 /// Backward of bias_act_dropout with relu: dz = (h > 0) ? dh / (1 - p) : 0, from the saved output h alone.
-/// Without relu and dropout (p = 0), dz = dh. dz may alias dh.
-void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, float* dz);
+/// Without relu and dropout (p = 0), dz = dh and h is not read (it may be an empty view). Contiguous views of one
+/// shape; dz may alias dh.
+void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
+                                     MatrixView dz);
 
 /// Dropout on the stored values of a sparse matrix whose rows (or, with `transposed`, columns) are nodes and whose
 /// other index is the feature column: out[e] = keep(node, feature) ? a.values[e] / (1 - p) : 0, with the mask of
@@ -114,9 +118,8 @@ void bias_act_dropout_backward_async(const Context& ctx, const float* h, const f
 void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
                               float* out);
 
-/// out = dropout(x) (input-feature dropout); out may alias x.
-void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   float* out);
+/// out = dropout(x) (input-feature dropout); contiguous views of one shape, out may alias x.
+void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout, MatrixView out);
 
 // ---------------------------------------------------------------------------------------------------------
 // bf16 storage (the --precision bf16 training path): tensors held as bfloat16 bits, every product and sum in
@@ -131,36 +134,36 @@ void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha
 void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
                      ConstBf16MatrixView b, float beta, Bf16MatrixView c);
 
-/// out[j] = sum_i x[i * width + j] over bf16 x, summed in float32 (bias gradient). Overwrites out.
-void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);
+/// column_sum_async over bf16 x, summed in float32 (bias gradient). Overwrites out.
+void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out);
 
 /// bias_act_dropout_async with the result stored as bf16 (z and bias float32). out may not alias z.
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out);
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            Bf16MatrixView out);
 
 /// dropout_async on bf16 values (the mask of the float version bit for bit). out may alias x.
-void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   Bf16* out);
+void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out);
 
 /// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh).
-void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, Bf16* dz);
+void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
+                                     float p, Bf16MatrixView dz);
 
 // ---------------------------------------------------------------------------------------------------------
 // Loss, accuracy, optimiser, normalisation, row movement
 
 /// Softmax cross-entropy over the rows listed in `rows` (count entries, local row indices) of logits
-/// (num_rows x classes) with int32 labels indexed by the same local rows. Writes the loss summed over those
-/// rows into *loss_sum (one float, device memory on CUDA) and, when grad is non-null, grad = (softmax - onehot)
-/// * grad_scale for the listed rows and 0 for every other row (grad: num_rows x classes). grad_scale is
-/// typically 1 / (global number of training nodes).
-void softmax_cross_entropy_async(const Context& ctx, const float* logits, std::int64_t num_rows,
-                                 std::int64_t classes, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t count, float grad_scale, float* loss_sum, float* grad);
+/// (num_rows x classes, contiguous) with int32 labels indexed by the same local rows. Writes the loss summed over
+/// those rows into *loss_sum (one float, device memory on CUDA) and, when grad.data is non-null, grad = (softmax -
+/// onehot) * grad_scale for the listed rows and 0 for every other row (grad: logits' shape, contiguous).
+/// grad_scale is typically 1 / (global number of training nodes).
+void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
+                                 MatrixView grad);
 
-/// Number of listed rows whose argmax equals the label, written into *correct (one int64, device on CUDA).
-void count_correct_async(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                         const NodeId* rows, std::int64_t count, std::int64_t* correct);
+/// Number of listed rows whose argmax over logits' columns equals the label, written into *correct (one int64,
+/// device on CUDA). logits contiguous.
+void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
+                         std::int64_t count, std::int64_t* correct);
 
 /// Adam (Kingma & Ba) with L2 weight decay added to the gradient: g' = g + wd * w;
 /// m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2; w -= lr * m_hat / (sqrt(v_hat) + eps), step counted from 1.
@@ -175,12 +178,10 @@ void adam_step_async(const Context& ctx, float* w, const float* g, float* m, flo
 void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std::int64_t n, float extra,
                            float* dinv);
 
-/// dst[i, :] = src[idx[i], :] for i < count (ld = width).
-void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, float* dst);
-/// dst[idx[i], :] += src[i, :] (idx may repeat; atomics on CUDA).
-void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                            std::int64_t width, float* dst);
+/// dst(i, :) = src(idx[i], :) for i < dst.rows; contiguous views with src.cols == dst.cols.
+void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst);
+/// dst(idx[i], :) += src(i, :) for i < src.rows (idx may repeat; atomics on CUDA); contiguous views, equal cols.
+void scatter_add_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst);
 
 /// out = sum of x[0..n) (one float; device memory on CUDA).
 void sum_async(const Context& ctx, const float* x, std::int64_t n, float* out);

@@ -221,8 +221,8 @@ TEST_CASE("CPU column_sum over bf16 equals the float column_sum of the widened v
     const auto x16 = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 81));
     const auto x32 = widen(x16);
     std::vector<float> got(static_cast<std::size_t>(width), kNaN), want(static_cast<std::size_t>(width), kNaN);
-    column_sum_async(kCpu, x16.data(), rows, width, got.data());
-    column_sum_async(kCpu, x32.data(), rows, width, want.data());
+    column_sum_async(kCpu, make_view(x16.data(), rows, width), got.data());
+    column_sum_async(kCpu, make_view(x32.data(), rows, width), want.data());
     CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     for (std::int64_t c = 0; c < width; ++c) {
       double s = 0.0, magnitude = 0.0;
@@ -235,7 +235,7 @@ TEST_CASE("CPU column_sum over bf16 equals the float column_sum of the widened v
     }
   }
   std::vector<float> zero_rows(3, kNaN);
-  column_sum_async(kCpu, static_cast<const Bf16*>(nullptr), 0, 3, zero_rows.data());
+  column_sum_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 0, 3), zero_rows.data());
   CHECK(zero_rows == std::vector<float>(3, 0.0f));
 }
 
@@ -260,9 +260,11 @@ TEST_CASE("bias_act_dropout into bf16 stores the float epilogue rounded, bit for
           else d.global_offset = 1000;
           const float* b = with_bias ? bias.data() : nullptr;
           std::vector<float> h32(z.size());
-          bias_act_dropout_async(kCpu, z.data(), b, rows, width, relu, d, h32.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), b, relu, d,
+                                 make_view(h32.data(), rows, width));
           std::vector<Bf16> h16(z.size(), kBf16Sentinel);
-          bias_act_dropout_async(kCpu, z.data(), b, rows, width, relu, d, h16.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), b, relu, d,
+                                 make_view(h16.data(), rows, width));
           CHECK(h16 == to_bf16(h32));
           if (p > 0.0f) {  // the mask itself: zero exactly where dropout_keep drops (inputs are non-zero)
             bool mask_agrees = true;
@@ -293,13 +295,13 @@ TEST_CASE("dropout on bf16 equals the float dropout of the widened input, rounde
     d.global_offset = 77;
     const auto x32 = widen(x16);
     std::vector<float> want32(x32.size());
-    dropout_async(kCpu, x32.data(), rows, width, d, want32.data());
+    dropout_async(kCpu, make_view(x32.data(), rows, width), d, make_view(want32.data(), rows, width));
     const auto want = to_bf16(want32);
     std::vector<Bf16> out(x16.size(), kBf16Sentinel);
-    dropout_async(kCpu, x16.data(), rows, width, d, out.data());
+    dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(out.data(), rows, width));
     CHECK(out == want);
     auto in_place = x16;
-    dropout_async(kCpu, in_place.data(), rows, width, d, in_place.data());
+    dropout_async(kCpu, make_view(in_place.data(), rows, width), d, make_view(in_place.data(), rows, width));
     CHECK(in_place == want);
     if (p == 0.0f) CHECK(out == x16);  // the identity, bit for bit
   }
@@ -312,15 +314,18 @@ TEST_CASE("the bf16 backward epilogue passes gradients where the relu output is 
   const auto h16 = to_bf16(h);
   auto dh16 = to_bf16(dh);
   std::vector<Bf16> dz(6, kBf16Sentinel);
-  bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, true, 0.5f, dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3), true, 0.5f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(widen(dz) == std::vector<float>{0.0f, 4.0f, 0.0f, -8.0f, 0.0f, 12.0f});
-  bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, true, 0.0f, dh16.data());  // in place
+  bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3), true, 0.0f,
+                                  make_view(dh16.data(), 2, 3));  // in place
   CHECK(widen(dh16) == std::vector<float>{0.0f, 2.0f, 0.0f, -4.0f, 0.0f, 6.0f});
   std::fill(dz.begin(), dz.end(), kBf16Sentinel);
-  bias_act_dropout_backward_async(kCpu, static_cast<const Bf16*>(nullptr), dh16.data(), 2, 3, false, 0.0f,
-                                  dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 2, 3),
+                                  make_view(dh16.data(), 2, 3), false, 0.0f, make_view(dz.data(), 2, 3));
   CHECK(dz == dh16);  // without relu or dropout: a copy
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, false, 0.5f, dz.data()),
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3),
+                                                  false, 0.5f, make_view(dz.data(), 2, 3)),
                   LogicError);
 
   // Random values: equal to the float backward of the widened values, rounded (scale 1 / 0.7 is inexact).
@@ -328,9 +333,12 @@ TEST_CASE("the bf16 backward epilogue passes gradients where the relu output is 
   const auto hr = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 54));
   const auto dhr = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 55, -3.0f, 3.0f));
   std::vector<float> want32(hr.size());
-  bias_act_dropout_backward_async(kCpu, widen(hr).data(), widen(dhr).data(), rows, width, true, 0.3f, want32.data());
+  bias_act_dropout_backward_async(kCpu, make_view(widen(hr).data(), rows, width),
+                                  make_view(widen(dhr).data(), rows, width), true, 0.3f,
+                                  make_view(want32.data(), rows, width));
   std::vector<Bf16> got(hr.size());
-  bias_act_dropout_backward_async(kCpu, hr.data(), dhr.data(), rows, width, true, 0.3f, got.data());
+  bias_act_dropout_backward_async(kCpu, make_view(hr.data(), rows, width), make_view(dhr.data(), rows, width), true,
+                                  0.3f, make_view(got.data(), rows, width));
   CHECK(got == to_bf16(want32));
 }
 
@@ -372,19 +380,27 @@ TEST_CASE("bf16 kernels reject beta != 0 with a bf16 C, negative sizes and short
                                   make_view(buf16.data(), 2, 2), 0.0f, make_view(buf.data(), 2, 2)),
                   LogicError);  // a missing buffer is a programming error
 
-  CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), -1, 2, buf.data()), InvalidInput);
-  CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), 2, -1, buf.data()), InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, buf.data(), nullptr, -1, 2, true, Dropout{}, buf16.data()),
+  CHECK_THROWS_AS(column_sum_async(kCpu, make_view(buf16.data(), -1, 2), buf.data()), InvalidInput);
+  CHECK_THROWS_AS(column_sum_async(kCpu, make_view(buf16.data(), 2, -1), buf.data()), InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, make_view(buf.data(), -1, 2), nullptr, true, Dropout{},
+                                         make_view(buf16.data(), -1, 2)),
                   InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, buf.data(), nullptr, 2, 2, true, Dropout{1.0f}, buf16.data()),
+  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, make_view(buf.data(), 2, 2), nullptr, true, Dropout{1.0f},
+                                         make_view(buf16.data(), 2, 2)),
                   InvalidInput);
-  CHECK_THROWS_AS(dropout_async(kCpu, buf16.data(), 2, -2, Dropout{}, buf16.data()), InvalidInput);
-  CHECK_THROWS_AS(dropout_async(kCpu, buf16.data(), 2, 2, Dropout{-0.1f}, buf16.data()), InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, buf16.data(), buf16.data(), -1, 2, true, 0.5f, buf16.data()),
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(buf16.data(), 2, -2), Dropout{}, make_view(buf16.data(), 2, -2)),
                   InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, buf16.data(), buf16.data(), 2, 2, true, 1.0f, buf16.data()),
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(buf16.data(), 2, 2), Dropout{-0.1f}, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(buf16.data(), -1, 2), make_view(buf16.data(), -1, 2),
+                                                  true, 0.5f, make_view(buf16.data(), -1, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(buf16.data(), 2, 2), make_view(buf16.data(), 2, 2),
+                                                  true, 1.0f, make_view(buf16.data(), 2, 2)),
                   InvalidInput);
   // Empty shapes are no-ops, whatever the buffers.
-  dropout_async(kCpu, static_cast<const Bf16*>(nullptr), 0, 5, Dropout{0.5f}, static_cast<Bf16*>(nullptr));
-  bias_act_dropout_async(kCpu, nullptr, nullptr, 4, 0, true, Dropout{}, static_cast<Bf16*>(nullptr));
+  dropout_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 0, 5), Dropout{0.5f},
+                make_view(static_cast<Bf16*>(nullptr), 0, 5));
+  bias_act_dropout_async(kCpu, ConstMatrixView{nullptr, 4, 0, 0}, nullptr, true, Dropout{},
+                         make_view(static_cast<Bf16*>(nullptr), 4, 0));
 }

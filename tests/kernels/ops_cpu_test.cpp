@@ -380,7 +380,7 @@ TEST_CASE("dropout keeps close to 1 - p of the entries, exactly where dropout_ke
     if (variant == 0) d.global_offset = 1000;
     else d.global_ids = ids.data();
     std::vector<float> out(z.size());
-    dropout_async(kCpu, z.data(), rows, width, d, out.data());
+    dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
     std::int64_t kept = 0;
     bool agrees = true;
     for (std::int64_t i = 0; i < rows; ++i) {
@@ -401,9 +401,10 @@ TEST_CASE("dropout keeps close to 1 - p of the entries, exactly where dropout_ke
 TEST_CASE("dropout with p = 0 is the identity and out may alias the input") {
   auto x = random_floats(100, 52);
   const auto before = x;
-  dropout_async(kCpu, x.data(), 10, 10, Dropout{}, x.data());
+  dropout_async(kCpu, make_view(x.data(), 10, 10), Dropout{}, make_view(x.data(), 10, 10));
   CHECK(x == before);
-  CHECK_THROWS_AS(dropout_async(kCpu, x.data(), 10, 10, Dropout{1.0f}, x.data()), InvalidInput);
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(x.data(), 10, 10), Dropout{1.0f}, make_view(x.data(), 10, 10)),
+                  InvalidInput);
 }
 
 TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") {
@@ -414,7 +415,8 @@ TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") 
   d.p = 0.5f;
   d.key = 99;
   std::vector<float> out(z.size());
-  bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                         make_view(out.data(), rows, width));
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t c = 0; c < width; ++c) {
       const std::size_t t = static_cast<std::size_t>(i * width + c);
@@ -423,7 +425,8 @@ TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") 
     }
   }
   std::vector<float> plain(z.size());
-  bias_act_dropout_async(kCpu, z.data(), nullptr, rows, width, false, Dropout{}, plain.data());
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), nullptr, false, Dropout{},
+                         make_view(plain.data(), rows, width));
   CHECK(plain == z);
 }
 
@@ -431,13 +434,17 @@ TEST_CASE("the backward epilogue passes gradients where the relu output is posit
   const std::vector<float> h = {0.0f, 2.0f, -1.0f, 0.5f, 0.0f, 3.0f};
   std::vector<float> dh = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
   std::vector<float> dz(6);
-  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.5f, dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), true, 0.5f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(dz == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f, 0.0f, 12.0f});
-  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.0f, dh.data());  // in place
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), true, 0.0f,
+                                  make_view(dh.data(), 2, 3));  // in place
   CHECK(dh == std::vector<float>{0.0f, 2.0f, 0.0f, 4.0f, 0.0f, 6.0f});
-  bias_act_dropout_backward_async(kCpu, nullptr, dh.data(), 2, 3, false, 0.0f, dz.data());
+  bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, 2, 3, 3}, make_view(dh.data(), 2, 3), false, 0.0f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(dz == dh);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, false, 0.5f, dz.data()),
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), false,
+                                                  0.5f, make_view(dz.data(), 2, 3)),
                   LogicError);
 }
 
@@ -467,8 +474,8 @@ TEST_CASE("softmax cross-entropy and its gradient match finite differences in do
   const float scale = 1.0f / 3.0f;
   float loss = 0.0f;
   std::vector<float> grad(static_cast<std::size_t>(num_rows * classes), kNaN);  // all of it must be written
-  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 3, scale, &loss,
-                              grad.data());
+  softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), 3, scale,
+                              &loss, make_view(grad.data(), num_rows, classes));
   std::vector<double> ld(logits.begin(), logits.end());
   CHECK(loss / 3.0 == doctest::Approx(mean_loss(ld, classes, labels, rows)).epsilon(1e-6));
   const double h = 1e-6;
@@ -485,8 +492,8 @@ TEST_CASE("softmax cross-entropy and its gradient match finite differences in do
     CHECK(grad[static_cast<std::size_t>(4 * classes + c)] == 0.0f);
   }
   float none = 1.0f;
-  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 0, scale, &none,
-                              nullptr);
+  softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), 0, scale,
+                              &none, MatrixView{});
   CHECK(none == 0.0f);
 }
 
@@ -495,8 +502,8 @@ TEST_CASE("softmax cross-entropy rejects a label outside the classes") {
   const std::vector<std::int32_t> labels = {0, 4};
   const std::vector<NodeId> rows = {1};
   float loss = 0.0f;
-  CHECK_THROWS_AS(softmax_cross_entropy_async(kCpu, logits.data(), 2, 4, labels.data(), rows.data(), 1, 1.0f, &loss,
-                                              nullptr),
+  CHECK_THROWS_AS(softmax_cross_entropy_async(kCpu, make_view(logits.data(), 2, 4), labels.data(), rows.data(), 1, 1.0f,
+                                              &loss, MatrixView{}),
                   InvalidInput);
 }
 
@@ -507,10 +514,10 @@ TEST_CASE("count_correct breaks argmax ties towards the lowest class index") {
   const std::vector<NodeId> rows = {0, 1, 2};
   std::int64_t correct = -1;
   const std::vector<std::int32_t> right = {1, 0, 3};
-  count_correct_async(kCpu, logits.data(), 4, right.data(), rows.data(), 3, &correct);
+  count_correct_async(kCpu, make_view(logits.data(), 3, 4), right.data(), rows.data(), 3, &correct);
   CHECK(correct == 3);
   const std::vector<std::int32_t> wrong = {2, 1, 3};
-  count_correct_async(kCpu, logits.data(), 4, wrong.data(), rows.data(), 3, &correct);
+  count_correct_async(kCpu, make_view(logits.data(), 3, 4), wrong.data(), rows.data(), 3, &correct);
   CHECK(correct == 1);
 }
 
@@ -558,12 +565,12 @@ TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
   const auto src = random_floats(5 * width, 71);
   const std::vector<NodeId> idx = {3, 0, 3, 4, 3};
   std::vector<float> gathered(5 * width);
-  gather_rows_async(kCpu, src.data(), idx.data(), 5, width, gathered.data());
+  gather_rows_async(kCpu, make_view(src.data(), 5, width), idx.data(), make_view(gathered.data(), 5, width));
   for (std::int64_t i = 0; i < 5; ++i)
     for (std::int64_t c = 0; c < width; ++c)
       REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
   std::vector<float> dst(5 * width, 1.0f);
-  scatter_add_rows_async(kCpu, src.data(), idx.data(), 5, width, dst.data());
+  scatter_add_rows_async(kCpu, make_view(src.data(), 5, width), idx.data(), make_view(dst.data(), 5, width));
   for (std::int64_t r = 0; r < 5; ++r) {
     for (std::int64_t c = 0; c < width; ++c) {
       double want = 1.0;
@@ -578,7 +585,7 @@ TEST_CASE("column_sum, sum and sum_squares match double sums") {
   const std::int64_t rows = 40000, width = 5;  // more rows than one reduction chunk
   const auto x = random_floats(static_cast<std::size_t>(rows * width), 81);
   std::vector<float> cols(width);
-  column_sum_async(kCpu, x.data(), rows, width, cols.data());
+  column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
   double total = 0.0, squares = 0.0;
   for (std::int64_t c = 0; c < width; ++c) {
     double s = 0.0;
@@ -597,7 +604,7 @@ TEST_CASE("column_sum, sum and sum_squares match double sums") {
   sum_async(kCpu, nullptr, 0, &out);
   CHECK(out == 0.0f);
   std::vector<float> zero_rows(3, kNaN);
-  column_sum_async(kCpu, static_cast<const float*>(nullptr), 0, 3, zero_rows.data());
+  column_sum_async(kCpu, make_view(static_cast<const float*>(nullptr), 0, 3), zero_rows.data());
   CHECK(zero_rows == std::vector<float>(3, 0.0f));
 }
 
@@ -619,7 +626,8 @@ TEST_CASE("kernel entry points reject bad sizes with InvalidInput") {
   CHECK_THROWS_AS(gemm_async(kCpu, false, false, 1.0f, make_view(buf.data(), 2, -1, 2), make_view(buf.data(), -1, 2),
                              0.0f, make_view(buf.data(), 2, 2)),
                   InvalidInput);
-  CHECK_THROWS_AS(gather_rows_async(kCpu, buf.data(), nullptr, -3, 2, buf.data()), InvalidInput);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, make_view(buf.data(), 8, 2), nullptr, make_view(buf.data(), -3, 2)),
+                  InvalidInput);
 }
 
 TEST_CASE("CPU kernels give bit-identical results for any thread count") {
@@ -636,7 +644,7 @@ TEST_CASE("CPU kernels give bit-identical results for any thread count") {
     gemm_async(kCpu, true, false, 1.0f, make_view(feats.data(), 10000, 12, 210), make_view(b.data(), 10000, 16), 0.0f,
                make_view(out.data() + 3000 * 16 + 210 * 16, 12, 16));  // few columns: split over k
     sum_async(kCpu, feats.data(), 10000 * 210, &out[out.size() - 2]);
-    column_sum_async(kCpu, feats.data(), 10000 * 210, 1, &out[out.size() - 1]);
+    column_sum_async(kCpu, make_view(feats.data(), 10000 * 210, 1), &out[out.size() - 1]);
     return out;
   };
   const int saved = omp_get_max_threads();

@@ -438,21 +438,27 @@ TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bi
         }
         std::vector<float> out(z.size());
         DeviceBuffer<float> dout(z.size());
-        bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, out.data());
-        bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+        bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
+                               make_view(out.data(), rows, width));
+        bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
+                               make_view(dout.data(), rows, width));
         CHECK(dout.to_host() == out);
-        dropout_async(kCpu, z.data(), rows, width, d, out.data());
-        dropout_async(f.ctx, dz.data(), rows, width, dd, dout.data());
+        dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
+        dropout_async(f.ctx, make_view(dz.data(), rows, width), dd, make_view(dout.data(), rows, width));
         CHECK(dout.to_host() == out);
         if (relu) {
           // Backward from the relu output just computed, in place on the device copy of dh.
-          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                                 make_view(out.data(), rows, width));
           const DeviceBuffer<float> dh_host_out(out);
           const auto dh = random_floats(z.size(), 53);
           DeviceBuffer<float> ddh(dh);
           std::vector<float> dzz(z.size());
-          bias_act_dropout_backward_async(kCpu, out.data(), dh.data(), rows, width, true, p, dzz.data());
-          bias_act_dropout_backward_async(f.ctx, dh_host_out.data(), ddh.data(), rows, width, true, p, ddh.data());
+          bias_act_dropout_backward_async(kCpu, make_view(out.data(), rows, width), make_view(dh.data(), rows, width),
+                                          true, p, make_view(dzz.data(), rows, width));
+          bias_act_dropout_backward_async(f.ctx, make_view(dh_host_out.data(), rows, width),
+                                          make_view(ddh.data(), rows, width), true, p,
+                                          make_view(ddh.data(), rows, width));
           CHECK(ddh.to_host() == dzz);
         }
       }
@@ -485,18 +491,19 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
     const float scale = 1.0f / static_cast<float>(count);
     std::vector<float> grad(logits.size(), kNaN);
     float loss = 0.0f;
-    softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), count, scale,
-                                &loss, grad.data());
-    softmax_cross_entropy_async(f.ctx, dlogits.data(), num_rows, classes, dlabels.data(), drows.data(), count, scale,
-                                dloss.data(), dgrad.data());
+    softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count,
+                                scale, &loss, make_view(grad.data(), num_rows, classes));
+    softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(),
+                                count, scale, dloss.data(), make_view(dgrad.data(), num_rows, classes));
     CHECK(dloss.to_host()[0] == doctest::Approx(loss).epsilon(1e-5));
     const auto g = dgrad.to_host();
     double worst = 0.0;
     for (std::size_t t = 0; t < g.size(); ++t) worst = std::max(worst, static_cast<double>(std::abs(g[t] - grad[t])));
     CHECK(worst <= 1e-6 * scale * 10);
     std::int64_t correct = -1;
-    count_correct_async(kCpu, logits.data(), classes, labels.data(), rows.data(), count, &correct);
-    count_correct_async(f.ctx, dlogits.data(), classes, dlabels.data(), drows.data(), count, dcorrect.data());
+    count_correct_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count, &correct);
+    count_correct_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(), count,
+                        dcorrect.data());
     CHECK(dcorrect.to_host()[0] == correct);
   }
   // An out-of-range label cannot throw on the device: the loss is NaN instead.
@@ -504,8 +511,8 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
   const DeviceBuffer<std::int32_t> dlabels(std::vector<std::int32_t>{0, 9});
   const DeviceBuffer<NodeId> drows(std::vector<NodeId>{0, 1});
   DeviceBuffer<float> dloss(1);
-  softmax_cross_entropy_async(f.ctx, dlogits.data(), 2, 4, dlabels.data(), drows.data(), 2, 1.0f, dloss.data(),
-                              nullptr);
+  softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), 2, 4), dlabels.data(), drows.data(), 2, 1.0f,
+                              dloss.data(), MatrixView{});
   CHECK(std::isnan(dloss.to_host()[0]));
   CHECK(f.allocator.in_use() == 0);
 }
@@ -550,13 +557,15 @@ TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernel
   const DeviceBuffer<NodeId> didx(idx);
   std::vector<float> gathered(static_cast<std::size_t>(count * width));
   DeviceBuffer<float> dgathered(gathered.size());
-  gather_rows_async(kCpu, src.data(), idx.data(), count, width, gathered.data());
-  gather_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dgathered.data());
+  gather_rows_async(kCpu, make_view(src.data(), src_rows, width), idx.data(), make_view(gathered.data(), count, width));
+  gather_rows_async(f.ctx, make_view(dsrc.data(), src_rows, width), didx.data(),
+                    make_view(dgathered.data(), count, width));
   CHECK(dgathered.to_host() == gathered);
   std::vector<float> acc(static_cast<std::size_t>(src_rows * width), 0.5f);
   DeviceBuffer<float> dacc(acc);
-  scatter_add_rows_async(kCpu, src.data(), idx.data(), count, width, acc.data());
-  scatter_add_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dacc.data());
+  scatter_add_rows_async(kCpu, make_view(src.data(), count, width), idx.data(), make_view(acc.data(), src_rows, width));
+  scatter_add_rows_async(f.ctx, make_view(dsrc.data(), count, width), didx.data(),
+                         make_view(dacc.data(), src_rows, width));
   const auto hacc = dacc.to_host();
   // Atomic adds sum in any order: compare with an absolute tolerance on the scale of the summands (~1).
   for (std::size_t t = 0; t < acc.size(); ++t) REQUIRE(hacc[t] == doctest::Approx(acc[t]).epsilon(1e-5).scale(1.0));
@@ -574,8 +583,8 @@ TEST_CASE("CUDA reductions match the CPU sums") {
       const DeviceBuffer<float> dx(x);
       std::vector<float> cols(static_cast<std::size_t>(width));
       DeviceBuffer<float> dcols(cols.size());
-      column_sum_async(kCpu, x.data(), rows, width, cols.data());
-      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
+      column_sum_async(f.ctx, make_view(dx.data(), rows, width), dcols.data());
       const auto hc = dcols.to_host();
       for (std::size_t c = 0; c < cols.size(); ++c) CHECK(hc[c] == doctest::Approx(cols[c]).epsilon(1e-5));
       float s = 0.0f, s2 = 0.0f;
@@ -746,23 +755,28 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
           // float z + bias -> bf16 h
           std::vector<Bf16> h(z.size());
           auto dout = sentinel_bf16_buffer(z.size());
-          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, h.data());
-          bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
+                                 make_view(h.data(), rows, width));
+          bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
+                                 make_view(dout.data(), rows, width));
           CHECK(dout.to_host() == h);
           // dropout of bf16 values, out of place and in place on the device
           std::vector<Bf16> dropped(x16.size());
-          dropout_async(kCpu, x16.data(), rows, width, d, dropped.data());
-          dropout_async(f.ctx, dx16.data(), rows, width, dd, dout.data());
+          dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(dropped.data(), rows, width));
+          dropout_async(f.ctx, make_view(dx16.data(), rows, width), dd, make_view(dout.data(), rows, width));
           CHECK(dout.to_host() == dropped);
           DeviceBuffer<Bf16> in_place(x16);
-          dropout_async(f.ctx, in_place.data(), rows, width, dd, in_place.data());
+          dropout_async(f.ctx, make_view(in_place.data(), rows, width), dd, make_view(in_place.data(), rows, width));
           CHECK(in_place.to_host() == dropped);
           if (relu) {  // backward from the relu output just computed, in place on the device copy of dh
             const DeviceBuffer<Bf16> dhout(h);
             DeviceBuffer<Bf16> ddh(dh);
             std::vector<Bf16> dzz(z.size());
-            bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), rows, width, true, p, dzz.data());
-            bias_act_dropout_backward_async(f.ctx, dhout.data(), ddh.data(), rows, width, true, p, ddh.data());
+            bias_act_dropout_backward_async(kCpu, make_view(h.data(), rows, width), make_view(dh.data(), rows, width),
+                                            true, p, make_view(dzz.data(), rows, width));
+            bias_act_dropout_backward_async(f.ctx, make_view(dhout.data(), rows, width),
+                                            make_view(ddh.data(), rows, width), true, p,
+                                            make_view(ddh.data(), rows, width));
             CHECK(ddh.to_host() == dzz);
           }
         }
@@ -786,18 +800,18 @@ TEST_CASE("CUDA dropout keeps the sign of a negative zero input as the CPU does,
     CAPTURE(p);
     d.p = p;
     std::vector<float> want(x.size());
-    dropout_async(kCpu, x.data(), rows, width, d, want.data());
+    dropout_async(kCpu, make_view(x.data(), rows, width), d, make_view(want.data(), rows, width));
     const DeviceBuffer<float> dx(x);
     DeviceBuffer<float> dout(x.size());
-    dropout_async(f.ctx, dx.data(), rows, width, d, dout.data());
+    dropout_async(f.ctx, make_view(dx.data(), rows, width), d, make_view(dout.data(), rows, width));
     const auto got = dout.to_host();
     CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     const auto x16 = host_bf16(x);
     std::vector<Bf16> want16(x.size());
-    dropout_async(kCpu, x16.data(), rows, width, d, want16.data());
+    dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(want16.data(), rows, width));
     const DeviceBuffer<Bf16> dx16(x16);
     auto dout16 = sentinel_bf16_buffer(x.size());
-    dropout_async(f.ctx, dx16.data(), rows, width, d, dout16.data());
+    dropout_async(f.ctx, make_view(dx16.data(), rows, width), d, make_view(dout16.data(), rows, width));
     CHECK(dout16.to_host() == want16);
   }
 }
@@ -814,8 +828,8 @@ TEST_CASE("CUDA column_sum over bf16 matches the CPU bf16 column_sum") {
       const DeviceBuffer<Bf16> dx(x);
       std::vector<float> cols(static_cast<std::size_t>(width), kNaN);
       DeviceBuffer<float> dcols(cols);
-      column_sum_async(kCpu, x.data(), rows, width, cols.data());
-      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
+      column_sum_async(f.ctx, make_view(dx.data(), rows, width), dcols.data());
       const auto got = dcols.to_host();
       // The device's longest chain of float additions: 128 rows per lane, 8 lanes, then one partial per slab of
       // 1024 rows; the CPU sums in double. Bound: that chain's length x 2^-24 of the terms' magnitude.
