@@ -267,7 +267,10 @@ SpmmWidth measure_width(engine::Resources& res, Workload& wl, const SpmmBenchCon
             plan = std::make_unique<kernels::CusparseSpmm>(ctx, wl.a, scale, scale, w, alg);
             return plan->workspace_bytes();
           },
-          [&] { plan->run_async(wl.x.data(), wl.y.data()); });
+          [&] {
+            plan->run_async(kernels::make_view(wl.x.data(), wl.a.num_cols, w),
+                            kernels::make_view(wl.y.data(), wl.a.num_rows, w));
+          });
       res.synchronize();
       plan.reset();
     }

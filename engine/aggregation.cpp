@@ -59,7 +59,8 @@ class LocalAggregation final : public Aggregation {
   void run(const float* x, float* y, std::int64_t width) {
     if (algo_ == SpmmAlgo::kAuto && res_.context().is_cuda() && tuned_.count(width) == 0) tune(x, y, width);
     if (auto it = cusparse_.find(width); it != cusparse_.end()) {
-      it->second->run_async(x, y);
+      it->second->run_async(kernels::make_view(x, graph_.view.num_cols, width),
+                            kernels::make_view(y, graph_.view.num_rows, width));
       return;
     }
     kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
@@ -90,7 +91,10 @@ class LocalAggregation final : public Aggregation {
       try {
         auto plan = std::make_unique<kernels::CusparseSpmm>(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(),
                                                             width, alg);
-        const float ms = time([&] { plan->run_async(x, y); });
+        const float ms = time([&] {
+          plan->run_async(kernels::make_view(x, graph_.view.num_cols, width),
+                          kernels::make_view(y, graph_.view.num_rows, width));
+        });
         if (ms < best) {
           best = ms;
           choice = "cusparse-alg" + std::to_string(alg);

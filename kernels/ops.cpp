@@ -127,6 +127,20 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
   GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
+void CusparseSpmm::run_async(ConstMatrixView x, MatrixView y) {
+  expect_packed("x", x);
+  expect_packed("y", y);
+  expect_extent("x.rows", x.rows, "a.num_cols", cols_);
+  expect_extent("y.rows", y.rows, "a.num_rows", rows_);
+  expect_extent("x.cols", x.cols, "the plan's width", width_);
+  expect_extent("y.cols", y.cols, "the plan's width", width_);
+  if (rows_ > 0 && width_ > 0) {
+    expect_data("x", x);
+    expect_data("y", y);
+  }
+  run_unchecked_async(x.data, y.data);
+}
+
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
                      ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning) {
   tuning.validate();

@@ -60,14 +60,17 @@ class CusparseSpmm {
   ~CusparseSpmm();
   CusparseSpmm(const CusparseSpmm&) = delete;
   CusparseSpmm& operator=(const CusparseSpmm&) = delete;
-  /// Y = Â X for the width given at construction (contiguous X and Y).
-  void run_async(const float* x, float* y);
+  /// Y = Â X for the width given at construction: x is a.num_cols x width, y a.num_rows x width, both contiguous.
+  /// @throws InvalidInput for other shapes. Does not synchronise.
+  void run_async(ConstMatrixView x, MatrixView y);
   [[nodiscard]] std::size_t workspace_bytes() const noexcept { return buffer_bytes_; }
 
  private:
+  void run_unchecked_async(const float* x, float* y);
   struct Impl;
   Impl* impl_ = nullptr;
   std::size_t buffer_bytes_ = 0;
+  std::int64_t rows_ = 0, cols_ = 0, width_ = 0;  ///< the shapes run_async accepts
 };
 
 // ---------------------------------------------------------------------------------------------------------

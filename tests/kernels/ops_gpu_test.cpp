@@ -334,8 +334,11 @@ TEST_CASE("CusparseSpmm matches the CPU kernel for algorithms 0 to 3") {
       {
         CusparseSpmm plan(f.ctx, da.view(), drs.data(), dcs.data(), width, algorithm);
         CHECK(plan.workspace_bytes() > 0);
-        plan.run_async(dx.data(), dy.data());
-        plan.run_async(dx.data(), dy.data());  // a second call reuses descriptors and buffer
+        plan.run_async(make_view(dx.data(), a.cols, width), make_view(dy.data(), a.rows, width));
+        CHECK_THROWS_AS(plan.run_async(make_view(dx.data(), a.cols, width), make_view(dy.data(), a.rows - 1, width)),
+                        InvalidInput);
+        plan.run_async(make_view(dx.data(), a.cols, width),
+                       make_view(dy.data(), a.rows, width));  // a second call reuses descriptors and buffer
         synchronize(f.ctx);
       }
       std::vector<float> y(static_cast<std::size_t>(a.rows * width));
