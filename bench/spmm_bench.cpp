@@ -244,16 +244,19 @@ SpmmWidth measure_width(engine::Resources& res, Workload& wl, const SpmmBenchCon
   if (run_own && c.precision == "bf16")
     h.measure(
         "own-bf16", none,
-        [&] { kernels::spmm_bf16_async(ctx, wl.a, scale, scale, wl.x_bf16.data(), w, wl.y.data(), w, w, c.spmm_tuning); },
         [&] {
-          kernels::spmm_async(ctx, wl.a, scale, scale, wl.x_rounded.data(), w, wl.y.data(), w, w,
-                              SpmmAlgo::kOwn, c.spmm_tuning);
+          kernels::spmm_bf16_async(ctx, wl.a, scale, scale, kernels::make_view(wl.x_bf16.data(), wl.a.num_cols, w),
+                                   kernels::make_view(wl.y.data(), wl.a.num_rows, w), c.spmm_tuning);
+        },
+        [&] {
+          kernels::spmm_async(ctx, wl.a, scale, scale, kernels::make_view(wl.x_rounded.data(), wl.a.num_cols, w),
+                              kernels::make_view(wl.y.data(), wl.a.num_rows, w), SpmmAlgo::kOwn, c.spmm_tuning);
         },
         "own (fp32) on the bf16-rounded X");
   if (run_own)
     h.measure("own", none, [&] {
-      kernels::spmm_async(ctx, wl.a, scale, scale, wl.x.data(), w, wl.y.data(), w, w, SpmmAlgo::kOwn,
-                          c.spmm_tuning);
+      kernels::spmm_async(ctx, wl.a, scale, scale, kernels::make_view(wl.x.data(), wl.a.num_cols, w),
+                          kernels::make_view(wl.y.data(), wl.a.num_rows, w), SpmmAlgo::kOwn, c.spmm_tuning);
     });
   if (run_cusparse)
     for (int alg = 0; alg <= 3; ++alg) {
@@ -264,7 +267,10 @@ SpmmWidth measure_width(engine::Resources& res, Workload& wl, const SpmmBenchCon
             plan = std::make_unique<kernels::CusparseSpmm>(ctx, wl.a, scale, scale, w, alg);
             return plan->workspace_bytes();
           },
-          [&] { plan->run_async(wl.x.data(), wl.y.data()); });
+          [&] {
+            plan->run_async(kernels::make_view(wl.x.data(), wl.a.num_cols, w),
+                            kernels::make_view(wl.y.data(), wl.a.num_rows, w));
+          });
       res.synchronize();
       plan.reset();
     }

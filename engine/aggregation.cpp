@@ -50,19 +50,22 @@ class LocalAggregation final : public Aggregation {
 
  private:
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
-    kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width,
-                             width, tuning_);
+    kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
+                             kernels::make_view(x, graph_.view.num_cols, width),
+                             kernels::make_view(y, graph_.view.num_rows, width), tuning_);
     if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
   void run(const float* x, float* y, std::int64_t width) {
     if (algo_ == SpmmAlgo::kAuto && res_.context().is_cuda() && tuned_.count(width) == 0) tune(x, y, width);
     if (auto it = cusparse_.find(width); it != cusparse_.end()) {
-      it->second->run_async(x, y);
+      it->second->run_async(kernels::make_view(x, graph_.view.num_cols, width),
+                            kernels::make_view(y, graph_.view.num_rows, width));
       return;
     }
-    kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                        SpmmAlgo::kOwn, tuning_);
+    kernels::spmm_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
+                        kernels::make_view(x, graph_.view.num_cols, width),
+                        kernels::make_view(y, graph_.view.num_rows, width), SpmmAlgo::kOwn, tuning_);
   }
 
   /// Times each candidate on (x, y) and keeps the fastest. Synchronises; runs once per width.
@@ -79,15 +82,19 @@ class LocalAggregation final : public Aggregation {
       return static_cast<float>(kernels::elapsed_ms(start, stop)) / kRepeats;
     };
     float best = time([&] {
-      kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(), x, width, y, width, width,
-                          SpmmAlgo::kOwn, tuning_);
+      kernels::spmm_async(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(),
+                          kernels::make_view(x, graph_.view.num_cols, width),
+                          kernels::make_view(y, graph_.view.num_rows, width), SpmmAlgo::kOwn, tuning_);
     });
     std::string choice = "own";
     for (int alg : {2, 3}) {
       try {
         auto plan = std::make_unique<kernels::CusparseSpmm>(ctx, graph_.view, dinv_row_.data(), dinv_col_.data(),
                                                             width, alg);
-        const float ms = time([&] { plan->run_async(x, y); });
+        const float ms = time([&] {
+          plan->run_async(kernels::make_view(x, graph_.view.num_cols, width),
+                          kernels::make_view(y, graph_.view.num_rows, width));
+        });
         if (ms < best) {
           best = ms;
           choice = "cusparse-alg" + std::to_string(alg);
@@ -171,17 +178,19 @@ class GatherAggregation final : public Aggregation {
   GatherAggregation& operator=(const GatherAggregation&) = delete;
 
   void forward(const float* x, float* y, std::int64_t width) override {
-    gather_and_aggregate(x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out,
-                                                                          std::int64_t w) {
-      kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(), t, ld, out, width, w,
-                          algo_, tuning_);
-    });
+    gather_and_aggregate(
+        x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out, std::int64_t w) {
+          kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
+                              kernels::make_view(t, forward_.view.num_cols, w, ld),
+                              kernels::make_view(out, forward_.view.num_rows, w, width), algo_, tuning_);
+        });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width, t, w,
-                          w, algo_, tuning_);
+      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
+                          kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
+                          kernels::make_view(t, backward_.view.num_rows, w), algo_, tuning_);
     });
   }
 
@@ -191,8 +200,10 @@ class GatherAggregation final : public Aggregation {
     if ((block_ * width) % 2 == 0) {
       gather_and_aggregate(x, staging16_.data(), table16, y, width,
                            [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
-                             kernels::spmm_bf16_async(res_.context(), forward_.view, dinv_own_.data(),
-                                                      table_dinv_.data(), t, ld, out, width, w, tuning_);
+                             kernels::spmm_bf16_async(
+                                 res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
+                                 kernels::make_view(t, forward_.view.num_cols, w, ld),
+                                 kernels::make_view(out, forward_.view.num_rows, w, width), tuning_);
                            });
       return;
     }
@@ -203,14 +214,16 @@ class GatherAggregation final : public Aggregation {
     kernels::copy_async(ctx, staging16_.data(), x, static_cast<std::size_t>(rows_ * width) * sizeof(kernels::Bf16));
     comm_->all_gather(ctx, reinterpret_cast<float*>(staging16_.data()), words, table_.data());
     widen_padded_table(table16, words, width);
-    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(), table_.data(), width, y, width,
-                        width, algo_, tuning_);
+    kernels::spmm_async(ctx, forward_.view, dinv_own_.data(), table_dinv_.data(),
+                        kernels::make_view(table_.data(), forward_.view.num_cols, width),
+                        kernels::make_view(y, forward_.view.num_rows, width), algo_, tuning_);
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(), dy + c0, width,
-                               t, w, w, tuning_);
+      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
+                               kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
+                               kernels::make_view(t, backward_.view.num_rows, w), tuning_);
     });
   }
 
@@ -390,8 +403,9 @@ class BoundaryAggregation final : public Aggregation {
   void forward(const float* x, float* y, std::int64_t width) override {
     exchange_and_aggregate(x, source_.data(), outbox_.data(), y, width,
                            [&](const CsrView& a, const float* row_scale, const float* in, float* out) {
-                             kernels::spmm_async(res_.context(), a, row_scale, dinv_local_.data(), in, width, out,
-                                                 width, width, SpmmAlgo::kOwn, tuning_);
+                             kernels::spmm_async(res_.context(), a, row_scale, dinv_local_.data(),
+                                                 kernels::make_view(in, a.num_cols, width),
+                                                 kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
                            });
   }
 
@@ -399,29 +413,31 @@ class BoundaryAggregation final : public Aggregation {
     GCNPART_EXPECTS(!source16_.empty() || local_ * width == 0, "BoundaryAggregation was built without bf16 buffers");
     exchange_and_aggregate(x, source16_.data(), outbox16_.data(), y, width,
                            [&](const CsrView& a, const float* row_scale, const kernels::Bf16* in, float* out) {
-                             kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_local_.data(), in, width,
-                                                      out, width, width, tuning_);
+                             kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_local_.data(),
+                                                      kernels::make_view(in, a.num_cols, width),
+                                                      kernels::make_view(out, a.num_rows, width), tuning_);
                            });
   }
 
   void backward(const float* dy, float* dx, std::int64_t width) override {
     aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
-      kernels::spmm_async(res_.context(), a, row_scale, dinv_own_.data(), dy, width, out, width, width,
-                          SpmmAlgo::kOwn, tuning_);
+      kernels::spmm_async(res_.context(), a, row_scale, dinv_own_.data(), kernels::make_view(dy, a.num_cols, width),
+                          kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
     });
   }
 
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
     aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
-      kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_own_.data(), dy, width, out, width, width,
+      kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_own_.data(),
+                               kernels::make_view(dy, a.num_cols, width), kernels::make_view(out, a.num_rows, width),
                                tuning_);
     });
   }
 
  private:
   /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns).
-  static CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end) {
-    return CsrView{end - begin, m.num_cols, m.row_offsets + begin, m.col_ids, nullptr};
+  static CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end, std::int64_t cols = -1) {
+    return CsrView{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr};
   }
 
   /// Blocks of `rows` rows of `row_bytes` each, per device.
@@ -447,13 +463,15 @@ class BoundaryAggregation final : public Aggregation {
   template <class T, class Aggregate>
   void exchange_and_aggregate(const T* x, T* source, T* outbox, float* y, std::int64_t width, Aggregate&& aggregate) {
     const auto& ctx = res_.context();
-    kernels::gather_rows_async(ctx, x, send_index_.data(), sent_rows_, width, outbox);
+    kernels::gather_rows_async(ctx, kernels::make_view(x, own_, width), send_index_.data(),
+                               kernels::make_view(outbox, sent_rows_, width));
     order(ctx.stream, comm_stream_, 0);
     exchange(comm_ctx_, outbox, send_counts_, source + own_ * width, recv_counts_,
              width * static_cast<std::int64_t>(sizeof(T)));
     // While the boundary rows travel: the interior rows, straight from x (without overlap: all rows after it).
     const std::int64_t first = overlap_ ? interior_ : 0;
-    if (overlap_) aggregate(rows_of(forward_.view, 0, interior_), dinv_own_.data(), x, y);
+    // Interior rows reference own columns only: their matrix has the own rows as its columns.
+    if (overlap_) aggregate(rows_of(forward_.view, 0, interior_, own_), dinv_own_.data(), x, y);
     kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
     order(comm_stream_, ctx.stream, 1);
     aggregate(rows_of(forward_.view, first, own_), dinv_own_.data() + first, source, y + first * width);
@@ -471,7 +489,8 @@ class BoundaryAggregation final : public Aggregation {
              width * static_cast<std::int64_t>(sizeof(float)));
     aggregate(rows_of(backward_.view, 0, own_), dinv_local_.data(), dx);
     order(comm_stream_, ctx.stream, 1);
-    kernels::scatter_add_rows_async(ctx, outbox_.data(), send_index_.data(), sent_rows_, width, dx);
+    kernels::scatter_add_rows_async(ctx, kernels::make_view<const float>(outbox_.data(), sent_rows_, width),
+                                    send_index_.data(), kernels::make_view(dx, own_, width));
   }
 
   Resources& res_;

@@ -242,8 +242,8 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
     kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
-  kernels::spmm_async(ctx, xt, nullptr, nullptr, dp, width, dw, width, width, SpmmAlgo::kOwn,
-                      config_.spmm_tuning);
+  kernels::spmm_async(ctx, xt, nullptr, nullptr, kernels::make_view(dp, xt.num_cols, width),
+                      kernels::make_view(dw, xt.num_rows, width), SpmmAlgo::kOwn, config_.spmm_tuning);
 }
 
 void GcnModel::upload_sparse_features() {
@@ -306,7 +306,8 @@ void GcnModel::forward_bf16(bool training, int epoch) {
   last_p_ = p;
   const kernels::Bf16* x = features16_.data();
   if (p > 0 && !sparse_input_) {
-    kernels::dropout_async(ctx, features16_.data(), cols_, dims_[0], layer_dropout(epoch, 0, p), inputs16_[0].data());
+    kernels::dropout_async(ctx, kernels::make_view(features16_.data(), cols_, dims_[0]), layer_dropout(epoch, 0, p),
+                           kernels::make_view(inputs16_[0].data(), cols_, dims_[0]));
     x = inputs16_[0].data();
   }
   for (int l = 0; l < L; ++l) {
@@ -321,26 +322,30 @@ void GcnModel::forward_bf16(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, params_.data() + ly.w_offset, ly.out, z32_.data(), ly.out, ly.out,
-                          SpmmAlgo::kOwn, config_.spmm_tuning);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr,
+                          kernels::make_view(params_.data() + ly.w_offset, xv.num_cols, ly.out),
+                          kernels::make_view(z32_.data(), xv.num_rows, ly.out), SpmmAlgo::kOwn, config_.spmm_tuning);
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward_bf16(x, z32_.data(), ly.in);
       kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, aggregated16_[l].data());
-      kernels::gemm_bf16_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated16_[l].data(), ly.in, w,
-                               ly.out, 0.0f, z, ly.out);
+      kernels::gemm_bf16_async(ctx, false, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
+                               kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::gemm_bf16_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, t16_.data(),
-                               ly.out);
+      kernels::gemm_bf16_async(ctx, false, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                               kernels::make_view(w, ly.in, ly.out), 0.0f,
+                               kernels::make_view(t16_.data(), cols_, ly.out));
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     }
     const float* b = params_.data() + ly.b_offset;
     if (last) {
-      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, false, kernels::Dropout{}, z);
+      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, false, kernels::Dropout{},
+                                      kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, true, layer_dropout(epoch, l + 1, p),
-                                      inputs16_[l + 1].data());
+      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, true,
+                                      layer_dropout(epoch, l + 1, p),
+                                      kernels::make_view(inputs16_[l + 1].data(), rows_, ly.out));
       x = inputs16_[l + 1].data();
     }
   }
@@ -354,8 +359,9 @@ void GcnModel::backward_bf16_async() {
   {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), z32_.data());
+    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+                                         kernels::make_view(z32_.data(), rows_, dims_[L]));
     kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * dims_[L], g);
   }
   for (int l = L - 1; l >= 0; --l) {
@@ -363,17 +369,18 @@ void GcnModel::backward_bf16_async() {
     const kernels::Bf16* w = w16_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
     if (l == L - 1) {  // the output bias from the float softmax gradient (still in z32_): its terms cancel
-      kernels::column_sum_async(ctx, z32_.data(), rows_, ly.out, grads_.data() + ly.b_offset);
+      kernels::column_sum_async(ctx, kernels::make_view(z32_.data(), rows_, ly.out), grads_.data() + ly.b_offset);
     } else {
-      kernels::column_sum_async(ctx, g, rows_, ly.out, grads_.data() + ly.b_offset);
+      kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), grads_.data() + ly.b_offset);
     }
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
-      kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated16_[l].data(), ly.in, g,
-                               ly.out, 0.0f, dw, ly.out);
+      kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
+                               kernels::make_view(g, rows_, ly.out), 0.0f, kernels::make_view(dw, ly.in, ly.out));
       if (l > 0) {
-        kernels::gemm_bf16_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, t16_.data(),
-                                 ly.in);
+        kernels::gemm_bf16_async(ctx, false, true, 1.0f, kernels::make_view(g, rows_, ly.out),
+                                 kernels::make_view(w, ly.in, ly.out), 0.0f,
+                                 kernels::make_view(t16_.data(), rows_, ly.in));
         aggregation_->backward_bf16(t16_.data(), z32_.data(), ly.in);
         kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, g_next);
       }
@@ -386,16 +393,19 @@ void GcnModel::backward_bf16_async() {
         kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
         const kernels::Bf16* x =
             l == 0 ? (config_.dropout > 0 ? inputs16_[0].data() : features16_.data()) : inputs16_[l].data();
-        kernels::gemm_bf16_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, t16_.data(), ly.out, 0.0f, dw,
-                                 ly.out);
+        kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                                 kernels::make_view(t16_.data(), cols_, ly.out), 0.0f,
+                                 kernels::make_view(dw, ly.in, ly.out));
         if (l > 0)
-          kernels::gemm_bf16_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, t16_.data(), ly.out, w, ly.out, 0.0f,
-                                   g_next, ly.in);
+          kernels::gemm_bf16_async(ctx, false, true, 1.0f, kernels::make_view(t16_.data(), cols_, ly.out),
+                                   kernels::make_view(w, ly.in, ly.out), 0.0f,
+                                   kernels::make_view(g_next, cols_, ly.in));
       }
     }
     if (l > 0) {
-      kernels::bias_act_dropout_backward_async(ctx, inputs16_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
-                                               g_next);
+      kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs16_[l].data(), rows_, ly.in),
+                                               kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
+                                               kernels::make_view(g_next, rows_, ly.in));
       std::swap(g, g_next);
     }
   }
@@ -416,7 +426,8 @@ void GcnModel::forward(bool training, int epoch) {
     comm_->recv(ctx, inputs_[first_].data(), rows_ * dims_[first_], stage_ - 1);
     x = inputs_[first_].data();
   } else if (p > 0 && !sparse_input_) {
-    kernels::dropout_async(ctx, features_.data(), cols_, dims_[0], dropout_for(0), inputs_[0].data());
+    kernels::dropout_async(ctx, kernels::make_view(features_.data(), cols_, dims_[0]), dropout_for(0),
+                           kernels::make_view(inputs_[0].data(), cols_, dims_[0]));
     x = inputs_[0].data();
   }
   for (int l = first_; l < last_; ++l) {
@@ -431,20 +442,22 @@ void GcnModel::forward(bool training, int epoch) {
         kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
-      kernels::spmm_async(ctx, xv, nullptr, nullptr, w, ly.out, tmp_.data(), ly.out, ly.out, SpmmAlgo::kOwn,
-                          config_.spmm_tuning);
+      kernels::spmm_async(ctx, xv, nullptr, nullptr, kernels::make_view(w, xv.num_cols, ly.out),
+                          kernels::make_view(tmp_.data(), xv.num_rows, ly.out), SpmmAlgo::kOwn, config_.spmm_tuning);
       aggregation_->forward(tmp_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregation_->forward(x, aggregated_[l].data(), ly.in);
-      kernels::gemm_async(ctx, false, false, rows_, ly.out, ly.in, 1.0f, aggregated_[l].data(), ly.in, w, ly.out, 0.0f,
-                          z, ly.out);
+      kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
+                          kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(z, rows_, ly.out));
     } else {
-      kernels::gemm_async(ctx, false, false, cols_, ly.out, ly.in, 1.0f, x, ly.in, w, ly.out, 0.0f, tmp_.data(), ly.out);
+      kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                          kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(tmp_.data(), cols_, ly.out));
       aggregation_->forward(tmp_.data(), z, ly.out);
     }
     const bool last = l == L - 1;
     kernels::Dropout next = last ? kernels::Dropout{} : dropout_for(l + 1);
-    kernels::bias_act_dropout_async(ctx, z, b, rows_, ly.out, !last, next, z);
+    kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, !last, next,
+                                    kernels::make_view(z, rows_, ly.out));
     x = z;
   }
   if (last_ < L) comm_->send(ctx, inputs_[last_].data(), rows_ * dims_[last_], stage_ + 1);
@@ -482,14 +495,16 @@ void GcnModel::backward_async() {
   if (last_ == L) {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, dims_[L], labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(), g);
+    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
+                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+                                         kernels::make_view(g, rows_, dims_[L]));
   } else {
     // Pipeline: the next stage sends d(loss)/d(our output); undo our output's relu and dropout here.
     kernels::memset_zero_async(ctx, scalar_f_.data(), sizeof(float));  // the loss lives on the last stage
     comm_->recv(ctx, g, rows_ * dims_[last_], stage_ + 1);
-    kernels::bias_act_dropout_backward_async(ctx, inputs_[last_].data(), g, rows_, dims_[last_], true,
-                                             config_.dropout, g);
+    kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[last_].data(), rows_, dims_[last_]),
+                                             kernels::make_view(g, rows_, dims_[last_]), true, config_.dropout,
+                                             kernels::make_view(g, rows_, dims_[last_]));
   }
   for (int l = last_ - 1; l >= first_; --l) {
     const Layer& ly = layers_[l];
@@ -497,14 +512,14 @@ void GcnModel::backward_async() {
     float* dw = grads_.data() + ly.w_offset;
     float* db = grads_.data() + ly.b_offset;
     const float* x = (l == 0) ? (config_.dropout > 0 ? inputs_[0].data() : features_.data()) : inputs_[l].data();
-    kernels::column_sum_async(ctx, g, rows_, ly.out, db);
+    kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), db);
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
-      kernels::gemm_async(ctx, true, false, ly.in, ly.out, rows_, 1.0f, aggregated_[l].data(), ly.in, g, ly.out, 0.0f,
-                          dw, ly.out);
+      kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
+                          kernels::make_view(g, rows_, ly.out), 0.0f, kernels::make_view(dw, ly.in, ly.out));
       if (l > 0) {
-        kernels::gemm_async(ctx, false, true, rows_, ly.in, ly.out, 1.0f, g, ly.out, w, ly.out, 0.0f, tmp_.data(),
-                            ly.in);
+        kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(g, rows_, ly.out),
+                            kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(tmp_.data(), rows_, ly.in));
         aggregation_->backward(tmp_.data(), g_next, ly.in);
       }
     } else {
@@ -513,16 +528,18 @@ void GcnModel::backward_async() {
       if (l == 0 && sparse_input_) {
         sparse_input_weight_gradient_async(tmp_.data(), dw, ly.out);
       } else {
-        kernels::gemm_async(ctx, true, false, ly.in, ly.out, cols_, 1.0f, x, ly.in, tmp_.data(), ly.out, 0.0f, dw,
-                            ly.out);
+        kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(x, cols_, ly.in),
+                            kernels::make_view(tmp_.data(), cols_, ly.out), 0.0f,
+                            kernels::make_view(dw, ly.in, ly.out));
       }
       if (l > 0)
-        kernels::gemm_async(ctx, false, true, cols_, ly.in, ly.out, 1.0f, tmp_.data(), ly.out, w, ly.out, 0.0f, g_next,
-                            ly.in);
+        kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(tmp_.data(), cols_, ly.out),
+                            kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(g_next, cols_, ly.in));
     }
     if (l > first_) {
-      kernels::bias_act_dropout_backward_async(ctx, inputs_[l].data(), g_next, rows_, ly.in, true, config_.dropout,
-                                               g_next);
+      kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[l].data(), rows_, ly.in),
+                                               kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
+                                               kernels::make_view(g_next, rows_, ly.in));
       std::swap(g, g_next);
     } else if (l > 0) {
       // Pipeline: hand d(loss)/d(our input) to the previous stage, which owns that activation.
@@ -558,10 +575,11 @@ EvalResult GcnModel::evaluate() {
   const std::int64_t classes = dims_.back();
   if (last_ == config_.layers) {
     for (int s = 0; s < 3; ++s) {
-      kernels::softmax_cross_entropy_async(ctx, logits_.data(), rows_, classes, labels_.data(), split_rows_[s].data(),
-                                           split_rows_[s].size(), 1.0f, scalar_f_.data() + s, nullptr);
-      kernels::count_correct_async(ctx, logits_.data(), classes, labels_.data(), split_rows_[s].data(),
-                                   split_rows_[s].size(), scalar_i_.data() + s);
+      kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
+                                           split_rows_[s].data(), split_rows_[s].size(), 1.0f, scalar_f_.data() + s,
+                                           kernels::MatrixView{});
+      kernels::count_correct_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
+                                   split_rows_[s].data(), split_rows_[s].size(), scalar_i_.data() + s);
     }
   } else {  // pipeline: only the last stage has logits
     kernels::memset_zero_async(ctx, scalar_f_.data(), 3 * sizeof(float));

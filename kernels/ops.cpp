@@ -18,8 +18,52 @@ void expect_non_negative(const char* name, std::int64_t v) {
   if (v < 0) bad_parameter(name, std::to_string(v), ">= 0");
 }
 
-void expect_leading_dim(const char* name, std::int64_t ld, std::int64_t width) {
-  if (ld < width) bad_parameter(name, std::to_string(ld), ("the width " + std::to_string(width) + " or more").c_str());
+/// A view's own invariants: non-negative extents and ld >= cols. `name` names the argument.
+template <class T>
+void expect_view(const std::string& name, const DenseView<T>& v) {
+  expect_non_negative((name + ".rows").c_str(), v.rows);
+  expect_non_negative((name + ".cols").c_str(), v.cols);
+  if (v.ld < v.cols) {
+    bad_parameter((name + ".ld").c_str(), std::to_string(v.ld),
+                  ("the width " + name + ".cols = " + std::to_string(v.cols) + " or more").c_str());
+  }
+}
+
+/// A view the kernel reads or writes has data unless it is empty (a programming error otherwise).
+template <class T>
+void expect_data(const std::string& name, const DenseView<T>& v) {
+  GCNPART_EXPECTS(v.empty() || v.data != nullptr, (name + " is a non-empty view without data").c_str());
+}
+
+/// One extent of a matrix argument must equal another (e.g. x.rows == a.num_cols).
+void expect_extent(const char* name, std::int64_t got, const char* other, std::int64_t expected) {
+  if (got != expected) {
+    bad_parameter(name, std::to_string(got), (std::string(other) + " = " + std::to_string(expected)).c_str());
+  }
+}
+
+/// Two matrix arguments of one shape (e.g. z and out of an epilogue).
+template <class A, class B>
+void expect_same_shape(const std::string& name_a, const DenseView<A>& a, const std::string& name_b,
+                       const DenseView<B>& b) {
+  expect_extent((name_b + ".rows").c_str(), b.rows, (name_a + ".rows").c_str(), a.rows);
+  expect_extent((name_b + ".cols").c_str(), b.cols, (name_a + ".cols").c_str(), a.cols);
+}
+
+/// The element-wise kernels walk rows * cols elements from data: no gap between rows.
+template <class T>
+void expect_contiguous(const std::string& name, const DenseView<T>& v) {
+  if (!v.contiguous()) {
+    bad_parameter((name + ".ld").c_str(), std::to_string(v.ld),
+                  ("the width " + name + ".cols = " + std::to_string(v.cols) + " (contiguous rows)").c_str());
+  }
+}
+
+/// A matrix argument of an element-wise kernel: a valid, contiguous view.
+template <class T>
+void expect_packed(const std::string& name, const DenseView<T>& v) {
+  expect_view(name, v);
+  expect_contiguous(name, v);
 }
 
 void expect_dropout(const Dropout& d) {
@@ -50,16 +94,19 @@ void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
 }
 
 /// The checks every SpMM entry point shares; false when there is nothing to compute.
-bool expect_spmm_args(const Context& ctx, const CsrView& a, const void* x, std::int64_t ldx, const float* y,
-                      std::int64_t ldy, std::int64_t width) {
-  expect_non_negative("width", width);
+template <class T>
+bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<const T>& x, const MatrixView& y) {
   expect_non_negative("a.num_rows", a.num_rows);
   expect_non_negative("a.num_cols", a.num_cols);
-  expect_leading_dim("ldx", ldx, width);
-  expect_leading_dim("ldy", ldy, width);
-  if (a.num_rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(a.row_offsets != nullptr && y != nullptr, "SpMM needs row offsets and an output");
-  GCNPART_EXPECTS(a.num_cols == 0 || x != nullptr, "SpMM needs an input matrix");
+  expect_view("x", x);
+  expect_view("y", y);
+  expect_extent("x.rows", x.rows, "a.num_cols", a.num_cols);
+  expect_extent("y.rows", y.rows, "a.num_rows", a.num_rows);
+  expect_extent("y.cols", y.cols, "x.cols", x.cols);
+  if (a.num_rows == 0 || y.cols == 0) return false;
+  GCNPART_EXPECTS(a.row_offsets != nullptr, "SpMM needs row offsets");
+  expect_data("x", x);
+  expect_data("y", y);
   expect_cuda_handles(ctx);
   return true;
 }
@@ -69,24 +116,36 @@ void SpmmTuning::validate() const {
   if (segment < 1) throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1");
 }
 
-void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, SpmmAlgo algo,
-                const SpmmTuning& tuning) {
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
+                MatrixView y, SpmmAlgo algo, const SpmmTuning& tuning) {
   tuning.validate();
-  if (!expect_spmm_args(ctx, a, x, ldx, y, ldy, width)) return;
+  if (!expect_spmm_args(ctx, a, x, y)) return;
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
-    detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, 2);
+    detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, 2);
     return;
   }
-  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning));
+  GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
+}
+
+void CusparseSpmm::run_async(ConstMatrixView x, MatrixView y) {
+  expect_packed("x", x);
+  expect_packed("y", y);
+  expect_extent("x.rows", x.rows, "a.num_cols", cols_);
+  expect_extent("y.rows", y.rows, "a.num_rows", rows_);
+  expect_extent("x.cols", x.cols, "the plan's width", width_);
+  expect_extent("y.cols", y.cols, "the plan's width", width_);
+  if (rows_ > 0 && width_ > 0) {
+    expect_data("x", x);
+    expect_data("y", y);
+  }
+  run_unchecked_async(x.data, y.data);
 }
 
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                     const SpmmTuning& tuning) {
+                     ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning) {
   tuning.validate();
-  if (!expect_spmm_args(ctx, a, x_bf16, ldx, y, ldy, width)) return;
-  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x_bf16, ldx, y, ldy, width, tuning));
+  if (!expect_spmm_args(ctx, a, x, y)) return;
+  GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
@@ -108,114 +167,132 @@ void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::in
 namespace {
 
 /// The checks every GEMM entry point shares; false when C is empty.
-bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                      float alpha, const void* a, std::int64_t lda, const void* b, std::int64_t ldb, const void* c,
-                      std::int64_t ldc) {
-  expect_non_negative("m", m);
-  expect_non_negative("n", n);
-  expect_non_negative("k", k);
+template <class In, class Out>
+bool expect_gemm_args(const Context& ctx, bool trans_a, bool trans_b, float alpha, const DenseView<const In>& a,
+                      const DenseView<const In>& b, const DenseView<Out>& c) {
+  expect_view("a", a);
+  expect_view("b", b);
+  expect_view("c", c);
   // Row-major storage: A is m x k (or k x m when transposed), B is k x n (or n x k), C is m x n.
-  expect_leading_dim("lda", lda, trans_a ? m : k);
-  expect_leading_dim("ldb", ldb, trans_b ? k : n);
-  expect_leading_dim("ldc", ldc, n);
-  if (m == 0 || n == 0) return false;
-  GCNPART_EXPECTS(c != nullptr, "gemm needs an output");
-  GCNPART_EXPECTS(k == 0 || alpha == 0.0f || (a != nullptr && b != nullptr), "gemm needs A and B");
+  expect_extent(trans_a ? "a.cols" : "a.rows", trans_a ? a.cols : a.rows, "c.rows", c.rows);
+  expect_extent(trans_b ? "b.rows" : "b.cols", trans_b ? b.rows : b.cols, "c.cols", c.cols);
+  expect_extent(trans_b ? "b.cols" : "b.rows", trans_b ? b.cols : b.rows, trans_a ? "a.rows" : "a.cols",
+                trans_a ? a.rows : a.cols);
+  if (c.empty()) return false;
+  expect_data("c", c);
+  if (alpha != 0.0f) {
+    expect_data("a", a);
+    expect_data("b", b);
+  }
   expect_cuda_handles(ctx);
   if (ctx.is_cuda()) GCNPART_EXPECTS(ctx.cublas != nullptr, "a CUDA context needs a cuBLAS handle for gemm");
   return true;
 }
 
-/// The checks of both forward epilogues (float and bf16 output); false when there is nothing to compute.
-bool expect_epilogue_args(const Context& ctx, const void* z, std::int64_t rows, std::int64_t width,
-                          const Dropout& dropout, const void* out, const char* what) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
+/// k of C = op(A) op(B): the inner extent.
+template <class T>
+std::int64_t inner_extent(bool trans_a, const DenseView<T>& a) {
+  return trans_a ? a.rows : a.cols;
+}
+
+/// The checks of the forward epilogues (float and bf16 output); false when there is nothing to compute.
+template <class In, class Out>
+bool expect_epilogue_args(const Context& ctx, const char* in_name, const DenseView<const In>& z, const Dropout& dropout,
+                          const DenseView<Out>& out, const char* what) {
+  expect_packed(in_name, z);
+  expect_packed("out", out);
+  expect_same_shape(in_name, z, "out", out);
   expect_dropout(dropout);
-  if (rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(z != nullptr && out != nullptr, (std::string(what) + " needs its buffers").c_str());
+  if (z.empty()) return false;
+  GCNPART_EXPECTS(z.data != nullptr && out.data != nullptr, (std::string(what) + " needs its buffers").c_str());
   expect_cuda_handles(ctx);
   return true;
 }
 
 /// The checks of both backward epilogues; false when there is nothing to compute.
-bool expect_backward_args(const Context& ctx, const void* h, const void* dh, std::int64_t rows, std::int64_t width,
-                          bool relu, float p, const void* dz) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
+template <class T>
+bool expect_backward_args(const Context& ctx, const DenseView<const T>& h, const DenseView<const T>& dh, bool relu,
+                          float p, const DenseView<T>& dz) {
+  expect_packed("dh", dh);
+  expect_packed("dz", dz);
+  expect_same_shape("dh", dh, "dz", dz);
+  if (relu) {
+    expect_packed("h", h);
+    expect_same_shape("dh", dh, "h", h);
+  }
   if (!(p >= 0.0f && p < 1.0f)) bad_parameter("p", std::to_string(p), "a probability in [0, 1)");
   // Without relu the dropout mask cannot be recovered from h (a kept value may be 0).
   GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
-  if (rows == 0 || width == 0) return false;
-  GCNPART_EXPECTS(dh != nullptr && dz != nullptr && (!relu || h != nullptr),
+  if (dh.empty()) return false;
+  GCNPART_EXPECTS(dh.data != nullptr && dz.data != nullptr && (!relu || h.data != nullptr),
                   "bias_act_dropout_backward_async needs its buffers");
+  expect_cuda_handles(ctx);
+  return true;
+}
+
+/// The checks of both column sums; false when there is nothing to compute.
+template <class T>
+bool expect_column_sum_args(const Context& ctx, const DenseView<const T>& x, const float* out) {
+  expect_packed("x", x);
+  if (x.cols == 0) return false;
+  GCNPART_EXPECTS(out != nullptr && (x.rows == 0 || x.data != nullptr), "column_sum_async needs its buffers");
   expect_cuda_handles(ctx);
   return true;
 }
 
 }  // namespace
 
-void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                std::int64_t ldc) {
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc));
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstMatrixView a, ConstMatrixView b,
+                float beta, MatrixView c) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld, b.data,
+                        b.ld, beta, c.data, c.ld));
 }
 
-
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
-                     float* c, std::int64_t ldc) {
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, false, ldc));
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, MatrixView c) {
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld,
+                             b.data, b.ld, beta, c.data, false, c.ld));
 }
 
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
-                     std::int64_t ldc) {
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, Bf16MatrixView c) {
   if (beta != 0.0f) bad_parameter("beta", std::to_string(beta), "0 for a bf16 output");
-  if (!expect_gemm_args(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, c, ldc)) return;
-  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, m, n, k, alpha, a, lda, b, ldb, beta, c, true, ldc));
+  if (!expect_gemm_args(ctx, trans_a, trans_b, alpha, a, b, c)) return;
+  GCNPART_DISPATCH(gemm_bf16(ctx, trans_a, trans_b, c.rows, c.cols, inner_extent(trans_a, a), alpha, a.data, a.ld,
+                             b.data, b.ld, beta, c.data, true, c.ld));
 }
 
-void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (width == 0) return;
-  GCNPART_EXPECTS(out != nullptr && (rows == 0 || x != nullptr), "column_sum_async needs its buffers");
-  expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(column_sum_bf16(ctx, x, rows, width, out));
+void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out) {
+  if (!expect_column_sum_args(ctx, x, out)) return;
+  GCNPART_DISPATCH(column_sum_bf16(ctx, x.data, x.rows, x.cols, out));
 }
 
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
-  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z, bias, rows, width, relu, dropout, out));
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            Bf16MatrixView out) {
+  if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
 }
 
-void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   Bf16* out) {
-  if (!expect_epilogue_args(ctx, x, rows, width, dropout, out, "dropout_async")) return;
-  GCNPART_DISPATCH(dropout_bf16(ctx, x, rows, width, dropout, out));
+void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out) {
+  if (!expect_epilogue_args(ctx, "x", x, dropout, out, "dropout_async")) return;
+  GCNPART_DISPATCH(dropout_bf16(ctx, x.data, x.rows, x.cols, dropout, out.data));
 }
 
-void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, Bf16* dz) {
-  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
+void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
+                                     float p, Bf16MatrixView dz) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
   if (!relu) {
-    if (dz != dh) copy_async(ctx, dz, dh, static_cast<std::size_t>(rows * width) * sizeof(Bf16));
+    if (dz.data != dh.data) copy_async(ctx, dz.data, dh.data, static_cast<std::size_t>(dh.size()) * sizeof(Bf16));
     return;
   }
-  GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz));
+  GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h.data, dh.data, dh.size(), p, dz.data));
 }
 
-void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out) {
-  expect_non_negative("rows", rows);
-  expect_non_negative("width", width);
-  if (width == 0) return;
-  GCNPART_EXPECTS(out != nullptr && (rows == 0 || x != nullptr), "column_sum_async needs its buffers");
-  expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(column_sum(ctx, x, rows, width, out));
+void column_sum_async(const Context& ctx, ConstMatrixView x, float* out) {
+  if (!expect_column_sum_args(ctx, x, out)) return;
+  GCNPART_DISPATCH(column_sum(ctx, x.data, x.rows, x.cols, out));
 }
 
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column) {
@@ -224,16 +301,16 @@ bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t colum
   return detail::dropout_element_keeps(d.key, d.p, global_node, column);
 }
 
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, float* out) {
-  if (!expect_epilogue_args(ctx, z, rows, width, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out));
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            MatrixView out) {
+  if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
 }
 
-void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, float* dz) {
-  if (!expect_backward_args(ctx, h, dh, rows, width, relu, p, dz)) return;
-  GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h, dh, rows, width, relu, p, dz));
+void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
+                                     MatrixView dz) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
+  GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h.data, dh.data, dh.rows, dh.cols, relu, p, dz.data));
 }
 
 void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
@@ -245,34 +322,39 @@ void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transpo
   GCNPART_DISPATCH(dropout_csr_values(ctx, a, transposed, dropout, out));
 }
 
-void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   float* out) {
-  bias_act_dropout_async(ctx, x, nullptr, rows, width, false, dropout, out);
+void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout, MatrixView out) {
+  if (!expect_epilogue_args(ctx, "x", x, dropout, out, "dropout_async")) return;
+  GCNPART_DISPATCH(bias_act_dropout(ctx, x.data, nullptr, x.rows, x.cols, false, dropout, out.data));
 }
 
-void softmax_cross_entropy_async(const Context& ctx, const float* logits, std::int64_t num_rows,
-                                 std::int64_t classes, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t count, float grad_scale, float* loss_sum, float* grad) {
-  expect_non_negative("num_rows", num_rows);
+void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
+                                 MatrixView grad) {
+  expect_packed("logits", logits);
   expect_non_negative("count", count);
-  if (classes <= 0) bad_parameter("classes", std::to_string(classes), "at least 1");
+  if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
+  if (grad.data != nullptr) {
+    expect_packed("grad", grad);
+    expect_same_shape("logits", logits, "grad", grad);
+  }
   GCNPART_EXPECTS(loss_sum != nullptr, "softmax_cross_entropy_async needs loss_sum");
-  GCNPART_EXPECTS(count == 0 || (logits != nullptr && labels != nullptr && rows != nullptr),
+  GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "softmax_cross_entropy_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(
-      softmax_cross_entropy(ctx, logits, num_rows, classes, labels, rows, count, grad_scale, loss_sum, grad));
+  GCNPART_DISPATCH(softmax_cross_entropy(ctx, logits.data, logits.rows, logits.cols, labels, rows, count, grad_scale,
+                                         loss_sum, grad.data));
 }
 
-void count_correct_async(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                         const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
+                         std::int64_t count, std::int64_t* correct) {
+  expect_packed("logits", logits);
   expect_non_negative("count", count);
-  if (classes <= 0) bad_parameter("classes", std::to_string(classes), "at least 1");
+  if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
   GCNPART_EXPECTS(correct != nullptr, "count_correct_async needs an output");
-  GCNPART_EXPECTS(count == 0 || (logits != nullptr && labels != nullptr && rows != nullptr),
+  GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "count_correct_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(count_correct(ctx, logits, classes, labels, rows, count, correct));
+  GCNPART_DISPATCH(count_correct(ctx, logits.data, logits.cols, labels, rows, count, correct));
 }
 
 void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,
@@ -294,34 +376,35 @@ void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std
   GCNPART_DISPATCH(inv_sqrt_degree(ctx, row_offsets, n, extra, dinv));
 }
 
-void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, float* dst) {
-  expect_non_negative("count", count);
-  expect_non_negative("width", width);
-  if (count == 0 || width == 0) return;
-  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "gather_rows_async needs its buffers");
+void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+  expect_packed("src", src);
+  expect_packed("dst", dst);
+  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
+  if (dst.empty()) return;
+  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr, "gather_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(gather_rows(ctx, src, idx, count, width, dst));
+  GCNPART_DISPATCH(gather_rows(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
 }
 
-void gather_rows_async(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, Bf16* dst) {
-  expect_non_negative("count", count);
-  expect_non_negative("width", width);
-  if (count == 0 || width == 0) return;
-  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "gather_rows_async needs its buffers");
+void gather_rows_async(const Context& ctx, ConstBf16MatrixView src, const NodeId* idx, Bf16MatrixView dst) {
+  expect_packed("src", src);
+  expect_packed("dst", dst);
+  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
+  if (dst.empty()) return;
+  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr, "gather_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(gather_rows_bf16(ctx, src, idx, count, width, dst));
+  GCNPART_DISPATCH(gather_rows_bf16(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
 }
 
-void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                            std::int64_t width, float* dst) {
-  expect_non_negative("count", count);
-  expect_non_negative("width", width);
-  if (count == 0 || width == 0) return;
-  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "scatter_add_rows_async needs its buffers");
+void scatter_add_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+  expect_packed("src", src);
+  expect_packed("dst", dst);
+  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
+  if (src.empty()) return;
+  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr,
+                  "scatter_add_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(scatter_add_rows(ctx, src, idx, count, width, dst));
+  GCNPART_DISPATCH(scatter_add_rows(ctx, src.data, idx, src.rows, src.cols, dst.data));
 }
 
 void sum_async(const Context& ctx, const float* x, std::int64_t n, float* out) {

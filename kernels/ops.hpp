@@ -1,12 +1,14 @@
 // The primitives of GCN training. Each has a CPU implementation (OpenMP, the reference) and a CUDA one;
-// `ctx.backend` picks. Matrices are dense row-major float32 with a leading dimension equal to their width
-// unless an `ld` argument says otherwise. CUDA calls are asynchronous on ctx.stream (hence the `_async`).
+// `ctx.backend` picks. Dense matrices are passed as views (kernels/core/dense_view.hpp: data, rows, cols, leading
+// dimension; float32 or bf16); the entry points check their shapes against each other. CUDA calls are asynchronous
+// on ctx.stream (hence the `_async`).
 #pragma once
 
 #include <cstdint>
 
 #include "kernels/context.hpp"
 #include "kernels/core/csr_view.hpp"
+#include "kernels/core/dense_view.hpp"
 
 namespace gcnpart::kernels {
 
@@ -26,21 +28,21 @@ struct SpmmTuning {
 };
 
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
-/// A: a.num_rows x a.num_cols; X: a.num_cols x width (leading dim ldx >= width); Y: a.num_rows x width (ldy).
-/// row_scale / col_scale may be null (= ones). For GCN, A holds the graph plus self loops and both scales are
-/// D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
-void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
+/// A: a.num_rows x a.num_cols; X: a.num_cols x width; Y: a.num_rows x width (width = x.cols = y.cols; either may
+/// have a leading dimension above its width). row_scale / col_scale may be null (= ones). For GCN, A holds the
+/// graph plus self loops and both scales are D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
+/// @throws InvalidInput when x.rows != a.num_cols, y.rows != a.num_rows, x.cols != y.cols, for negative sizes,
+/// ld < cols or missing buffers. Does not synchronise.
+void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
+                MatrixView y, SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
 
-/// spmm_async with X stored as bfloat16 (raw bits: the top half of a float32) and Y in float32: each X element
-/// is widened exactly and every product and sum is float32, so the result equals the fp32 SpMM of the
-/// bf16-rounded X up to summation order. Halves the dominant traffic (the gathered X rows). Own kernel only.
-/// Fastest when width, ldx and ldy are multiples of 8 and x, y are 16-byte aligned (16-byte loads of 8 values).
-/// @throws InvalidInput for negative sizes, ld < width or missing buffers. Does not synchronise.
+/// spmm_async with X stored as bfloat16 and Y in float32: each X element is widened exactly and every product and
+/// sum is float32, so the result equals the fp32 SpMM of the bf16-rounded X up to summation order. Halves the
+/// dominant traffic (the gathered X rows). Own kernel only. Fastest when the width and both leading dimensions are
+/// multiples of 8 and x, y are 16-byte aligned (16-byte loads of 8 values).
+/// @throws InvalidInput as spmm_async. Does not synchronise.
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-                     const std::uint16_t* x_bf16, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
-                     const SpmmTuning& tuning = {});
+                     ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning = {});
 
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.
@@ -58,28 +60,32 @@ class CusparseSpmm {
   ~CusparseSpmm();
   CusparseSpmm(const CusparseSpmm&) = delete;
   CusparseSpmm& operator=(const CusparseSpmm&) = delete;
-  /// Y = Â X for the width given at construction (contiguous X and Y).
-  void run_async(const float* x, float* y);
+  /// Y = Â X for the width given at construction: x is a.num_cols x width, y a.num_rows x width, both contiguous.
+  /// @throws InvalidInput for other shapes. Does not synchronise.
+  void run_async(ConstMatrixView x, MatrixView y);
   [[nodiscard]] std::size_t workspace_bytes() const noexcept { return buffer_bytes_; }
 
  private:
+  void run_unchecked_async(const float* x, float* y);
   struct Impl;
   Impl* impl_ = nullptr;
   std::size_t buffer_bytes_ = 0;
+  std::int64_t rows_ = 0, cols_ = 0, width_ = 0;  ///< the shapes run_async accepts
 };
 
 // ---------------------------------------------------------------------------------------------------------
 // Dense
 
-/// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n.
-/// trans_a: A is stored k x m (lda >= m) and used transposed; likewise trans_b. cuBLAS on CUDA (TF32 when
-/// traits(ctx.precision).tf32_gemm), a blocked OpenMP loop on CPU.
-void gemm_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c,
-                std::int64_t ldc);
+/// C = alpha * op(A) * op(B) + beta * C, row-major; op(A) is m x k, op(B) is k x n, C is m x n (m = c.rows,
+/// n = c.cols). trans_a: A is stored k x m and used transposed; likewise trans_b. Any leading dimensions >= cols.
+/// cuBLAS on CUDA (TF32 when traits(ctx.precision).tf32_gemm), a blocked OpenMP loop on CPU.
+/// @throws InvalidInput when the shapes of op(A), op(B) and C do not match. Does not synchronise.
+void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstMatrixView a, ConstMatrixView b,
+                float beta, MatrixView c);
 
-/// out[j] = sum_i x[i * width + j] (bias gradient), for rows [0, rows). Overwrites out (width entries).
-void column_sum_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out);
+/// out[j] = sum_i x(i, j) (bias gradient) over the x.rows rows of a contiguous x (ld == cols). Overwrites out
+/// (x.cols entries).
+void column_sum_async(const Context& ctx, ConstMatrixView x, float* out);
 
 // ---------------------------------------------------------------------------------------------------------
 // Fused epilogues. Dropout masks come from Philox keyed by (key, global node id, column): the same node draws
@@ -96,14 +102,17 @@ struct Dropout {
 /// Whether (global node, column) is kept under `d` (host helper, matches the device kernels bit for bit).
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column);
 
-/// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias may be null. out may alias z.
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, float* out);
+/// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias (z.cols entries) may be null. z and out:
+/// the same shape, contiguous (ld == cols). out may alias z.
+/// @throws InvalidInput for mismatched shapes, a strided view or a dropout p outside [0, 1). Does not synchronise.
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            MatrixView out);
 
 /// Backward of bias_act_dropout with relu: dz = (h > 0) ? dh / (1 - p) : 0, from the saved output h alone.
-/// Without relu and dropout (p = 0), dz = dh. dz may alias dh.
-void bias_act_dropout_backward_async(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, float* dz);
+/// Without relu and dropout (p = 0), dz = dh and h is not read (it may be an empty view). Contiguous views of one
+/// shape; dz may alias dh.
+void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
+                                     MatrixView dz);
 
 /// Dropout on the stored values of a sparse matrix whose rows (or, with `transposed`, columns) are nodes and whose
 /// other index is the feature column: out[e] = keep(node, feature) ? a.values[e] / (1 - p) : 0, with the mask of
@@ -112,63 +121,56 @@ void bias_act_dropout_backward_async(const Context& ctx, const float* h, const f
 void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,
                               float* out);
 
-/// out = dropout(x) (input-feature dropout); out may alias x.
-void dropout_async(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   float* out);
+/// out = dropout(x) (input-feature dropout); contiguous views of one shape, out may alias x.
+void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout, MatrixView out);
 
 // ---------------------------------------------------------------------------------------------------------
 // bf16 storage (the --precision bf16 training path): tensors held as bfloat16 bits, every product and sum in
 // float32, each result rounded to bf16 once where it is stored as bf16. The CPU versions widen to float, call the
 // float reference and round: the CUDA kernels match them up to summation order.
 
-/// bfloat16 as raw bits (the top half of an IEEE float32); see kernels/detail/bf16.hpp.
-using Bf16 = std::uint16_t;
-
 /// C = alpha * op(A) * op(B) + beta * C with A and B in bf16 and float32 accumulation (cuBLAS bf16 tensor cores on
 /// CUDA); C in float32. Shapes and transposes as gemm_async. Does not synchronise.
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,
-                     float* c, std::int64_t ldc);
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, MatrixView c);
 /// The same with C stored as bf16 (rounded once from the float32 result). beta must be 0.
-void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,
-                     float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta, Bf16* c,
-                     std::int64_t ldc);
+void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                     ConstBf16MatrixView b, float beta, Bf16MatrixView c);
 
-/// out[j] = sum_i x[i * width + j] over bf16 x, summed in float32 (bias gradient). Overwrites out.
-void column_sum_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);
+/// column_sum_async over bf16 x, summed in float32 (bias gradient). Overwrites out.
+void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out);
 
 /// bias_act_dropout_async with the result stored as bf16 (z and bias float32). out may not alias z.
-void bias_act_dropout_async(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                            std::int64_t width, bool relu, const Dropout& dropout, Bf16* out);
+void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
+                            Bf16MatrixView out);
 
 /// dropout_async on bf16 values (the mask of the float version bit for bit). out may alias x.
-void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
-                   Bf16* out);
+void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out);
 
 /// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh).
-void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                     std::int64_t width, bool relu, float p, Bf16* dz);
+void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
+                                     float p, Bf16MatrixView dz);
 
 /// gather_rows_async on bf16 rows (a copy: bit-exact): dst[i, :] = src[idx[i], :] for i < count. Does not
 /// synchronise.
-void gather_rows_async(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, Bf16* dst);
+void gather_rows_async(const Context& ctx, ConstBf16MatrixView src, const NodeId* idx, Bf16MatrixView dst);
 
 // ---------------------------------------------------------------------------------------------------------
 // Loss, accuracy, optimiser, normalisation, row movement
 
 /// Softmax cross-entropy over the rows listed in `rows` (count entries, local row indices) of logits
-/// (num_rows x classes) with int32 labels indexed by the same local rows. Writes the loss summed over those
-/// rows into *loss_sum (one float, device memory on CUDA) and, when grad is non-null, grad = (softmax - onehot)
-/// * grad_scale for the listed rows and 0 for every other row (grad: num_rows x classes). grad_scale is
-/// typically 1 / (global number of training nodes).
-void softmax_cross_entropy_async(const Context& ctx, const float* logits, std::int64_t num_rows,
-                                 std::int64_t classes, const std::int32_t* labels, const NodeId* rows,
-                                 std::int64_t count, float grad_scale, float* loss_sum, float* grad);
+/// (num_rows x classes, contiguous) with int32 labels indexed by the same local rows. Writes the loss summed over
+/// those rows into *loss_sum (one float, device memory on CUDA) and, when grad.data is non-null, grad = (softmax -
+/// onehot) * grad_scale for the listed rows and 0 for every other row (grad: logits' shape, contiguous).
+/// grad_scale is typically 1 / (global number of training nodes).
+void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
+                                 const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
+                                 MatrixView grad);
 
-/// Number of listed rows whose argmax equals the label, written into *correct (one int64, device on CUDA).
-void count_correct_async(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                         const NodeId* rows, std::int64_t count, std::int64_t* correct);
+/// Number of listed rows whose argmax over logits' columns equals the label, written into *correct (one int64,
+/// device on CUDA). logits contiguous.
+void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
+                         std::int64_t count, std::int64_t* correct);
 
 /// Adam (Kingma & Ba) with L2 weight decay added to the gradient: g' = g + wd * w;
 /// m = b1 m + (1-b1) g'; v = b2 v + (1-b2) g'^2; w -= lr * m_hat / (sqrt(v_hat) + eps), step counted from 1.
@@ -183,12 +185,10 @@ void adam_step_async(const Context& ctx, float* w, const float* g, float* m, flo
 void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std::int64_t n, float extra,
                            float* dinv);
 
-/// dst[i, :] = src[idx[i], :] for i < count (ld = width).
-void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                       std::int64_t width, float* dst);
-/// dst[idx[i], :] += src[i, :] (idx may repeat; atomics on CUDA).
-void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
-                            std::int64_t width, float* dst);
+/// dst(i, :) = src(idx[i], :) for i < dst.rows; contiguous views with src.cols == dst.cols.
+void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst);
+/// dst(idx[i], :) += src(i, :) for i < src.rows (idx may repeat; atomics on CUDA); contiguous views, equal cols.
+void scatter_add_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst);
 
 /// out = sum of x[0..n) (one float; device memory on CUDA).
 void sum_async(const Context& ctx, const float* x, std::int64_t n, float* out);

@@ -181,11 +181,14 @@ CusparseSpmm::CusparseSpmm(const Context& ctx, const CsrView& a, const float* ro
                            std::int64_t width, int algorithm) {
   auto impl = std::make_unique<Impl>(ctx, a, row_scale, col_scale, width, width, width, algorithm);
   buffer_bytes_ = impl->buffer.bytes();
+  rows_ = a.num_rows;
+  cols_ = a.num_cols;
+  width_ = width;
   impl_ = impl.release();
 }
 
 CusparseSpmm::~CusparseSpmm() { delete impl_; }
 
-void CusparseSpmm::run_async(const float* x, float* y) { impl_->run(x, y); }
+void CusparseSpmm::run_unchecked_async(const float* x, float* y) { impl_->run(x, y); }
 
 }  // namespace gcnpart::kernels

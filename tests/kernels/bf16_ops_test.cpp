@@ -108,7 +108,9 @@ TEST_CASE("CPU bf16 GEMM matches a double reference on the widened inputs for al
           if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);  // beta = 0 must not read C
           const auto before = c;
           const auto want = reference_gemm(ta, tb, s.m, s.n, s.k, 1.5f, a32, lda, b32, ldb, beta, c, ldc);
-          gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, 1.5f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_bf16_async(kCpu, ta, tb, 1.5f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(c.data(), s.m, s.n, ldc));
           // bf16 x bf16 products are exact in float: only the float summation errs (first-order bound).
           CHECK(worst_ratio(c, ldc, want, s.m, s.n, summation_rtol(s.k)) <= 1.0);
           std::int64_t padding_written = 0;  // C's padding columns keep their bits
@@ -134,9 +136,11 @@ TEST_CASE("CPU bf16 GEMM with a bf16 C stores the float result rounded to neares
       const auto a = random_bf16_matrix(ta ? k : m, ta ? m : k, lda, 31);
       const auto b = random_bf16_matrix(tb ? n : k, tb ? k : n, ldb, 32);
       std::vector<float> c32(static_cast<std::size_t>(m * n), kNaN);
-      gemm_bf16_async(kCpu, ta, tb, m, n, k, -0.75f, a.data(), lda, b.data(), ldb, 0.0f, c32.data(), n);
+      gemm_bf16_async(kCpu, ta, tb, -0.75f, make_view(a.data(), (ta ? k : m), (ta ? m : k), lda),
+                      make_view(b.data(), (tb ? n : k), (tb ? k : n), ldb), 0.0f, make_view(c32.data(), m, n));
       std::vector<Bf16> c16(static_cast<std::size_t>(m * ldc), kBf16Sentinel);
-      gemm_bf16_async(kCpu, ta, tb, m, n, k, -0.75f, a.data(), lda, b.data(), ldb, 0.0f, c16.data(), ldc);
+      gemm_bf16_async(kCpu, ta, tb, -0.75f, make_view(a.data(), (ta ? k : m), (ta ? m : k), lda),
+                      make_view(b.data(), (tb ? n : k), (tb ? k : n), ldb), 0.0f, make_view(c16.data(), m, n, ldc));
       const auto rounded = to_bf16(c32);
       const auto want = reference_gemm(ta, tb, m, n, k, -0.75f, widen(a), lda, widen(b), ldb, 0.0f, {}, 0);
       std::int32_t worst_ulps = 0;
@@ -166,21 +170,26 @@ TEST_CASE("CPU bf16 GEMM with a bf16 C stores the float result rounded to neares
 
 TEST_CASE("CPU bf16 GEMM with k = 0 or alpha = 0 only scales a float C and zeroes a bf16 C") {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
-  gemm_bf16_async(kCpu, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.5f, c.data(), 3);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.5f, make_view(c.data(), 2, 3));
   CHECK(c == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f});
   std::vector<float> nan_c(6, kNaN);
-  gemm_bf16_async(kCpu, true, true, 2, 3, 0, 1.0f, nullptr, 2, nullptr, 1, 0.0f, nan_c.data(), 3);
+  gemm_bf16_async(kCpu, true, true, 1.0f, ConstBf16MatrixView{nullptr, 0, 2, 2}, ConstBf16MatrixView{nullptr, 3, 0, 1},
+                  0.0f, make_view(nan_c.data(), 2, 3));
   CHECK(nan_c == std::vector<float>(6, 0.0f));
 
   // bf16 C, ldc 4 > n 3: the padding column keeps its sentinel.
   std::vector<Bf16> c16(8, kBf16Sentinel);
-  gemm_bf16_async(kCpu, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, c16.data(), 4);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(c16.data(), 2, 3, 4));
   CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
   const std::vector<Bf16> ones(6, 0x3f80);  // 1.0
   std::fill(c16.begin(), c16.end(), kBf16Sentinel);
-  gemm_bf16_async(kCpu, false, false, 2, 3, 2, 0.0f, ones.data(), 2, ones.data(), 3, 0.0f, c16.data(), 4);
+  gemm_bf16_async(kCpu, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
+                  make_view(c16.data(), 2, 3, 4));
   CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  gemm_bf16_async(kCpu, false, false, 0, 3, 2, 1.0f, nullptr, 2, nullptr, 3, 0.0f, static_cast<Bf16*>(nullptr), 3);
+  gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 0, 2, 2},
+                  ConstBf16MatrixView{nullptr, 2, 3, 3}, 0.0f, make_view(static_cast<Bf16*>(nullptr), 0, 3));
 }
 
 TEST_CASE("CPU bf16 GEMM products are exact: integer-valued inputs give the exact integer sums") {
@@ -193,7 +202,8 @@ TEST_CASE("CPU bf16 GEMM products are exact: integer-valued inputs give the exac
   const auto a16 = to_bf16(a), b16 = to_bf16(b);
   REQUIRE(widen(a16) == a);
   std::vector<float> c(static_cast<std::size_t>(m * n));
-  gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, a16.data(), k, b16.data(), n, 0.0f, c.data(), n);
+  gemm_bf16_async(kCpu, false, false, 1.0f, make_view(a16.data(), m, k), make_view(b16.data(), k, n), 0.0f,
+                  make_view(c.data(), m, n));
   bool exact = true;
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) {
@@ -211,8 +221,8 @@ TEST_CASE("CPU column_sum over bf16 equals the float column_sum of the widened v
     const auto x16 = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 81));
     const auto x32 = widen(x16);
     std::vector<float> got(static_cast<std::size_t>(width), kNaN), want(static_cast<std::size_t>(width), kNaN);
-    column_sum_async(kCpu, x16.data(), rows, width, got.data());
-    column_sum_async(kCpu, x32.data(), rows, width, want.data());
+    column_sum_async(kCpu, make_view(x16.data(), rows, width), got.data());
+    column_sum_async(kCpu, make_view(x32.data(), rows, width), want.data());
     CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     for (std::int64_t c = 0; c < width; ++c) {
       double s = 0.0, magnitude = 0.0;
@@ -225,7 +235,7 @@ TEST_CASE("CPU column_sum over bf16 equals the float column_sum of the widened v
     }
   }
   std::vector<float> zero_rows(3, kNaN);
-  column_sum_async(kCpu, static_cast<const Bf16*>(nullptr), 0, 3, zero_rows.data());
+  column_sum_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 0, 3), zero_rows.data());
   CHECK(zero_rows == std::vector<float>(3, 0.0f));
 }
 
@@ -250,9 +260,11 @@ TEST_CASE("bias_act_dropout into bf16 stores the float epilogue rounded, bit for
           else d.global_offset = 1000;
           const float* b = with_bias ? bias.data() : nullptr;
           std::vector<float> h32(z.size());
-          bias_act_dropout_async(kCpu, z.data(), b, rows, width, relu, d, h32.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), b, relu, d,
+                                 make_view(h32.data(), rows, width));
           std::vector<Bf16> h16(z.size(), kBf16Sentinel);
-          bias_act_dropout_async(kCpu, z.data(), b, rows, width, relu, d, h16.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), b, relu, d,
+                                 make_view(h16.data(), rows, width));
           CHECK(h16 == to_bf16(h32));
           if (p > 0.0f) {  // the mask itself: zero exactly where dropout_keep drops (inputs are non-zero)
             bool mask_agrees = true;
@@ -283,13 +295,13 @@ TEST_CASE("dropout on bf16 equals the float dropout of the widened input, rounde
     d.global_offset = 77;
     const auto x32 = widen(x16);
     std::vector<float> want32(x32.size());
-    dropout_async(kCpu, x32.data(), rows, width, d, want32.data());
+    dropout_async(kCpu, make_view(x32.data(), rows, width), d, make_view(want32.data(), rows, width));
     const auto want = to_bf16(want32);
     std::vector<Bf16> out(x16.size(), kBf16Sentinel);
-    dropout_async(kCpu, x16.data(), rows, width, d, out.data());
+    dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(out.data(), rows, width));
     CHECK(out == want);
     auto in_place = x16;
-    dropout_async(kCpu, in_place.data(), rows, width, d, in_place.data());
+    dropout_async(kCpu, make_view(in_place.data(), rows, width), d, make_view(in_place.data(), rows, width));
     CHECK(in_place == want);
     if (p == 0.0f) CHECK(out == x16);  // the identity, bit for bit
   }
@@ -302,15 +314,18 @@ TEST_CASE("the bf16 backward epilogue passes gradients where the relu output is 
   const auto h16 = to_bf16(h);
   auto dh16 = to_bf16(dh);
   std::vector<Bf16> dz(6, kBf16Sentinel);
-  bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, true, 0.5f, dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3), true, 0.5f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(widen(dz) == std::vector<float>{0.0f, 4.0f, 0.0f, -8.0f, 0.0f, 12.0f});
-  bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, true, 0.0f, dh16.data());  // in place
+  bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3), true, 0.0f,
+                                  make_view(dh16.data(), 2, 3));  // in place
   CHECK(widen(dh16) == std::vector<float>{0.0f, 2.0f, 0.0f, -4.0f, 0.0f, 6.0f});
   std::fill(dz.begin(), dz.end(), kBf16Sentinel);
-  bias_act_dropout_backward_async(kCpu, static_cast<const Bf16*>(nullptr), dh16.data(), 2, 3, false, 0.0f,
-                                  dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 2, 3),
+                                  make_view(dh16.data(), 2, 3), false, 0.0f, make_view(dz.data(), 2, 3));
   CHECK(dz == dh16);  // without relu or dropout: a copy
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, h16.data(), dh16.data(), 2, 3, false, 0.5f, dz.data()),
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(h16.data(), 2, 3), make_view(dh16.data(), 2, 3),
+                                                  false, 0.5f, make_view(dz.data(), 2, 3)),
                   LogicError);
 
   // Random values: equal to the float backward of the widened values, rounded (scale 1 / 0.7 is inexact).
@@ -318,9 +333,12 @@ TEST_CASE("the bf16 backward epilogue passes gradients where the relu output is 
   const auto hr = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 54));
   const auto dhr = to_bf16(random_floats(static_cast<std::size_t>(rows * width), 55, -3.0f, 3.0f));
   std::vector<float> want32(hr.size());
-  bias_act_dropout_backward_async(kCpu, widen(hr).data(), widen(dhr).data(), rows, width, true, 0.3f, want32.data());
+  bias_act_dropout_backward_async(kCpu, make_view(widen(hr).data(), rows, width),
+                                  make_view(widen(dhr).data(), rows, width), true, 0.3f,
+                                  make_view(want32.data(), rows, width));
   std::vector<Bf16> got(hr.size());
-  bias_act_dropout_backward_async(kCpu, hr.data(), dhr.data(), rows, width, true, 0.3f, got.data());
+  bias_act_dropout_backward_async(kCpu, make_view(hr.data(), rows, width), make_view(dhr.data(), rows, width), true,
+                                  0.3f, make_view(got.data(), rows, width));
   CHECK(got == to_bf16(want32));
 }
 
@@ -328,53 +346,61 @@ TEST_CASE("bf16 kernels reject beta != 0 with a bf16 C, negative sizes and short
   std::vector<Bf16> buf16(64, 0x3f80);
   std::vector<float> buf(64, 1.0f);
   // A bf16 C cannot be accumulated into: it would be rounded twice.
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, buf16.data(), 2, buf16.data(), 2, 1.0f, buf16.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.5f, buf16.data(), 2),
-      InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 2, 2),
+                                  make_view(buf16.data(), 2, 2), 1.0f, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 2, 2),
+                                  make_view(buf16.data(), 2, 2), 0.5f, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
   for (const auto& [m, n, k] : {std::tuple<int, int, int>{-1, 2, 2}, {2, -1, 2}, {2, 2, -1}}) {
     CAPTURE(m);
     CAPTURE(n);
     CAPTURE(k);
-    CHECK_THROWS_AS(
-        gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-        InvalidInput);
-    CHECK_THROWS_AS(
-        gemm_bf16_async(kCpu, false, false, m, n, k, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf16.data(), 2),
-        InvalidInput);
+    CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), m, k, 2),
+                                    make_view(buf16.data(), k, n, 2), 0.0f, make_view(buf.data(), m, n, 2)),
+                    InvalidInput);
+    CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), m, k, 2),
+                                    make_view(buf16.data(), k, n, 2), 0.0f, make_view(buf16.data(), m, n, 2)),
+                    InvalidInput);
   }
   // Leading dimensions below the stored widths: lda for A (3 x 4, or 4 x 3 transposed), ldb, ldc.
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 3, 2, 4, 1.0f, buf16.data(), 3, buf16.data(), 2, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, true, false, 3, 2, 4, 1.0f, buf16.data(), 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, true, 3, 2, 4, 1.0f, buf16.data(), 4, buf16.data(), 3, 0.0f, buf.data(), 2),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 3, 2, 4, 1.0f, buf16.data(), 4, buf16.data(), 2, 0.0f, buf16.data(), 1),
-      InvalidInput);
-  CHECK_THROWS_AS(
-      gemm_bf16_async(kCpu, false, false, 2, 2, 2, 1.0f, nullptr, 2, buf16.data(), 2, 0.0f, buf.data(), 2),
-      LogicError);  // a missing buffer is a programming error
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 3, 4, 3),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, true, false, 1.0f, make_view(buf16.data(), 4, 3, 2),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, true, 1.0f, make_view(buf16.data(), 3, 4),
+                                  make_view(buf16.data(), 2, 4, 3), 0.0f, make_view(buf.data(), 3, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 3, 4),
+                                  make_view(buf16.data(), 4, 2), 0.0f, make_view(buf16.data(), 3, 2, 1)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 2, 2},
+                                  make_view(buf16.data(), 2, 2), 0.0f, make_view(buf.data(), 2, 2)),
+                  LogicError);  // a missing buffer is a programming error
 
-  CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), -1, 2, buf.data()), InvalidInput);
-  CHECK_THROWS_AS(column_sum_async(kCpu, buf16.data(), 2, -1, buf.data()), InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, buf.data(), nullptr, -1, 2, true, Dropout{}, buf16.data()),
+  CHECK_THROWS_AS(column_sum_async(kCpu, make_view(buf16.data(), -1, 2), buf.data()), InvalidInput);
+  CHECK_THROWS_AS(column_sum_async(kCpu, make_view(buf16.data(), 2, -1), buf.data()), InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, make_view(buf.data(), -1, 2), nullptr, true, Dropout{},
+                                         make_view(buf16.data(), -1, 2)),
                   InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, buf.data(), nullptr, 2, 2, true, Dropout{1.0f}, buf16.data()),
+  CHECK_THROWS_AS(bias_act_dropout_async(kCpu, make_view(buf.data(), 2, 2), nullptr, true, Dropout{1.0f},
+                                         make_view(buf16.data(), 2, 2)),
                   InvalidInput);
-  CHECK_THROWS_AS(dropout_async(kCpu, buf16.data(), 2, -2, Dropout{}, buf16.data()), InvalidInput);
-  CHECK_THROWS_AS(dropout_async(kCpu, buf16.data(), 2, 2, Dropout{-0.1f}, buf16.data()), InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, buf16.data(), buf16.data(), -1, 2, true, 0.5f, buf16.data()),
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(buf16.data(), 2, -2), Dropout{}, make_view(buf16.data(), 2, -2)),
                   InvalidInput);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, buf16.data(), buf16.data(), 2, 2, true, 1.0f, buf16.data()),
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(buf16.data(), 2, 2), Dropout{-0.1f}, make_view(buf16.data(), 2, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(buf16.data(), -1, 2), make_view(buf16.data(), -1, 2),
+                                                  true, 0.5f, make_view(buf16.data(), -1, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(buf16.data(), 2, 2), make_view(buf16.data(), 2, 2),
+                                                  true, 1.0f, make_view(buf16.data(), 2, 2)),
                   InvalidInput);
   // Empty shapes are no-ops, whatever the buffers.
-  dropout_async(kCpu, static_cast<const Bf16*>(nullptr), 0, 5, Dropout{0.5f}, static_cast<Bf16*>(nullptr));
-  bias_act_dropout_async(kCpu, nullptr, nullptr, 4, 0, true, Dropout{}, static_cast<Bf16*>(nullptr));
+  dropout_async(kCpu, make_view(static_cast<const Bf16*>(nullptr), 0, 5), Dropout{0.5f},
+                make_view(static_cast<Bf16*>(nullptr), 0, 5));
+  bias_act_dropout_async(kCpu, ConstMatrixView{nullptr, 4, 0, 0}, nullptr, true, Dropout{},
+                         make_view(static_cast<Bf16*>(nullptr), 4, 0));
 }

@@ -42,7 +42,8 @@ void check_spmm(const HostCsr& a, std::int64_t width, bool with_values, bool wit
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
-  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data(), ldx, y.data(), ldy, width);
+  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, make_view(x.data(), a.cols, width, ldx),
+             make_view(y.data(), a.rows, width, ldy));
   const auto want = reference_spmm(a, with_values, row_scale, col_scale, x, ldx, width);
   std::int64_t max_degree = 0;
   for (std::int64_t i = 0; i < a.rows; ++i) max_degree = std::max(max_degree, a.offsets[i + 1] - a.offsets[i]);
@@ -86,8 +87,10 @@ TEST_CASE("CPU SpMM with the cuSPARSE algorithm runs the CPU reference") {
   const HostCsr a = random_csr(50, 40, 4, 14);
   const auto x = random_floats(40 * 8, 1);
   std::vector<float> y1(50 * 8), y2(50 * 8);
-  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn);
-  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y2.data(), 8, 8, SpmmAlgo::kCusparse);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8), make_view(y1.data(), a.rows, 8),
+             SpmmAlgo::kOwn);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8), make_view(y2.data(), a.rows, 8),
+             SpmmAlgo::kCusparse);
   CHECK(y1 == y2);
 }
 
@@ -97,12 +100,17 @@ TEST_CASE("an SpMM tuning below 1 is refused naming its option, and the CPU refe
   std::vector<float> y1(50 * 8), y2(50 * 8);
   const std::vector<std::uint16_t> xb(40 * 8, 0x3f80);  // 1.0 in bf16
   for (const SpmmTuning bad : {SpmmTuning{0, 256}, SpmmTuning{128, 0}, SpmmTuning{-1, -1}}) {
-    CHECK_THROWS_WITH_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn, bad),
+    CHECK_THROWS_WITH_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8),
+                                    make_view(y1.data(), a.rows, 8), SpmmAlgo::kOwn, bad),
                          doctest::Contains("--spmm-"), InvalidInput);
-    CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 8, y1.data(), 8, 8, bad), InvalidInput);
+    CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, make_view(xb.data(), a.cols, 8),
+                                    make_view(y1.data(), a.rows, 8), bad),
+                    InvalidInput);
   }
-  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y1.data(), 8, 8, SpmmAlgo::kOwn);
-  spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 8, y2.data(), 8, 8, SpmmAlgo::kOwn, SpmmTuning{1, 1});
+  spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8), make_view(y1.data(), a.rows, 8),
+             SpmmAlgo::kOwn);
+  spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8), make_view(y2.data(), a.rows, 8),
+             SpmmAlgo::kOwn, SpmmTuning{1, 1});
   CHECK(y1 == y2);
 }
 
@@ -239,8 +247,10 @@ TEST_CASE("CPU bf16 SpMM equals the fp32 SpMM of the bf16-rounded input") {
         const auto xb = to_bf16(x);
         const auto rounded = from_bf16(xb);
         std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN), y32(y.size(), kNaN);
-        spmm_bf16_async(kCpu, a.view(), row_scale, col_scale, xb.data(), ldx, y.data(), ldy, width);
-        spmm_async(kCpu, a.view(), row_scale, col_scale, rounded.data(), ldx, y32.data(), ldy, width);
+        spmm_bf16_async(kCpu, a.view(), row_scale, col_scale, make_view(xb.data(), a.cols, width, ldx),
+                        make_view(y.data(), a.rows, width, ldy));
+        spmm_async(kCpu, a.view(), row_scale, col_scale, make_view(rounded.data(), a.cols, width, ldx),
+                   make_view(y32.data(), a.rows, width, ldy));
         for (std::int64_t i = 0; i < a.rows; ++i)
           for (std::int64_t c = 0; c < width; ++c)
             REQUIRE(bits_of(y[static_cast<std::size_t>(i * ldy + c)]) ==
@@ -259,13 +269,15 @@ TEST_CASE("CPU bf16 SpMM handles a row with 10^5 neighbours and an all-empty mat
   const auto x = random_floats(static_cast<std::size_t>(a.cols * 8), 33);
   const auto xb = to_bf16(x);
   std::vector<float> y(static_cast<std::size_t>(a.rows * 8), kNaN);
-  spmm_bf16_async(kCpu, a.view(false), nullptr, nullptr, xb.data(), 8, y.data(), 8, 8);
+  spmm_bf16_async(kCpu, a.view(false), nullptr, nullptr, make_view(xb.data(), a.cols, 8),
+                  make_view(y.data(), a.rows, 8));
   CHECK(worst_ratio(y, 8, reference_spmm(a, false, nullptr, nullptr, from_bf16(xb), 8, 8), a.rows, 8,
                     summation_rtol(100000, 1e-6)) <= 1.0);
   const HostCsr empty = random_csr(20, 10, 3, 34, 1.0);
   REQUIRE(empty.nnz() == 0);
   std::vector<float> z(20 * 3, kNaN);
-  spmm_bf16_async(kCpu, empty.view(), nullptr, nullptr, xb.data(), 3, z.data(), 3, 3);
+  spmm_bf16_async(kCpu, empty.view(), nullptr, nullptr, make_view(xb.data(), empty.cols, 3),
+                  make_view(z.data(), empty.rows, 3));
   CHECK(z == std::vector<float>(20 * 3, 0.0f));
 }
 
@@ -273,10 +285,18 @@ TEST_CASE("bf16 entry points reject bad sizes with InvalidInput and missing buff
   std::vector<std::uint16_t> xb(16);
   std::vector<float> y(16);
   const HostCsr a = random_csr(4, 4, 1, 92);
-  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 2, y.data(), 4, 4), InvalidInput);
-  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 4, y.data(), 3, 4), InvalidInput);
-  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, nullptr, 4, y.data(), 4, 4), LogicError);
-  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, xb.data(), 4, y.data(), 4, -1), InvalidInput);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, make_view(xb.data(), a.cols, 4, 2),
+                                  make_view(y.data(), a.rows, 4)),
+                  InvalidInput);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, make_view(xb.data(), a.cols, 4),
+                                  make_view(y.data(), a.rows, 4, 3)),
+                  InvalidInput);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, ConstBf16MatrixView{nullptr, a.cols, 4, 4},
+                                  make_view(y.data(), a.rows, 4)),
+                  LogicError);
+  CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, make_view(xb.data(), a.cols, -1, 4),
+                                  make_view(y.data(), a.rows, -1, 4)),
+                  InvalidInput);
   CHECK_THROWS_AS(convert_to_bf16_async(kCpu, y.data(), -1, xb.data()), InvalidInput);
   CHECK_THROWS_AS(convert_from_bf16_async(kCpu, nullptr, 4, y.data()), LogicError);  // a missing buffer
   convert_to_bf16_async(kCpu, nullptr, 0, nullptr);  // nothing to do
@@ -296,7 +316,8 @@ TEST_CASE("CPU GEMM matches a double reference for all four transpose combinatio
         auto c = random_floats(static_cast<std::size_t>(m * ldc), 23);
         if (beta == 0.0f) std::fill(c.begin(), c.end(), kNaN);  // must not be read
         const auto want = reference_gemm(ta, tb, m, n, k, 1.5f, a, lda, b, ldb, beta, c, ldc);
-        gemm_async(kCpu, ta, tb, m, n, k, 1.5f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+        gemm_async(kCpu, ta, tb, 1.5f, make_view(a.data(), (ta ? k : m), (ta ? m : k), lda),
+                   make_view(b.data(), (tb ? n : k), (tb ? k : n), ldb), beta, make_view(c.data(), m, n, ldc));
         CHECK(worst_ratio(c, ldc, want, m, n, summation_rtol(k)) <= 1.0);
       }
     }
@@ -316,7 +337,8 @@ TEST_CASE("CPU GEMM skips the zeros of a sparse A without changing the result") 
     const std::int64_t mm = ta ? k : m, kk = ta ? m : k;  // op(A) is mm x kk
     const auto b = random_floats(static_cast<std::size_t>(kk * n), 32);
     std::vector<float> c(static_cast<std::size_t>(mm * n), kNaN);
-    gemm_async(kCpu, ta, false, mm, n, kk, 1.0f, a.data(), ta ? mm : kk, b.data(), n, 0.0f, c.data(), n);
+    gemm_async(kCpu, ta, false, 1.0f, make_view(a.data(), (ta ? kk : mm), (ta ? mm : kk), ta ? mm : kk),
+               make_view(b.data(), kk, n), 0.0f, make_view(c.data(), mm, n));
     const auto want = reference_gemm(ta, false, mm, n, kk, 1.0f, a, ta ? mm : kk, b, n, 0.0f, c, n);
     CHECK(worst_ratio(c, n, want, mm, n, 1e-5) <= 1.0);
   }
@@ -329,17 +351,20 @@ TEST_CASE("CPU GEMM with a few columns and many rows splits over k and still mat
   const auto b = random_floats(static_cast<std::size_t>(k * n), 42);
   auto c = random_floats(static_cast<std::size_t>(m * n), 43);
   const auto want = reference_gemm(true, false, m, n, k, 0.5f, a, m, b, n, 2.0f, c, n);
-  gemm_async(kCpu, true, false, m, n, k, 0.5f, a.data(), m, b.data(), n, 2.0f, c.data(), n);
+  gemm_async(kCpu, true, false, 0.5f, make_view(a.data(), k, m), make_view(b.data(), k, n), 2.0f,
+             make_view(c.data(), m, n));
   CHECK(worst_ratio(c, n, want, m, n, summation_rtol(k / 4)) <= 1.0);
 }
 
 TEST_CASE("CPU GEMM with k = 0 or alpha = 0 only scales C") {
   std::vector<float> c = {1.0f, 2.0f, 3.0f, 4.0f};
-  gemm_async(kCpu, false, false, 2, 2, 0, 1.0f, nullptr, 0, nullptr, 2, 3.0f, c.data(), 2);
+  gemm_async(kCpu, false, false, 1.0f, ConstMatrixView{nullptr, 2, 0, 0}, ConstMatrixView{nullptr, 0, 2, 2}, 3.0f,
+             make_view(c.data(), 2, 2));
   CHECK(c == std::vector<float>{3.0f, 6.0f, 9.0f, 12.0f});
   std::vector<float> nan_c(4, kNaN);
   const std::vector<float> a(4, 1.0f);
-  gemm_async(kCpu, false, false, 2, 2, 2, 0.0f, a.data(), 2, a.data(), 2, 0.0f, nan_c.data(), 2);
+  gemm_async(kCpu, false, false, 0.0f, make_view(a.data(), 2, 2), make_view(a.data(), 2, 2), 0.0f,
+             make_view(nan_c.data(), 2, 2));
   CHECK(nan_c == std::vector<float>(4, 0.0f));
 }
 
@@ -355,7 +380,7 @@ TEST_CASE("dropout keeps close to 1 - p of the entries, exactly where dropout_ke
     if (variant == 0) d.global_offset = 1000;
     else d.global_ids = ids.data();
     std::vector<float> out(z.size());
-    dropout_async(kCpu, z.data(), rows, width, d, out.data());
+    dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
     std::int64_t kept = 0;
     bool agrees = true;
     for (std::int64_t i = 0; i < rows; ++i) {
@@ -376,9 +401,10 @@ TEST_CASE("dropout keeps close to 1 - p of the entries, exactly where dropout_ke
 TEST_CASE("dropout with p = 0 is the identity and out may alias the input") {
   auto x = random_floats(100, 52);
   const auto before = x;
-  dropout_async(kCpu, x.data(), 10, 10, Dropout{}, x.data());
+  dropout_async(kCpu, make_view(x.data(), 10, 10), Dropout{}, make_view(x.data(), 10, 10));
   CHECK(x == before);
-  CHECK_THROWS_AS(dropout_async(kCpu, x.data(), 10, 10, Dropout{1.0f}, x.data()), InvalidInput);
+  CHECK_THROWS_AS(dropout_async(kCpu, make_view(x.data(), 10, 10), Dropout{1.0f}, make_view(x.data(), 10, 10)),
+                  InvalidInput);
 }
 
 TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") {
@@ -389,7 +415,8 @@ TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") 
   d.p = 0.5f;
   d.key = 99;
   std::vector<float> out(z.size());
-  bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                         make_view(out.data(), rows, width));
   for (std::int64_t i = 0; i < rows; ++i) {
     for (std::int64_t c = 0; c < width; ++c) {
       const std::size_t t = static_cast<std::size_t>(i * width + c);
@@ -398,7 +425,8 @@ TEST_CASE("bias_act_dropout adds the bias, applies relu and drops by the mask") 
     }
   }
   std::vector<float> plain(z.size());
-  bias_act_dropout_async(kCpu, z.data(), nullptr, rows, width, false, Dropout{}, plain.data());
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), nullptr, false, Dropout{},
+                         make_view(plain.data(), rows, width));
   CHECK(plain == z);
 }
 
@@ -406,13 +434,17 @@ TEST_CASE("the backward epilogue passes gradients where the relu output is posit
   const std::vector<float> h = {0.0f, 2.0f, -1.0f, 0.5f, 0.0f, 3.0f};
   std::vector<float> dh = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
   std::vector<float> dz(6);
-  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.5f, dz.data());
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), true, 0.5f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(dz == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f, 0.0f, 12.0f});
-  bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, true, 0.0f, dh.data());  // in place
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), true, 0.0f,
+                                  make_view(dh.data(), 2, 3));  // in place
   CHECK(dh == std::vector<float>{0.0f, 2.0f, 0.0f, 4.0f, 0.0f, 6.0f});
-  bias_act_dropout_backward_async(kCpu, nullptr, dh.data(), 2, 3, false, 0.0f, dz.data());
+  bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, 2, 3, 3}, make_view(dh.data(), 2, 3), false, 0.0f,
+                                  make_view(dz.data(), 2, 3));
   CHECK(dz == dh);
-  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), 2, 3, false, 0.5f, dz.data()),
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), false,
+                                                  0.5f, make_view(dz.data(), 2, 3)),
                   LogicError);
 }
 
@@ -442,8 +474,8 @@ TEST_CASE("softmax cross-entropy and its gradient match finite differences in do
   const float scale = 1.0f / 3.0f;
   float loss = 0.0f;
   std::vector<float> grad(static_cast<std::size_t>(num_rows * classes), kNaN);  // all of it must be written
-  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 3, scale, &loss,
-                              grad.data());
+  softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), 3, scale,
+                              &loss, make_view(grad.data(), num_rows, classes));
   std::vector<double> ld(logits.begin(), logits.end());
   CHECK(loss / 3.0 == doctest::Approx(mean_loss(ld, classes, labels, rows)).epsilon(1e-6));
   const double h = 1e-6;
@@ -460,8 +492,8 @@ TEST_CASE("softmax cross-entropy and its gradient match finite differences in do
     CHECK(grad[static_cast<std::size_t>(4 * classes + c)] == 0.0f);
   }
   float none = 1.0f;
-  softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), 0, scale, &none,
-                              nullptr);
+  softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), 0, scale,
+                              &none, MatrixView{});
   CHECK(none == 0.0f);
 }
 
@@ -470,8 +502,8 @@ TEST_CASE("softmax cross-entropy rejects a label outside the classes") {
   const std::vector<std::int32_t> labels = {0, 4};
   const std::vector<NodeId> rows = {1};
   float loss = 0.0f;
-  CHECK_THROWS_AS(softmax_cross_entropy_async(kCpu, logits.data(), 2, 4, labels.data(), rows.data(), 1, 1.0f, &loss,
-                                              nullptr),
+  CHECK_THROWS_AS(softmax_cross_entropy_async(kCpu, make_view(logits.data(), 2, 4), labels.data(), rows.data(), 1, 1.0f,
+                                              &loss, MatrixView{}),
                   InvalidInput);
 }
 
@@ -482,10 +514,10 @@ TEST_CASE("count_correct breaks argmax ties towards the lowest class index") {
   const std::vector<NodeId> rows = {0, 1, 2};
   std::int64_t correct = -1;
   const std::vector<std::int32_t> right = {1, 0, 3};
-  count_correct_async(kCpu, logits.data(), 4, right.data(), rows.data(), 3, &correct);
+  count_correct_async(kCpu, make_view(logits.data(), 3, 4), right.data(), rows.data(), 3, &correct);
   CHECK(correct == 3);
   const std::vector<std::int32_t> wrong = {2, 1, 3};
-  count_correct_async(kCpu, logits.data(), 4, wrong.data(), rows.data(), 3, &correct);
+  count_correct_async(kCpu, make_view(logits.data(), 3, 4), wrong.data(), rows.data(), 3, &correct);
   CHECK(correct == 1);
 }
 
@@ -534,16 +566,19 @@ TEST_CASE("gather_rows on bf16 rows copies the bits of the listed rows, odd widt
     for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<Bf16>(0x3f80 + 37 * i);
     const std::vector<NodeId> idx = {5, 0, 5, 2};
     std::vector<Bf16> gathered(static_cast<std::size_t>(4 * width + 1), 0xdead);
-    gather_rows_async(kCpu, src.data(), idx.data(), 4, width, gathered.data());
+    gather_rows_async(kCpu, make_view<const Bf16>(src.data(), 6, width), idx.data(),
+                      make_view(gathered.data(), 4, width));
     for (std::int64_t i = 0; i < 4; ++i)
       for (std::int64_t c = 0; c < width; ++c)
         REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
     CHECK(gathered.back() == 0xdead);  // nothing written past count x width
-    gather_rows_async(kCpu, src.data(), idx.data(), 0, width, gathered.data());  // nothing to do: no throw
+    gather_rows_async(kCpu, make_view<const Bf16>(src.data(), 6, width), idx.data(),
+                      make_view(gathered.data(), 0, width));  // nothing to do: no throw
   }
   const std::vector<Bf16> one(2, 1);
   std::vector<Bf16> out(2);
-  CHECK_THROWS_AS(gather_rows_async(kCpu, one.data(), nullptr, -1, 2, out.data()), InvalidInput);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, make_view(one.data(), 1, 2), nullptr, make_view(out.data(), -1, 2)),
+                  InvalidInput);
 }
 
 TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
@@ -551,12 +586,12 @@ TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
   const auto src = random_floats(5 * width, 71);
   const std::vector<NodeId> idx = {3, 0, 3, 4, 3};
   std::vector<float> gathered(5 * width);
-  gather_rows_async(kCpu, src.data(), idx.data(), 5, width, gathered.data());
+  gather_rows_async(kCpu, make_view(src.data(), 5, width), idx.data(), make_view(gathered.data(), 5, width));
   for (std::int64_t i = 0; i < 5; ++i)
     for (std::int64_t c = 0; c < width; ++c)
       REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
   std::vector<float> dst(5 * width, 1.0f);
-  scatter_add_rows_async(kCpu, src.data(), idx.data(), 5, width, dst.data());
+  scatter_add_rows_async(kCpu, make_view(src.data(), 5, width), idx.data(), make_view(dst.data(), 5, width));
   for (std::int64_t r = 0; r < 5; ++r) {
     for (std::int64_t c = 0; c < width; ++c) {
       double want = 1.0;
@@ -571,7 +606,7 @@ TEST_CASE("column_sum, sum and sum_squares match double sums") {
   const std::int64_t rows = 40000, width = 5;  // more rows than one reduction chunk
   const auto x = random_floats(static_cast<std::size_t>(rows * width), 81);
   std::vector<float> cols(width);
-  column_sum_async(kCpu, x.data(), rows, width, cols.data());
+  column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
   double total = 0.0, squares = 0.0;
   for (std::int64_t c = 0; c < width; ++c) {
     double s = 0.0;
@@ -590,7 +625,7 @@ TEST_CASE("column_sum, sum and sum_squares match double sums") {
   sum_async(kCpu, nullptr, 0, &out);
   CHECK(out == 0.0f);
   std::vector<float> zero_rows(3, kNaN);
-  column_sum_async(kCpu, static_cast<const float*>(nullptr), 0, 3, zero_rows.data());
+  column_sum_async(kCpu, make_view(static_cast<const float*>(nullptr), 0, 3), zero_rows.data());
   CHECK(zero_rows == std::vector<float>(3, 0.0f));
 }
 
@@ -606,10 +641,14 @@ TEST_CASE("copy_async and memset_zero_async move host bytes") {
 TEST_CASE("kernel entry points reject bad sizes with InvalidInput") {
   std::vector<float> buf(16);
   const HostCsr a = random_csr(4, 4, 1, 91);
-  CHECK_THROWS_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, buf.data(), 2, buf.data(), 4, 4), InvalidInput);
-  CHECK_THROWS_AS(gemm_async(kCpu, false, false, 2, 2, -1, 1.0f, buf.data(), 2, buf.data(), 2, 0.0f, buf.data(), 2),
+  CHECK_THROWS_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(buf.data(), a.cols, 4, 2),
+                             make_view(buf.data(), a.rows, 4)),
                   InvalidInput);
-  CHECK_THROWS_AS(gather_rows_async(kCpu, buf.data(), nullptr, -3, 2, buf.data()), InvalidInput);
+  CHECK_THROWS_AS(gemm_async(kCpu, false, false, 1.0f, make_view(buf.data(), 2, -1, 2), make_view(buf.data(), -1, 2),
+                             0.0f, make_view(buf.data(), 2, 2)),
+                  InvalidInput);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, make_view(buf.data(), 8, 2), nullptr, make_view(buf.data(), -3, 2)),
+                  InvalidInput);
 }
 
 TEST_CASE("CPU kernels give bit-identical results for any thread count") {
@@ -620,13 +659,13 @@ TEST_CASE("CPU kernels give bit-identical results for any thread count") {
   auto run = [&](int threads) {
     omp_set_num_threads(threads);
     std::vector<float> out(3000 * 16 + 210 * 16 + 12 * 16 + 2);
-    spmm_async(kCpu, a.view(), nullptr, nullptr, x.data(), 16, out.data(), 16, 16);
-    gemm_async(kCpu, true, false, 210, 16, 10000, 1.0f, feats.data(), 210, b.data(), 16, 0.0f,
-               out.data() + 3000 * 16, 16);
-    gemm_async(kCpu, true, false, 12, 16, 10000, 1.0f, feats.data(), 210, b.data(), 16, 0.0f,
-               out.data() + 3000 * 16 + 210 * 16, 16);  // few columns: split over k
+    spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 16), make_view(out.data(), a.rows, 16));
+    gemm_async(kCpu, true, false, 1.0f, make_view(feats.data(), 10000, 210), make_view(b.data(), 10000, 16), 0.0f,
+               make_view(out.data() + 3000 * 16, 210, 16));
+    gemm_async(kCpu, true, false, 1.0f, make_view(feats.data(), 10000, 12, 210), make_view(b.data(), 10000, 16), 0.0f,
+               make_view(out.data() + 3000 * 16 + 210 * 16, 12, 16));  // few columns: split over k
     sum_async(kCpu, feats.data(), 10000 * 210, &out[out.size() - 2]);
-    column_sum_async(kCpu, feats.data(), 10000 * 210, 1, &out[out.size() - 1]);
+    column_sum_async(kCpu, make_view(feats.data(), 10000 * 210, 1), &out[out.size() - 1]);
     return out;
   };
   const int saved = omp_get_max_threads();

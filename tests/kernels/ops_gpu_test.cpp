@@ -86,10 +86,11 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
   spmm_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
-             dx.data() + shift, ldx, dy.data(), ldy, width,
+             make_view(dx.data() + shift, a.cols, width, ldx), make_view(dy.data(), a.rows, width, ldy),
              path == SpmmCase::kCusparseOnce ? SpmmAlgo::kCusparse : SpmmAlgo::kOwn, tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
-  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, x.data() + shift, ldx, y.data(), ldy, width);
+  spmm_async(kCpu, a.view(with_values), row_scale, col_scale, make_view(x.data() + shift, a.cols, width, ldx),
+             make_view(y.data(), a.rows, width, ldy));
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
                                   std::vector<float>(x.begin() + shift, x.end()), ldx, width);
   CHECK(worst_vs(dy.to_host(), ldy, y, ldy, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
@@ -114,10 +115,11 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
   auto dy = nan_buffer(static_cast<std::size_t>(a.rows * ldy));
   const float* row_scale = with_scales ? rs.data() : nullptr;
   const float* col_scale = with_scales ? cs.data() : nullptr;
-  spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr,
-                  with_scales ? dcs.data() : nullptr, dx.data() + shift, ldx, dy.data(), ldy, width, tuning);
+  spmm_bf16_async(f.ctx, da.view(with_values), with_scales ? drs.data() : nullptr, with_scales ? dcs.data() : nullptr,
+                  make_view(dx.data() + shift, a.cols, width, ldx), make_view(dy.data(), a.rows, width, ldy), tuning);
   std::vector<float> y(static_cast<std::size_t>(a.rows * ldy), kNaN);
-  spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, xb.data() + shift, ldx, y.data(), ldy, width);
+  spmm_bf16_async(kCpu, a.view(with_values), row_scale, col_scale, make_view(xb.data() + shift, a.cols, width, ldx),
+                  make_view(y.data(), a.rows, width, ldy));
   const auto ref = reference_spmm(a, with_values, row_scale, col_scale,
                                   std::vector<float>(rounded.begin() + shift, rounded.end()), ldx, width);
   const auto got = dy.to_host();
@@ -232,7 +234,8 @@ TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {
   compare_spmm(f, empty_rows, de, 16, true, true, 0, 1, SpmmCase::kCusparseOnce);
   const HostCsr none = random_csr(0, 0, 3, 5);
   const DeviceCsr dn(none);
-  spmm_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  spmm_async(f.ctx, dn.view(), nullptr, nullptr, ConstMatrixView{nullptr, none.cols, 4, 4},
+             MatrixView{nullptr, none.rows, 4, 4});  // nothing to do, no launch
   synchronize(f.ctx);
 }
 
@@ -276,7 +279,8 @@ TEST_CASE("CUDA bf16 SpMM shares long rows, up to 10^5 entries, over the grid") 
   }
   const HostCsr none = random_csr(0, 0, 3, 5);
   const DeviceCsr dn(none);
-  spmm_bf16_async(f.ctx, dn.view(), nullptr, nullptr, nullptr, 4, nullptr, 4, 4);  // nothing to do, no launch
+  spmm_bf16_async(f.ctx, dn.view(), nullptr, nullptr, ConstBf16MatrixView{nullptr, none.cols, 4, 4},
+                  MatrixView{nullptr, none.rows, 4, 4});  // nothing to do, no launch
   synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
 }
@@ -330,12 +334,16 @@ TEST_CASE("CusparseSpmm matches the CPU kernel for algorithms 0 to 3") {
       {
         CusparseSpmm plan(f.ctx, da.view(), drs.data(), dcs.data(), width, algorithm);
         CHECK(plan.workspace_bytes() > 0);
-        plan.run_async(dx.data(), dy.data());
-        plan.run_async(dx.data(), dy.data());  // a second call reuses descriptors and buffer
+        plan.run_async(make_view(dx.data(), a.cols, width), make_view(dy.data(), a.rows, width));
+        CHECK_THROWS_AS(plan.run_async(make_view(dx.data(), a.cols, width), make_view(dy.data(), a.rows - 1, width)),
+                        InvalidInput);
+        plan.run_async(make_view(dx.data(), a.cols, width),
+                       make_view(dy.data(), a.rows, width));  // a second call reuses descriptors and buffer
         synchronize(f.ctx);
       }
       std::vector<float> y(static_cast<std::size_t>(a.rows * width));
-      spmm_async(kCpu, a.view(), rs.data(), cs.data(), x.data(), width, y.data(), width, width);
+      spmm_async(kCpu, a.view(), rs.data(), cs.data(), make_view(x.data(), a.cols, width),
+                 make_view(y.data(), a.rows, width));
       const auto ref = reference_spmm(a, true, rs.data(), cs.data(), x, width, width);
       CHECK(worst_vs(dy.to_host(), width, y, width, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <=
             1.0);
@@ -381,13 +389,19 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
           const DeviceBuffer<float> da(a), db(b);
           DeviceBuffer<float> dc(c);
           const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, a, lda, b, ldb, beta, c, ldc);
-          gemm_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
-          gemm_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_async(f.ctx, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                     make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                     make_view(dc.data(), s.m, s.n, ldc));
+          gemm_async(kCpu, ta, tb, 1.25f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                     make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                     make_view(c.data(), s.m, s.n, ldc));
           CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-5) <= 1.0);
           if (beta == 0.0f) {  // TF32 tensor cores: 10-bit mantissa inputs
             Context tf32 = f.ctx;
             tf32.precision = Precision::kTf32;
-            gemm_async(tf32, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+            gemm_async(tf32, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                       make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                       make_view(dc.data(), s.m, s.n, ldc));
             CHECK(worst_vs(dc.to_host(), ldc, c, ldc, ref.magnitude, s.m, s.n, 2e-3) <= 1.0);
           }
         }
@@ -396,7 +410,8 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
   }
   // k = 0 scales C; beta = 0 then writes zeros over NaN.
   auto dc = nan_buffer(6);
-  gemm_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc.data(), 3);
+  gemm_async(f.ctx, false, false, 1.0f, ConstMatrixView{nullptr, 2, 0, 1}, ConstMatrixView{nullptr, 0, 3, 3}, 0.0f,
+             make_view(dc.data(), 2, 3));
   CHECK(dc.to_host() == std::vector<float>(6, 0.0f));
 }
 
@@ -426,21 +441,27 @@ TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bi
         }
         std::vector<float> out(z.size());
         DeviceBuffer<float> dout(z.size());
-        bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, out.data());
-        bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+        bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
+                               make_view(out.data(), rows, width));
+        bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
+                               make_view(dout.data(), rows, width));
         CHECK(dout.to_host() == out);
-        dropout_async(kCpu, z.data(), rows, width, d, out.data());
-        dropout_async(f.ctx, dz.data(), rows, width, dd, dout.data());
+        dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
+        dropout_async(f.ctx, make_view(dz.data(), rows, width), dd, make_view(dout.data(), rows, width));
         CHECK(dout.to_host() == out);
         if (relu) {
           // Backward from the relu output just computed, in place on the device copy of dh.
-          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, true, d, out.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                                 make_view(out.data(), rows, width));
           const DeviceBuffer<float> dh_host_out(out);
           const auto dh = random_floats(z.size(), 53);
           DeviceBuffer<float> ddh(dh);
           std::vector<float> dzz(z.size());
-          bias_act_dropout_backward_async(kCpu, out.data(), dh.data(), rows, width, true, p, dzz.data());
-          bias_act_dropout_backward_async(f.ctx, dh_host_out.data(), ddh.data(), rows, width, true, p, ddh.data());
+          bias_act_dropout_backward_async(kCpu, make_view(out.data(), rows, width), make_view(dh.data(), rows, width),
+                                          true, p, make_view(dzz.data(), rows, width));
+          bias_act_dropout_backward_async(f.ctx, make_view(dh_host_out.data(), rows, width),
+                                          make_view(ddh.data(), rows, width), true, p,
+                                          make_view(ddh.data(), rows, width));
           CHECK(ddh.to_host() == dzz);
         }
       }
@@ -473,18 +494,19 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
     const float scale = 1.0f / static_cast<float>(count);
     std::vector<float> grad(logits.size(), kNaN);
     float loss = 0.0f;
-    softmax_cross_entropy_async(kCpu, logits.data(), num_rows, classes, labels.data(), rows.data(), count, scale,
-                                &loss, grad.data());
-    softmax_cross_entropy_async(f.ctx, dlogits.data(), num_rows, classes, dlabels.data(), drows.data(), count, scale,
-                                dloss.data(), dgrad.data());
+    softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count,
+                                scale, &loss, make_view(grad.data(), num_rows, classes));
+    softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(),
+                                count, scale, dloss.data(), make_view(dgrad.data(), num_rows, classes));
     CHECK(dloss.to_host()[0] == doctest::Approx(loss).epsilon(1e-5));
     const auto g = dgrad.to_host();
     double worst = 0.0;
     for (std::size_t t = 0; t < g.size(); ++t) worst = std::max(worst, static_cast<double>(std::abs(g[t] - grad[t])));
     CHECK(worst <= 1e-6 * scale * 10);
     std::int64_t correct = -1;
-    count_correct_async(kCpu, logits.data(), classes, labels.data(), rows.data(), count, &correct);
-    count_correct_async(f.ctx, dlogits.data(), classes, dlabels.data(), drows.data(), count, dcorrect.data());
+    count_correct_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count, &correct);
+    count_correct_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(), count,
+                        dcorrect.data());
     CHECK(dcorrect.to_host()[0] == correct);
   }
   // An out-of-range label cannot throw on the device: the loss is NaN instead.
@@ -492,8 +514,8 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
   const DeviceBuffer<std::int32_t> dlabels(std::vector<std::int32_t>{0, 9});
   const DeviceBuffer<NodeId> drows(std::vector<NodeId>{0, 1});
   DeviceBuffer<float> dloss(1);
-  softmax_cross_entropy_async(f.ctx, dlogits.data(), 2, 4, dlabels.data(), drows.data(), 2, 1.0f, dloss.data(),
-                              nullptr);
+  softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), 2, 4), dlabels.data(), drows.data(), 2, 1.0f,
+                              dloss.data(), MatrixView{});
   CHECK(std::isnan(dloss.to_host()[0]));
   CHECK(f.allocator.in_use() == 0);
 }
@@ -538,8 +560,9 @@ TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernel
   const DeviceBuffer<NodeId> didx(idx);
   std::vector<float> gathered(static_cast<std::size_t>(count * width));
   DeviceBuffer<float> dgathered(gathered.size());
-  gather_rows_async(kCpu, src.data(), idx.data(), count, width, gathered.data());
-  gather_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dgathered.data());
+  gather_rows_async(kCpu, make_view(src.data(), src_rows, width), idx.data(), make_view(gathered.data(), count, width));
+  gather_rows_async(f.ctx, make_view(dsrc.data(), src_rows, width), didx.data(),
+                    make_view(dgathered.data(), count, width));
   CHECK(dgathered.to_host() == gathered);
   {  // bf16 rows: the same rows, bit for bit (odd width)
     std::vector<Bf16> src16(src.size());
@@ -547,14 +570,17 @@ TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernel
     const DeviceBuffer<Bf16> dsrc16(src16);
     std::vector<Bf16> gathered16(static_cast<std::size_t>(count * width));
     DeviceBuffer<Bf16> dgathered16(gathered16.size());
-    gather_rows_async(kCpu, src16.data(), idx.data(), count, width, gathered16.data());
-    gather_rows_async(f.ctx, dsrc16.data(), didx.data(), count, width, dgathered16.data());
+    gather_rows_async(kCpu, make_view<const Bf16>(src16.data(), src_rows, width), idx.data(),
+                      make_view(gathered16.data(), count, width));
+    gather_rows_async(f.ctx, make_view<const Bf16>(dsrc16.data(), src_rows, width), didx.data(),
+                      make_view(dgathered16.data(), count, width));
     CHECK(dgathered16.to_host() == gathered16);
   }
   std::vector<float> acc(static_cast<std::size_t>(src_rows * width), 0.5f);
   DeviceBuffer<float> dacc(acc);
-  scatter_add_rows_async(kCpu, src.data(), idx.data(), count, width, acc.data());
-  scatter_add_rows_async(f.ctx, dsrc.data(), didx.data(), count, width, dacc.data());
+  scatter_add_rows_async(kCpu, make_view(src.data(), count, width), idx.data(), make_view(acc.data(), src_rows, width));
+  scatter_add_rows_async(f.ctx, make_view(dsrc.data(), count, width), didx.data(),
+                         make_view(dacc.data(), src_rows, width));
   const auto hacc = dacc.to_host();
   // Atomic adds sum in any order: compare with an absolute tolerance on the scale of the summands (~1).
   for (std::size_t t = 0; t < acc.size(); ++t) REQUIRE(hacc[t] == doctest::Approx(acc[t]).epsilon(1e-5).scale(1.0));
@@ -572,8 +598,8 @@ TEST_CASE("CUDA reductions match the CPU sums") {
       const DeviceBuffer<float> dx(x);
       std::vector<float> cols(static_cast<std::size_t>(width));
       DeviceBuffer<float> dcols(cols.size());
-      column_sum_async(kCpu, x.data(), rows, width, cols.data());
-      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
+      column_sum_async(f.ctx, make_view(dx.data(), rows, width), dcols.data());
       const auto hc = dcols.to_host();
       for (std::size_t c = 0; c < cols.size(); ++c) CHECK(hc[c] == doctest::Approx(cols[c]).epsilon(1e-5));
       float s = 0.0f, s2 = 0.0f;
@@ -632,9 +658,13 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
           const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, 1.25f, host_widen(a), lda, host_widen(b), ldb, beta, c,
                                           ldc);
           DeviceBuffer<float> dc(c);
-          gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, 1.25f, da.data(), lda, db.data(), ldb, beta, dc.data(), ldc);
+          gemm_bf16_async(f.ctx, ta, tb, 1.25f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(dc.data(), s.m, s.n, ldc));
           const auto before = c;
-          gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, 1.25f, a.data(), lda, b.data(), ldb, beta, c.data(), ldc);
+          gemm_bf16_async(kCpu, ta, tb, 1.25f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                          make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), beta,
+                          make_view(c.data(), s.m, s.n, ldc));
           const auto got = dc.to_host();
           CHECK(worst_vs(got, ldc, c, ldc, ref.magnitude, s.m, s.n, rtol) <= 1.0);
           std::int64_t padding_written = 0;
@@ -648,9 +678,13 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
         // bf16 C: each side rounds its float result once, so they may differ by one bf16 ulp (at most 2^-7 of
         // the larger value) on top of the accumulation difference.
         auto dc16 = sentinel_bf16_buffer(static_cast<std::size_t>(s.m * ldc));
-        gemm_bf16_async(f.ctx, ta, tb, s.m, s.n, s.k, -0.5f, da.data(), lda, db.data(), ldb, 0.0f, dc16.data(), ldc);
+        gemm_bf16_async(f.ctx, ta, tb, -0.5f, make_view(da.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                        make_view(db.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), 0.0f,
+                        make_view(dc16.data(), s.m, s.n, ldc));
         std::vector<Bf16> c16(static_cast<std::size_t>(s.m * ldc), kBf16Sentinel);
-        gemm_bf16_async(kCpu, ta, tb, s.m, s.n, s.k, -0.5f, a.data(), lda, b.data(), ldb, 0.0f, c16.data(), ldc);
+        gemm_bf16_async(kCpu, ta, tb, -0.5f, make_view(a.data(), (ta ? s.k : s.m), (ta ? s.m : s.k), lda),
+                        make_view(b.data(), (tb ? s.n : s.k), (tb ? s.k : s.n), ldb), 0.0f,
+                        make_view(c16.data(), s.m, s.n, ldc));
         const auto ref = reference_gemm(ta, tb, s.m, s.n, s.k, -0.5f, host_widen(a), lda, host_widen(b), ldb, 0.0f, {},
                                         0);
         const auto got16 = dc16.to_host();
@@ -681,17 +715,20 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
   }
   // k = 0 (and alpha = 0): a float C is only scaled; a bf16 C becomes zeros and its padding stays.
   DeviceBuffer<float> dc(std::vector<float>{1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f});
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.5f, dc.data(), 3);
+  gemm_bf16_async(f.ctx, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.5f, make_view(dc.data(), 2, 3));
   CHECK(dc.to_host() == std::vector<float>{0.5f, 1.0f, 1.5f, 2.0f, 2.5f, 3.0f});
   auto dc16 = sentinel_bf16_buffer(8);
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 0, 1.0f, nullptr, 1, nullptr, 3, 0.0f, dc16.data(), 4);
+  gemm_bf16_async(f.ctx, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
+                  ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(dc16.data(), 2, 3, 4));
   CHECK(dc16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
   const DeviceBuffer<Bf16> ones(std::vector<Bf16>(6, 0x3f80));
   auto dz16 = sentinel_bf16_buffer(8);
-  gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 0.0f, ones.data(), 2, ones.data(), 3, 0.0f, dz16.data(), 4);
+  gemm_bf16_async(f.ctx, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
+                  make_view(dz16.data(), 2, 3, 4));
   CHECK(dz16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 2, 3, 2, 1.0f, ones.data(), 2, ones.data(), 3, 1.0f,
-                                  dz16.data(), 4),
+  CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 1.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3),
+                                  1.0f, make_view(dz16.data(), 2, 3, 4)),
                   InvalidInput);
   synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
@@ -733,23 +770,28 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
           // float z + bias -> bf16 h
           std::vector<Bf16> h(z.size());
           auto dout = sentinel_bf16_buffer(z.size());
-          bias_act_dropout_async(kCpu, z.data(), bias.data(), rows, width, relu, d, h.data());
-          bias_act_dropout_async(f.ctx, dz.data(), dbias.data(), rows, width, relu, dd, dout.data());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
+                                 make_view(h.data(), rows, width));
+          bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
+                                 make_view(dout.data(), rows, width));
           CHECK(dout.to_host() == h);
           // dropout of bf16 values, out of place and in place on the device
           std::vector<Bf16> dropped(x16.size());
-          dropout_async(kCpu, x16.data(), rows, width, d, dropped.data());
-          dropout_async(f.ctx, dx16.data(), rows, width, dd, dout.data());
+          dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(dropped.data(), rows, width));
+          dropout_async(f.ctx, make_view(dx16.data(), rows, width), dd, make_view(dout.data(), rows, width));
           CHECK(dout.to_host() == dropped);
           DeviceBuffer<Bf16> in_place(x16);
-          dropout_async(f.ctx, in_place.data(), rows, width, dd, in_place.data());
+          dropout_async(f.ctx, make_view(in_place.data(), rows, width), dd, make_view(in_place.data(), rows, width));
           CHECK(in_place.to_host() == dropped);
           if (relu) {  // backward from the relu output just computed, in place on the device copy of dh
             const DeviceBuffer<Bf16> dhout(h);
             DeviceBuffer<Bf16> ddh(dh);
             std::vector<Bf16> dzz(z.size());
-            bias_act_dropout_backward_async(kCpu, h.data(), dh.data(), rows, width, true, p, dzz.data());
-            bias_act_dropout_backward_async(f.ctx, dhout.data(), ddh.data(), rows, width, true, p, ddh.data());
+            bias_act_dropout_backward_async(kCpu, make_view(h.data(), rows, width), make_view(dh.data(), rows, width),
+                                            true, p, make_view(dzz.data(), rows, width));
+            bias_act_dropout_backward_async(f.ctx, make_view(dhout.data(), rows, width),
+                                            make_view(ddh.data(), rows, width), true, p,
+                                            make_view(ddh.data(), rows, width));
             CHECK(ddh.to_host() == dzz);
           }
         }
@@ -773,18 +815,18 @@ TEST_CASE("CUDA dropout keeps the sign of a negative zero input as the CPU does,
     CAPTURE(p);
     d.p = p;
     std::vector<float> want(x.size());
-    dropout_async(kCpu, x.data(), rows, width, d, want.data());
+    dropout_async(kCpu, make_view(x.data(), rows, width), d, make_view(want.data(), rows, width));
     const DeviceBuffer<float> dx(x);
     DeviceBuffer<float> dout(x.size());
-    dropout_async(f.ctx, dx.data(), rows, width, d, dout.data());
+    dropout_async(f.ctx, make_view(dx.data(), rows, width), d, make_view(dout.data(), rows, width));
     const auto got = dout.to_host();
     CHECK(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)) == 0);
     const auto x16 = host_bf16(x);
     std::vector<Bf16> want16(x.size());
-    dropout_async(kCpu, x16.data(), rows, width, d, want16.data());
+    dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(want16.data(), rows, width));
     const DeviceBuffer<Bf16> dx16(x16);
     auto dout16 = sentinel_bf16_buffer(x.size());
-    dropout_async(f.ctx, dx16.data(), rows, width, d, dout16.data());
+    dropout_async(f.ctx, make_view(dx16.data(), rows, width), d, make_view(dout16.data(), rows, width));
     CHECK(dout16.to_host() == want16);
   }
 }
@@ -801,8 +843,8 @@ TEST_CASE("CUDA column_sum over bf16 matches the CPU bf16 column_sum") {
       const DeviceBuffer<Bf16> dx(x);
       std::vector<float> cols(static_cast<std::size_t>(width), kNaN);
       DeviceBuffer<float> dcols(cols);
-      column_sum_async(kCpu, x.data(), rows, width, cols.data());
-      column_sum_async(f.ctx, dx.data(), rows, width, dcols.data());
+      column_sum_async(kCpu, make_view(x.data(), rows, width), cols.data());
+      column_sum_async(f.ctx, make_view(dx.data(), rows, width), dcols.data());
       const auto got = dcols.to_host();
       // The device's longest chain of float additions: 128 rows per lane, 8 lanes, then one partial per slab of
       // 1024 rows; the CPU sums in double. Bound: that chain's length x 2^-24 of the terms' magnitude.
