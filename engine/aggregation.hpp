@@ -9,6 +9,7 @@
 
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
+#include "engine/planned_buffer.hpp"
 #include "engine/problem.hpp"
 #include "engine/resources.hpp"
 #include "kernels/ops.hpp"
@@ -33,14 +34,15 @@ class Aggregation {
 /// Most column chunks the gather strategy cuts a collective into (GcnConfig::gather_chunks).
 inline constexpr int kMaxGatherChunks = 4;
 
-/// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
-/// bf16: the model stores activations as bf16 (the gather table then travels as bf16 in forward).
+/// Builds the aggregation a problem needs, its buffers allocated by name from the device's allocation plan
+/// (partition::allocation_plan: the graph, its normalisation and the gather table and staging, sized to the widest
+/// aggregation; a bf16 staging block when the plan lists one).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 /// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
 /// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). @throws InvalidInput for a chunk count out of range.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
-                                              SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16 = false,
+                                              SpmmAlgo algo, const AllocationPlan& plan,
+                                              const std::vector<std::int64_t>& spmm_widths,
                                               const kernels::SpmmTuning& tuning = {}, int gather_chunks = 1);
 
 }  // namespace gcnpart::engine
