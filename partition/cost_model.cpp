@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kernels/core/error.hpp"
+#include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {
 
@@ -72,7 +73,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     } else {
       if (l == 0 && m.dropout) elementwise(2 * r * f * act);
       gemm(r, out, in);
-      spmm(in <= out ? in : out, false);
+      spmm(aggregates_first(d, l) ? in : out, false);
     }
     elementwise(2 * r * out * act + out * 4);  // bias, ReLU, dropout of the next input
   }
@@ -84,7 +85,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   // Backward.
   for (int l = L - 1; l >= 0; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse);
+    const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
     elementwise(r * out * act, 2);  // bias gradient (column sums over slabs, then their sum)
     if (aggregate_first) {
       gemm(in, out, r);

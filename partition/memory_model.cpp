@@ -73,15 +73,15 @@ bool uses_sparse_input(const DeviceShape& s, const ModelSpec& m) {
   return m.first_layer() == 0 && density <= m.sparse_features_below && dims[0] > dims[1];
 }
 
-std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m, bool sparse_input) {
+std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m) {
   const auto d = m.dims();
   std::vector<SpmmCall> calls;
   for (int l = 0; l < m.layers; ++l) {
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse_input);
+    const bool aggregate_first = aggregates_first(d, l);
     calls.push_back({aggregate_first ? d[l] : d[l + 1], false});
   }
   for (int l = m.layers - 1; l >= 0; --l) {
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse_input);
+    const bool aggregate_first = aggregates_first(d, l);
     if (aggregate_first && l > 0) calls.push_back({d[l], true});
     if (!aggregate_first) calls.push_back({d[l + 1], true});
   }
@@ -126,7 +126,7 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
     // Forward's all-gather moves the precision's elements in whole float words (an odd bf16 count is padded);
     // backward's reduce-scatter sums in float32.
     const std::int64_t act = element_bytes(m.precision);
-    for (const auto& call : spmm_calls_per_epoch(m, uses_sparse_input(s, m))) {
+    for (const auto& call : spmm_calls_per_epoch(m)) {
       const std::int64_t block_bytes =
           call.backward ? s.table_block * call.width * kFloatBytes : ceil_div(s.table_block * call.width * act, 4) * 4;
       sent += share(static_cast<std::int64_t>(k) * block_bytes);  // all-gather / reduce-scatter

@@ -106,7 +106,8 @@ struct SpmmCall {
   std::int64_t width = 0;
   bool backward = false;
 };
-std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& model, bool sparse_input);
+/// (aggregates_first decides each layer's order; the sparse-input first layer narrows, so it never aggregates first.)
+std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& model);
 /// Whether the sparse input-feature path is taken for these counts (the rule GcnModel follows): the device holds the
 /// first layer, at most sparse_features_below of its feature values are non-zero and the first layer narrows.
 bool uses_sparse_input(const DeviceShape& shape, const ModelSpec& model);
