@@ -323,6 +323,167 @@ class GatherAggregation final : public Aggregation {
   std::vector<kernels::CudaEvent> events_;  ///< kMaxChunks + 1 ordering events (CUDA only)
 };
 
+/// Boundary: forward packs the own rows that other devices' edges touch, exchanges them (one all-to-all of
+/// per-device blocks) and aggregates from [own rows | received rows]; backward aggregates into [own | received]
+/// with the transposed matrix, sends the received rows' gradients back to their owners and adds them into the own
+/// rows. Messages are the precision's rows (bf16 in forward_bf16); backward's are float32 (they are summed).
+///
+/// Own rows are ordered [interior | boundary]: interior rows read own columns only, so they are aggregated from x
+/// itself while the rows travel, and only the boundary rows wait for the exchange. On CUDA the exchange runs on a
+/// high-priority second stream ordered by events (no host synchronisation); on CPU devices the calls run in order.
+/// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel.
+class BoundaryAggregation final : public Aggregation {
+ public:
+  BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, const AllocationPlan& plan,
+                      const kernels::SpmmTuning& tuning)
+      : res_(res),
+        comm_(comm),
+        own_(p.num_rows),
+        interior_(p.interior_rows),
+        local_(p.gather_backward.num_nodes),
+        recv_counts_(p.recv_counts),
+        forward_(res, plan, "boundary_offsets", "boundary_columns", p.gather_forward, p.gather_backward.num_nodes),
+        backward_(res, plan, "boundary_t_offsets", "boundary_t_columns", p.gather_backward, p.num_rows),
+        tuning_(tuning) {
+    GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts,
+                    "the boundary strategy needs a communicator of its parts");
+    GCNPART_EXPECTS(static_cast<int>(p.send_rows.size()) == p.parts && static_cast<int>(p.recv_counts.size()) == p.parts,
+                    "a boundary problem lists send rows and receive counts per device");
+    GCNPART_EXPECTS(interior_ >= 0 && interior_ <= own_, "interior rows within the own rows");
+    std::int64_t received = own_;
+    for (auto c : recv_counts_) received += c;
+    GCNPART_EXPECTS(received == local_, "own rows + received rows = the local matrix's columns");
+    std::vector<NodeId> flat;
+    for (const auto& rows : p.send_rows) {
+      send_counts_.push_back(static_cast<std::int64_t>(rows.size()));
+      flat.insert(flat.end(), rows.begin(), rows.end());
+    }
+    sent_rows_ = static_cast<std::int64_t>(flat.size());
+    send_index_ = upload_planned(res, plan, "send_rows", flat);
+    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_row);
+    dinv_local_ = upload_planned(res, plan, "dinv_local", p.table_dinv);
+    // Source rows and outbox as wide as the widest aggregation; bf16 ones when the model stores bf16.
+    source_ = take<float>(res, plan, "boundary_source");
+    outbox_ = take<float>(res, plan, "boundary_outbox");
+    source16_ = take_if_planned<kernels::Bf16>(res, plan, "boundary_source_bf16");
+    outbox16_ = take_if_planned<kernels::Bf16>(res, plan, "boundary_outbox_bf16");
+    comm_ctx_ = res.context();
+    if (res.context().is_cuda()) {
+      res.activate();
+      int least = 0, greatest = 0;
+      GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+      GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
+      for (int i = 0; i < 2; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
+      comm_ctx_.stream = comm_stream_;
+    }
+  }
+
+  ~BoundaryAggregation() override {
+    if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
+  }
+  BoundaryAggregation(const BoundaryAggregation&) = delete;
+  BoundaryAggregation& operator=(const BoundaryAggregation&) = delete;
+
+  void forward(const float* x, float* y, std::int64_t width) override {
+    exchange_and_aggregate(x, source_.data(), outbox_.data(), y, width,
+                           [&](const CsrView& a, const float* row_scale, const float* in, float* out) {
+                             kernels::spmm_async(res_.context(), a, row_scale, dinv_local_.data(), in, width, out,
+                                                 width, width, SpmmAlgo::kOwn, tuning_);
+                           });
+  }
+
+  void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override {
+    GCNPART_EXPECTS(!source16_.empty() || local_ * width == 0, "BoundaryAggregation was built without bf16 buffers");
+    exchange_and_aggregate(x, source16_.data(), outbox16_.data(), y, width,
+                           [&](const CsrView& a, const float* row_scale, const kernels::Bf16* in, float* out) {
+                             kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_local_.data(), in, width,
+                                                      out, width, width, tuning_);
+                           });
+  }
+
+  void backward(const float* dy, float* dx, std::int64_t width) override {
+    aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
+      kernels::spmm_async(res_.context(), a, row_scale, dinv_own_.data(), dy, width, out, width, width,
+                          SpmmAlgo::kOwn, tuning_);
+    });
+  }
+
+  void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
+    aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
+      kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_own_.data(), dy, width, out, width, width,
+                               tuning_);
+    });
+  }
+
+ private:
+  /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns).
+  static CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end) {
+    return CsrView{end - begin, m.num_cols, m.row_offsets + begin, m.col_ids, nullptr};
+  }
+
+  /// Blocks of `rows` rows of `row_bytes` each, per device.
+  void exchange(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_rows,
+                void* recv, const std::vector<std::int64_t>& recv_rows, std::int64_t row_bytes) {
+    std::vector<std::int64_t> send_bytes(send_rows.size()), recv_bytes(recv_rows.size());
+    for (std::size_t q = 0; q < send_rows.size(); ++q) {
+      send_bytes[q] = send_rows[q] * row_bytes;
+      recv_bytes[q] = recv_rows[q] * row_bytes;
+    }
+    comm_->all_to_all_v(ctx, send, send_bytes, recv, recv_bytes);
+  }
+
+  /// Makes `stream` wait for the work queued so far on `after`, through events_[event] (CUDA; CPU calls are in
+  /// order anyway).
+  void order(cudaStream_t after, cudaStream_t stream, std::size_t event) {
+    if (comm_stream_ == nullptr) return;
+    events_[event].record(after);
+    events_[event].make_wait(stream);
+  }
+
+  /// T: the element type of x and of the messages. aggregate(a, row_scale, in, out): out = a in (ld width).
+  template <class T, class Aggregate>
+  void exchange_and_aggregate(const T* x, T* source, T* outbox, float* y, std::int64_t width, Aggregate&& aggregate) {
+    const auto& ctx = res_.context();
+    kernels::gather_rows_async(ctx, x, send_index_.data(), sent_rows_, width, outbox);
+    order(ctx.stream, comm_stream_, 0);
+    exchange(comm_ctx_, outbox, send_counts_, source + own_ * width, recv_counts_,
+             width * static_cast<std::int64_t>(sizeof(T)));
+    // While the boundary rows travel: the interior rows, straight from x.
+    aggregate(rows_of(forward_.view, 0, interior_), dinv_own_.data(), x, y);
+    kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
+    order(comm_stream_, ctx.stream, 1);
+    aggregate(rows_of(forward_.view, interior_, own_), dinv_own_.data() + interior_, source, y + interior_ * width);
+  }
+
+  /// aggregate(a, row_scale, out): out = a dy (ld width) for a row range a of the transposed matrix.
+  template <class Aggregate>
+  void aggregate_and_return(float* dx, std::int64_t width, Aggregate&& aggregate) {
+    const auto& ctx = res_.context();
+    // The received rows' gradients first, so that they travel while the own rows are aggregated.
+    float* returned = source_.data() + own_ * width;
+    aggregate(rows_of(backward_.view, own_, local_), dinv_local_.data() + own_, returned);
+    order(ctx.stream, comm_stream_, 0);
+    exchange(comm_ctx_, returned, recv_counts_, outbox_.data(), send_counts_,
+             width * static_cast<std::int64_t>(sizeof(float)));
+    aggregate(rows_of(backward_.view, 0, own_), dinv_local_.data(), dx);
+    order(comm_stream_, ctx.stream, 1);
+    kernels::scatter_add_rows_async(ctx, outbox_.data(), send_index_.data(), sent_rows_, width, dx);
+  }
+
+  Resources& res_;
+  Communicator* comm_;
+  std::int64_t own_, interior_, local_, sent_rows_ = 0;
+  std::vector<std::int64_t> send_counts_, recv_counts_;
+  DeviceCsr forward_, backward_;
+  kernels::SpmmTuning tuning_;
+  Buffer<NodeId> send_index_;
+  Buffer<float> dinv_own_, dinv_local_, source_, outbox_;
+  Buffer<kernels::Bf16> source16_, outbox16_;
+  cudaStream_t comm_stream_ = nullptr;
+  kernels::Context comm_ctx_{};
+  std::vector<kernels::CudaEvent> events_;  ///< 2 ordering events (CUDA only)
+};
+
 }  // namespace
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
@@ -330,6 +491,7 @@ std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem
                                               const std::vector<std::int64_t>& spmm_widths,
                                               const kernels::SpmmTuning& tuning, int gather_chunks) {
   if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, plan, tuning, gather_chunks);
+  if (problem.boundary) return std::make_unique<BoundaryAggregation>(res, problem, comm, plan, tuning);
   return std::make_unique<LocalAggregation>(res, problem, algo, plan, spmm_widths, tuning);
 }
 

@@ -1,6 +1,7 @@
 // How a device computes Â·X for its rows and the transpose for backward. Local: one SpMM with the device's own
 // (symmetric) Â. Gather: all-gather every device's rows into a table, SpMM from the table; backward SpMMs into
-// the table and reduce-scatters it back to the owners.
+// the table and reduce-scatters it back to the owners. Boundary: exchange only the rows other devices' edges
+// touch, SpMM from [own | received]; backward returns the received rows' gradients to their owners.
 #pragma once
 
 #include <map>
@@ -35,8 +36,9 @@ class Aggregation {
 inline constexpr int kMaxGatherChunks = 4;
 
 /// Builds the aggregation a problem needs, its buffers allocated by name from the device's allocation plan
-/// (partition::allocation_plan: the graph, its normalisation and the gather table and staging, sized to the widest
-/// aggregation; a bf16 staging block when the plan lists one).
+/// (partition::allocation_plan: the graph, its normalisation, the gather table and staging or the boundary
+/// exchange buffers, sized to the widest aggregation; bf16 staging when the plan lists it: the gather table and
+/// boundary rows then travel as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 /// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
 /// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). @throws InvalidInput for a chunk count out of range.

@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <utility>
+
+#include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
 
@@ -13,6 +16,7 @@ const char* collective_name(CollectiveKind kind) noexcept {
     case CollectiveKind::kReduceScatter: return "reduce_scatter";
     case CollectiveKind::kSend: return "send";
     case CollectiveKind::kRecv: return "recv";
+    case CollectiveKind::kAllToAll: return "all_to_all";
   }
   return "?";
 }
@@ -67,6 +71,31 @@ void Communicator::send(const kernels::Context& ctx, const float* data, std::int
 void Communicator::recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) {
   const std::int64_t bytes = count * static_cast<std::int64_t>(sizeof(float));
   counted(ctx, CollectiveKind::kRecv, bytes, 0, [&] { do_recv(ctx, data, count, peer); });
+}
+
+void Communicator::all_to_all_v(const kernels::Context& ctx, const void* send,
+                                const std::vector<std::int64_t>& send_bytes, void* recv,
+                                const std::vector<std::int64_t>& recv_bytes) {
+  const auto k = static_cast<std::size_t>(size());
+  if (send_bytes.size() != k || recv_bytes.size() != k)
+    throw InvalidInput::parameter("all_to_all_v block counts",
+                                  std::to_string(send_bytes.size()) + " and " + std::to_string(recv_bytes.size()),
+                                  std::to_string(k) + " (one per rank)");
+  std::vector<std::int64_t> send_offsets(k + 1, 0), recv_offsets(k + 1, 0);
+  for (std::size_t q = 0; q < k; ++q) {
+    if (send_bytes[q] < 0 || recv_bytes[q] < 0)
+      throw InvalidInput::parameter("all_to_all_v bytes", std::to_string(std::min(send_bytes[q], recv_bytes[q])),
+                                    ">= 0");
+    send_offsets[q + 1] = send_offsets[q] + send_bytes[q];
+    recv_offsets[q + 1] = recv_offsets[q] + recv_bytes[q];
+  }
+  const auto self = static_cast<std::size_t>(rank());
+  if (send_bytes[self] != recv_bytes[self])
+    throw InvalidInput::parameter("all_to_all_v own block", std::to_string(send_bytes[self]) + " bytes sent",
+                                  std::to_string(recv_bytes[self]) + " bytes (what this rank receives from itself)");
+  const std::int64_t to_others = send_offsets[k] - send_bytes[self];
+  counted(ctx, CollectiveKind::kAllToAll, to_others, to_others,
+          [&] { do_all_to_all_v(ctx, send, send_offsets, recv, recv_offsets); });
 }
 
 std::vector<CommTally> Communicator::take_tallies() {

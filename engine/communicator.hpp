@@ -13,16 +13,16 @@
 namespace gcnpart::engine {
 
 /// What a timed call does.
-enum class CollectiveKind : int { kAllReduce, kAllGather, kReduceScatter, kSend, kRecv };
-inline constexpr int kCollectiveKinds = 5;
-/// "all_reduce", "all_gather", "reduce_scatter", "send", "recv".
+enum class CollectiveKind : int { kAllReduce, kAllGather, kReduceScatter, kSend, kRecv, kAllToAll };
+inline constexpr int kCollectiveKinds = 6;
+/// "all_reduce", "all_gather", "reduce_scatter", "send", "recv", "all_to_all".
 const char* collective_name(CollectiveKind kind) noexcept;
 
 /// Calls of one kind and payload size on one rank, accumulated since the last Communicator::take_tallies().
 struct CommTally {
   CollectiveKind kind = CollectiveKind::kAllReduce;
   /// Bytes of one call's buffer on this rank: all-reduce the buffer, all-gather what this rank sends,
-  /// reduce-scatter what it receives, send / recv the message.
+  /// reduce-scatter what it receives, send / recv the message, all-to-all what it sends to the other ranks.
   std::int64_t payload_bytes = 0;
   std::int64_t calls = 0;
   std::int64_t bytes_sent = 0;  ///< as bytes_sent() counts them (ring bytes), summed over the calls
@@ -43,6 +43,13 @@ class Communicator {
   void all_gather(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv);
   /// recv[i] = sum over ranks r of send_of_rank_r[rank() * count + i]; send holds size() * count elements.
   void reduce_scatter_sum(const kernels::Context& ctx, const float* send, std::int64_t count, float* recv);
+  /// Personalised exchange (an all-to-all with a size per pair): rank r's block for rank q, send_bytes[q] bytes,
+  /// lands in q's recv at the offset of its block r. Blocks lie back to back in rank order in both buffers (block q
+  /// of send starts at the sum of send_bytes[0..q)); send_bytes[q] on rank r must equal recv_bytes[r] on rank q.
+  /// Both vectors have size() entries; the own block is copied. Counted as the bytes sent to other ranks.
+  /// NCCL: grouped ncclSend / ncclRecv; MPI: MPI_Alltoallv. @throws InvalidInput for mismatched sizes.
+  void all_to_all_v(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_bytes,
+                    void* recv, const std::vector<std::int64_t>& recv_bytes);
   /// Waits until every rank has arrived (synchronises the stream). Neither counted nor timed.
   virtual void barrier(const kernels::Context& ctx) = 0;
   /// Point to point (the pipeline strategy): blocks until `peer` has received / sent the same count.
@@ -52,7 +59,8 @@ class Communicator {
   /// aborts and throws within a bounded time instead of hanging.
   virtual void synchronize(const kernels::Context& ctx) { kernels::synchronize(ctx); }
   /// Bytes this rank has sent so far, as a ring implementation sends them (allreduce 2(K-1)/K of the buffer,
-  /// all-gather and reduce-scatter (K-1)/K of the gathered buffer, send the message).
+  /// all-gather and reduce-scatter (K-1)/K of the gathered buffer, send the message, all-to-all the blocks for
+  /// other ranks).
   [[nodiscard]] std::int64_t bytes_sent() const noexcept { return bytes_sent_; }
   /// The calls since the last take, grouped by kind and payload size, and starts a new count. Time per call is
   /// what the backend can see of it: NCCL the CUDA-event time on the stream from just before to just after the
@@ -71,6 +79,10 @@ class Communicator {
                                      float* recv) = 0;
   virtual void do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) = 0;
   virtual void do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) = 0;
+  /// send_offsets / recv_offsets: size() + 1 byte offsets of the blocks (prefix sums of the byte counts).
+  virtual void do_all_to_all_v(const kernels::Context& ctx, const void* send,
+                               const std::vector<std::int64_t>& send_offsets, void* recv,
+                               const std::vector<std::int64_t>& recv_offsets) = 0;
   /// Hooks around every counted call; `index` numbers the calls since the last take. The defaults take host wall
   /// time, right for communicators whose calls return when the data has moved; NCCL records CUDA events instead.
   virtual void begin_timing(const kernels::Context& ctx, std::size_t index);

@@ -26,6 +26,7 @@ nlohmann::json to_json(const partition::PlanMetrics& m) {
           {"replicated_edges", m.replicated_edges},
           {"table_rows", m.table_rows},
           {"index_bytes", m.index_bytes},
+          {"boundary_rows", m.boundary_rows},
           {"node_imbalance", m.node_imbalance},
           {"edge_imbalance", m.edge_imbalance},
           {"work", m.work},

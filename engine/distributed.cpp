@@ -66,8 +66,10 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   p.name = ds.name + "@" + std::to_string(device);
   const std::int64_t f = ds.num_features;
   const bool gather = plan.strategy == partition::Strategy::kGather;
-  // Rows (and, except for gather, columns) are the local nodes: own part first.
-  const std::int64_t n_local = gather ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
+  const bool boundary = plan.strategy == partition::Strategy::kBoundary;
+  // Rows (and, except for gather and boundary, columns) are the local nodes: own part first.
+  const std::int64_t n_local =
+      gather || boundary ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
   p.num_rows = p.num_cols = n_local;
   p.global_ids.assign(dp.local_nodes.begin(), dp.local_nodes.begin() + n_local);
   p.num_features = f;
@@ -105,6 +107,22 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
     p.table_dinv = plan.table_dinv;
     p.dinv_row = dp.dinv_own;
     p.dinv_col = dp.dinv_own;
+  } else if (boundary) {
+    p.boundary = true;
+    p.parts = plan.parts;
+    p.gather_forward = dp.gather_forward;
+    p.gather_backward = dp.gather_backward;
+    p.table_dinv = dp.dinv;
+    p.dinv_row = dp.dinv_own;
+    p.dinv_col = dp.dinv_own;
+    p.recv_counts = dp.recv_counts;
+    p.send_rows.resize(static_cast<std::size_t>(plan.parts));
+    p.interior_rows = dp.num_inner;
+    for (int q = 0; q < plan.parts; ++q) {
+      const auto b = dp.send_rows.row_offsets[q], e = dp.send_rows.row_offsets[q + 1];
+      p.send_rows[q].assign(dp.send_rows.col_ids.begin() + b, dp.send_rows.col_ids.begin() + e);
+      if (b < e) p.interior_rows = std::min<std::int64_t>(p.interior_rows, p.send_rows[q].front());
+    }
   } else {
     p.graph = dp.local_graph;
     p.dinv_row = dp.dinv;
@@ -139,6 +157,7 @@ bool link_collective(partition::Strategy s, CollectiveKind& kind) {
   switch (partition::traits(s).communication) {
     case partition::Communication::kAllGatherTable: kind = CollectiveKind::kAllGather; return true;
     case partition::Communication::kAllReduce: kind = CollectiveKind::kAllReduce; return true;
+    // No plain collective to compare an all-to-all of uneven blocks or point-to-point messages with.
     default: return false;
   }
 }
@@ -456,10 +475,12 @@ void mpi_gather_results(const RankResult& mine, std::vector<RankResult>& all, in
   }
 }
 
-/// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline.
+/// What NCCL should connect up front: the collectives every strategy uses, point to point for the pipeline and
+/// boundary's exchange (ring neighbours: every pair for 2 devices; further pairs connect on first use).
 NcclConnect nccl_connect(partition::Strategy s) {
   NcclConnect c;
-  c.point_to_point = partition::traits(s).communication == partition::Communication::kPointToPoint;
+  const auto kind = partition::traits(s).communication;
+  c.point_to_point = kind == partition::Communication::kPointToPoint || kind == partition::Communication::kAllToAll;
   return c;
 }
 

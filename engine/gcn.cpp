@@ -38,7 +38,7 @@ void GcnConfig::validate() const {
 partition::DeviceShape device_shape(const LocalProblem& p) {
   partition::DeviceShape s;
   s.rows = p.num_rows;
-  s.graph_entries = p.gather ? p.gather_forward.num_edges() : p.graph.num_edges();
+  s.graph_entries = p.gather || p.boundary ? p.gather_forward.num_edges() : p.graph.num_edges();
   std::int64_t nonzeros = 0;
 #pragma omp parallel for reduction(+ : nonzeros)
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(p.features.size()); ++i)
@@ -49,6 +49,9 @@ partition::DeviceShape device_shape(const LocalProblem& p) {
   s.gather = p.gather;
   s.parts = p.parts;
   s.table_block = p.gather ? p.table_block : 0;
+  s.boundary = p.boundary;
+  for (const auto& rows : p.send_rows) s.send_rows += static_cast<std::int64_t>(rows.size());
+  for (auto c : p.recv_counts) s.recv_rows += c;
   return s;
 }
 

@@ -112,6 +112,34 @@ void InProcessCommunicator::do_reduce_scatter_sum(const kernels::Context& ctx, c
   std::memcpy(recv, sum.data(), static_cast<std::size_t>(count) * sizeof(float));
 }
 
+namespace {
+/// What a rank posts for an all-to-all: its send buffer and the byte offsets of its blocks.
+struct PostedBlocks {
+  const unsigned char* data;
+  const std::vector<std::int64_t>* offsets;
+};
+}  // namespace
+
+void InProcessCommunicator::do_all_to_all_v(const kernels::Context& ctx, const void* send,
+                                            const std::vector<std::int64_t>& send_offsets, void* recv,
+                                            const std::vector<std::int64_t>& recv_offsets) {
+  expect_host(ctx);
+  auto& g = *group_;
+  const int k = g.size();
+  const PostedBlocks mine{static_cast<const unsigned char*>(send), &send_offsets};
+  g.slots_[static_cast<std::size_t>(rank_)] = &mine;
+  g.arrive_and_wait();
+  for (int q = 0; q < k; ++q) {
+    const auto* theirs = static_cast<const PostedBlocks*>(g.slots_[static_cast<std::size_t>(q)]);
+    const std::int64_t begin = (*theirs->offsets)[rank_], bytes = (*theirs->offsets)[rank_ + 1] - begin;
+    GCNPART_EXPECTS(bytes == recv_offsets[q + 1] - recv_offsets[q], "all_to_all_v send and receive sizes differ");
+    if (bytes > 0)
+      std::memcpy(static_cast<unsigned char*>(recv) + recv_offsets[q], theirs->data + begin,
+                  static_cast<std::size_t>(bytes));
+  }
+  g.arrive_and_wait();  // nobody reads `mine` (on this stack) any more
+}
+
 void InProcessCommunicator::barrier(const kernels::Context& ctx) {
   expect_host(ctx);
   group_->arrive_and_wait();

@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <limits>
 #include <vector>
 
 #include "kernels/core/error.hpp"
@@ -141,6 +142,25 @@ void MpiCommunicator::do_recv(const kernels::Context& ctx, float* data, std::int
   check(MPI_Recv(data, static_cast<int>(count), MPI_FLOAT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE), "MPI_Recv");
 }
 
+void MpiCommunicator::do_all_to_all_v(const kernels::Context& ctx, const void* send,
+                                      const std::vector<std::int64_t>& send_offsets, void* recv,
+                                      const std::vector<std::int64_t>& recv_offsets) {
+  expect_host(ctx);
+  // MPI counts in int: bytes per block and offsets must stay below 2^31.
+  const auto k = static_cast<std::size_t>(size_);
+  GCNPART_EXPECTS(send_offsets[k] <= std::numeric_limits<int>::max() && recv_offsets[k] <= std::numeric_limits<int>::max(),
+                  "MPI all_to_all_v moves at most 2^31 - 1 bytes per rank");
+  std::vector<int> sc(k), sd(k), rc(k), rd(k);
+  for (std::size_t q = 0; q < k; ++q) {
+    sd[q] = static_cast<int>(send_offsets[q]);
+    sc[q] = static_cast<int>(send_offsets[q + 1] - send_offsets[q]);
+    rd[q] = static_cast<int>(recv_offsets[q]);
+    rc[q] = static_cast<int>(recv_offsets[q + 1] - recv_offsets[q]);
+  }
+  check(MPI_Alltoallv(send, sc.data(), sd.data(), MPI_BYTE, recv, rc.data(), rd.data(), MPI_BYTE, MPI_COMM_WORLD),
+        "MPI_Alltoallv");
+}
+
 void MpiCommunicator::barrier(const kernels::Context& ctx) {
   expect_host(ctx);
   check(MPI_Barrier(MPI_COMM_WORLD), "MPI_Barrier");
@@ -174,6 +194,10 @@ void MpiCommunicator::do_reduce_scatter_sum(const kernels::Context&, const float
 void MpiCommunicator::barrier(const kernels::Context&) { no_mpi(); }
 void MpiCommunicator::do_send(const kernels::Context&, const float*, std::int64_t, int) { no_mpi(); }
 void MpiCommunicator::do_recv(const kernels::Context&, float*, std::int64_t, int) { no_mpi(); }
+void MpiCommunicator::do_all_to_all_v(const kernels::Context&, const void*, const std::vector<std::int64_t>&, void*,
+                                      const std::vector<std::int64_t>&) {
+  no_mpi();
+}
 
 #endif
 

@@ -45,6 +45,8 @@ class MpiCommunicator final : public Communicator {
                              float* recv) override;
   void do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
   void do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
+  void do_all_to_all_v(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_offsets,
+                       void* recv, const std::vector<std::int64_t>& recv_offsets) override;
 
  private:
   int rank_ = 0, size_ = 1;

@@ -148,6 +148,21 @@ void NcclCommunicator::do_recv(const kernels::Context& ctx, float* data, std::in
   GCNPART_NCCL_TRY(ncclRecv(data, static_cast<std::size_t>(count), ncclFloat32, peer, comm_, ctx.stream));
 }
 
+void NcclCommunicator::do_all_to_all_v(const kernels::Context& ctx, const void* send,
+                                       const std::vector<std::int64_t>& send_offsets, void* recv,
+                                       const std::vector<std::int64_t>& recv_offsets) {
+  const auto* out = static_cast<const char*>(send);
+  auto* in = static_cast<char*>(recv);
+  GCNPART_NCCL_TRY(ncclGroupStart());
+  for (int q = 0; q < size_; ++q) {
+    const auto sb = static_cast<std::size_t>(send_offsets[q + 1] - send_offsets[q]);
+    const auto rb = static_cast<std::size_t>(recv_offsets[q + 1] - recv_offsets[q]);
+    if (sb > 0) GCNPART_NCCL_TRY(ncclSend(out + send_offsets[q], sb, ncclInt8, q, comm_, ctx.stream));
+    if (rb > 0) GCNPART_NCCL_TRY(ncclRecv(in + recv_offsets[q], rb, ncclInt8, q, comm_, ctx.stream));
+  }
+  GCNPART_NCCL_TRY(ncclGroupEnd());
+}
+
 void NcclCommunicator::begin_timing(const kernels::Context& ctx, std::size_t index) {
   if (events_.size() < 2 * (index + 1)) {  // grows to the most calls between two takes, then stays
     GCNPART_CUDA_TRY(cudaSetDevice(device_));

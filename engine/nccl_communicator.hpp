@@ -70,6 +70,8 @@ class NcclCommunicator final : public Communicator {
                              float* recv) override;
   void do_send(const kernels::Context& ctx, const float* data, std::int64_t count, int peer) override;
   void do_recv(const kernels::Context& ctx, float* data, std::int64_t count, int peer) override;
+  void do_all_to_all_v(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_offsets,
+                       void* recv, const std::vector<std::int64_t>& recv_offsets) override;
   /// CUDA events around each call, from a pool created once and reused (cudaEventRecord costs about a
   /// microsecond; elapsed times are read only in take_tallies()).
   void begin_timing(const kernels::Context& ctx, std::size_t index) override;

@@ -38,6 +38,15 @@ struct LocalProblem {
   datasets::Csr gather_forward;   ///< own rows x table slots (self loops included)
   datasets::Csr gather_backward;  ///< table slots x own rows (its transpose)
   std::vector<float> table_dinv;  ///< D^-1/2 per slot
+
+  /// Boundary strategy: the rows are this device's own nodes, ordered [interior | boundary] (interior rows have
+  /// only own neighbours); aggregation reads [own rows | rows received from the other devices] (by device). Reuses
+  /// gather_forward (own rows x local columns), gather_backward (its transpose) and table_dinv (D^-1/2 of the
+  /// local columns); parts is the device count. `graph` is then unused.
+  bool boundary = false;
+  std::int64_t interior_rows = 0;                ///< own rows [0, interior_rows) have no neighbour elsewhere
+  std::vector<std::vector<NodeId>> send_rows;    ///< per device: own rows it needs, in the order it stores them
+  std::vector<std::int64_t> recv_counts;         ///< per device: rows received from it (0 for this device)
 };
 
 /// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).

@@ -123,6 +123,7 @@ nlohmann::json TrainSummary::to_json() const {
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};
   j["lost_edges"] = plan.lost_edges;
+  if (!plan.boundary_rows.empty()) j["boundary_rows"] = plan.boundary_rows;  // boundary: rows sent per aggregation
   j["edge_cut"] = plan.edge_cut;
   j["work"] = plan.work;
   j["work_imbalance_predicted"] = plan.work_imbalance;

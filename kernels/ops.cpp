@@ -304,6 +304,16 @@ void gather_rows_async(const Context& ctx, const float* src, const NodeId* idx, 
   GCNPART_DISPATCH(gather_rows(ctx, src, idx, count, width, dst));
 }
 
+void gather_rows_async(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count,
+                       std::int64_t width, Bf16* dst) {
+  expect_non_negative("count", count);
+  expect_non_negative("width", width);
+  if (count == 0 || width == 0) return;
+  GCNPART_EXPECTS(src != nullptr && idx != nullptr && dst != nullptr, "gather_rows_async needs its buffers");
+  expect_cuda_handles(ctx);
+  GCNPART_DISPATCH(gather_rows_bf16(ctx, src, idx, count, width, dst));
+}
+
 void scatter_add_rows_async(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,
                             std::int64_t width, float* dst) {
   expect_non_negative("count", count);

@@ -149,6 +149,11 @@ void dropout_async(const Context& ctx, const Bf16* x, std::int64_t rows, std::in
 void bias_act_dropout_backward_async(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
                                      std::int64_t width, bool relu, float p, Bf16* dz);
 
+/// gather_rows_async on bf16 rows (a copy: bit-exact): dst[i, :] = src[idx[i], :] for i < count. Does not
+/// synchronise.
+void gather_rows_async(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count,
+                       std::int64_t width, Bf16* dst);
+
 // ---------------------------------------------------------------------------------------------------------
 // Loss, accuracy, optimiser, normalisation, row movement
 

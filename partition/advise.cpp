@@ -133,8 +133,8 @@ EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card) {
   for (const auto& shape : f.shapes) {
     const auto work = epoch_work(shape, c.model);
     EpochTime t;
-    const bool gather = shape.gather;  // the gather aggregation runs gcnpart's SpMM only
-    if (c.model.spmm == SpmmAlgo::kOwn || gather) t = predict_epoch(work, card, c.cal, link, false, math);
+    const bool own_only = shape.gather || shape.boundary;  // their aggregations run gcnpart's SpMM only
+    if (c.model.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
     else if (c.model.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
     else {
       const auto a = predict_epoch(work, card, c.cal, link, false, math);
@@ -206,12 +206,17 @@ FitOption best_option(const Context& c, const Card& card, int gpus) {
   return option_of(c, card, gpus, *best, fits);
 }
 
+}  // namespace
+
+bool priced_for_many(Strategy s) { return traits(s).memory_model && traits(s).parts != PartsRule::kOne; }
+
+namespace {
+
 Context resolve(const FitRequest& r) {
   Context c(r);
   c.cal = calibrate(r.catalogue.find("h200", "the calibration card (h200)"), h200_measurements());
   if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
-  // fit prices K > 1 devices for the strategies the memory model covers that run on more than one device.
-  const auto priced = [](const StrategyTraits& t) { return t.memory_model && t.parts != PartsRule::kOne; };
+  const auto priced = [](const StrategyTraits& t) { return priced_for_many(t.value); };
   for (Strategy s : r.strategies)
     if (!priced(traits(s))) {
       std::string names;

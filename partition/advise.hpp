@@ -20,6 +20,9 @@
 namespace gcnpart::partition {
 
 /// What advise() is asked.
+/// Whether fit prices K > 1 devices for a strategy: the memory model covers it and it runs on several devices.
+[[nodiscard]] bool priced_for_many(Strategy s);
+
 struct FitRequest {
   /// The graph: a dataset (exact statistics and, for K > 1, exact plan metrics or sampled halos), or, when null,
   /// `stats` alone (the count model of the split). Not owned; must outlive the call.

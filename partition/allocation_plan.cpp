@@ -64,6 +64,8 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   expect_count("rows", s.rows);
   expect_count("graph_entries", s.graph_entries);
   for (auto c : s.split_rows) expect_count("split_rows", c);
+  expect_count("send_rows", s.send_rows);
+  expect_count("recv_rows", s.recv_rows);
   if (s.gather && (s.parts < 1 || s.table_block < s.rows))
     throw InvalidInput::parameter("table_block", std::to_string(s.table_block),
                                   ">= the device's own rows (" + std::to_string(s.rows) + ")");
@@ -165,6 +167,23 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     if (bf16)
       add("gather_staging_bf16", "gather staging block (bf16)", C::kCommunication, s.table_block * agg_width + 2,
           kBf16Bytes);
+  } else if (s.boundary) {
+    // Own rows | received rows (local): the forward matrix own x local, its transpose, the rows sent to the other
+    // devices, and the exchange's source rows and outbox, float32 (backward sums) plus bf16 ones for forward.
+    const std::int64_t local = r + s.recv_rows;
+    add("boundary_offsets", "boundary matrix offsets", C::kGraph, r + 1, kOffsetBytes);
+    add("boundary_columns", "boundary matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
+    add("boundary_t_offsets", "boundary^T matrix offsets", C::kGraph, local + 1, kOffsetBytes);
+    add("boundary_t_columns", "boundary^T matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
+    add("send_rows", "rows to send", C::kGraph, s.send_rows, kIndexBytes);
+    add("dinv_own", "D^-1/2 of own rows", C::kGraph, r, kFloatBytes);
+    add("dinv_local", "D^-1/2 of own and received rows", C::kGraph, local, kFloatBytes);
+    add("boundary_source", "boundary source rows", C::kCommunication, local * agg_width, kFloatBytes);
+    add("boundary_outbox", "boundary outbox", C::kCommunication, s.send_rows * agg_width, kFloatBytes);
+    if (bf16) {
+      add("boundary_source_bf16", "boundary source rows (bf16)", C::kCommunication, local * agg_width, kBf16Bytes);
+      add("boundary_outbox_bf16", "boundary outbox (bf16)", C::kCommunication, s.send_rows * agg_width, kBf16Bytes);
+    }
   } else {
     add("graph_offsets", "graph offsets", C::kGraph, r + 1, kOffsetBytes);
     add("graph_columns", "graph columns", C::kGraph, s.graph_entries, kIndexBytes);

@@ -35,19 +35,30 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   const double f = static_cast<double>(m.features), act = traits(m.precision).storage_bytes;
   const bool sparse = uses_sparse_input(s, m);
   const double nnz_x = static_cast<double>(s.nonzeros(m.features));
-  const double table = s.gather ? static_cast<double>(s.table_block) * s.parts : r;
+  // The source rows an aggregation reads (forward) or writes (backward): gather's table, boundary's own and
+  // received rows, else the device's rows.
+  const double table = s.gather     ? static_cast<double>(s.table_block) * s.parts
+                       : s.boundary ? r + static_cast<double>(s.recv_rows)
+                                    : r;
+  const bool source = s.gather || s.boundary;
   const bool comm = s.parts > 1;
 
   // One aggregation: CSR walk, one gathered input row per entry (no cache reuse assumed: the efficiency factor
   // absorbs L2 hits), output rows, the two D^-1/2 vectors.
   auto spmm = [&](double width, bool backward) {
-    const double rows_out = s.gather && backward ? table : r;
-    const double cols_in = s.gather && !backward ? table : r;
+    const double rows_out = source && backward ? table : r;
+    const double cols_in = source && !backward ? table : r;
     w.spmm_bytes += rows_out * 8 + nnz * 4 + nnz * width * act + rows_out * width * act + (rows_out + cols_in) * 4;
     w.kernels += 1;
     if (s.gather) {  // staging copy and the all-gather / reduce-scatter
       w.stream_bytes += 2 * r * width * act;
       w.kernels += 1;
+      w.collectives += 1;
+    }
+    if (s.boundary) {  // forward: pack the sent rows, copy the own rows; backward: scatter-add the returned rows
+      const double sent = static_cast<double>(s.send_rows);
+      w.stream_bytes += backward ? 3 * sent * width * 4 : 2 * (sent + r) * width * act;
+      w.kernels += backward ? 1 : 2;
       w.collectives += 1;
     }
   };

@@ -132,6 +132,13 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
       sent += share(static_cast<std::int64_t>(k) * block_bytes);  // all-gather / reduce-scatter
     }
   }
+  if (s.boundary) {
+    // Forward sends the own rows others need, in the precision's elements; backward returns the received rows'
+    // float32 gradients.
+    const std::int64_t act = element_bytes(m.precision);
+    for (const auto& call : spmm_calls_per_epoch(m))
+      sent += call.backward ? s.recv_rows * call.width * kFloatBytes : s.send_rows * call.width * act;
+  }
   return sent;
 }
 
@@ -248,7 +255,8 @@ std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset
   expect_modelled(plan.strategy);
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == plan.parts, "plan has one DevicePlan per part");
   const auto nz = row_nonzeros(ds);
-  const bool gather = plan.strategy == Strategy::kGather;
+  const bool boundary = plan.strategy == Strategy::kBoundary;
+  const bool gather = plan.strategy == Strategy::kGather;  // own rows and a source matrix: gather and boundary
   // Split membership, as engine::device_problem counts it: a device counts the split nodes of its own part.
   std::vector<std::uint8_t> split_of(static_cast<std::size_t>(ds.num_nodes()), 0);
   const char* names[3] = {"train", "valid", "test"};
@@ -258,8 +266,8 @@ std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset
   std::vector<DeviceShape> out;
   for (const DevicePlan& dp : plan.devices) {
     DeviceShape s;
-    s.rows = gather ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
-    s.graph_entries = gather ? dp.gather_forward.num_edges() : dp.local_graph.num_edges();
+    s.rows = gather || boundary ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
+    s.graph_entries = gather || boundary ? dp.gather_forward.num_edges() : dp.local_graph.num_edges();
     std::int64_t f = 0;
     for (std::int64_t i = 0; i < s.rows; ++i) f += nz[dp.local_nodes[i]];
     s.feature_nonzeros = f;
@@ -268,6 +276,11 @@ std::vector<DeviceShape> device_shapes(const Plan& plan, const datasets::Dataset
     s.gather = gather;
     s.parts = plan.parts;
     s.table_block = gather ? plan.table_block : 0;
+    s.boundary = boundary;
+    if (boundary) {
+      s.send_rows = dp.send_rows.num_edges();
+      s.recv_rows = static_cast<std::int64_t>(dp.local_nodes.size()) - dp.num_inner;
+    }
     out.push_back(s);
   }
   return out;
@@ -280,11 +293,15 @@ std::vector<DeviceShape> device_shapes(const PlanMetrics& m, Strategy strategy, 
                       static_cast<int>(m.local_edges.size()) == parts,
                   "plan metrics carry one entry per device");
   const bool gather = strategy == Strategy::kGather;
+  const bool boundary = strategy == Strategy::kBoundary;
+  if (boundary && static_cast<int>(m.boundary_rows.size()) != parts)
+    throw InvalidInput::parameter("boundary_rows", std::to_string(m.boundary_rows.size()) + " entries",
+                                  std::to_string(parts) + " (one per device: metrics of a boundary plan)");
   const auto splits = g.splits();
   std::vector<DeviceShape> out;
   for (int p = 0; p < parts; ++p) {
     DeviceShape s;
-    s.rows = gather ? m.inner_nodes[p] : m.local_nodes[p];
+    s.rows = gather || boundary ? m.inner_nodes[p] : m.local_nodes[p];
     s.graph_entries = m.local_edges[p] + s.rows;
     s.feature_density = g.feature_density;
     const double own = g.nodes > 0 ? static_cast<double>(m.inner_nodes[p]) / static_cast<double>(g.nodes) : 0;
@@ -292,6 +309,11 @@ std::vector<DeviceShape> device_shapes(const PlanMetrics& m, Strategy strategy, 
     s.gather = gather;
     s.parts = parts;
     s.table_block = gather ? m.table_rows / parts : 0;
+    s.boundary = boundary;
+    if (boundary) {
+      s.send_rows = m.boundary_rows[p];
+      s.recv_rows = m.local_nodes[p] - m.inner_nodes[p];
+    }
     out.push_back(s);
   }
   return out;
@@ -334,6 +356,19 @@ PlanMetrics SplitEstimate::metrics(Strategy strategy, const GraphStats& g) const
   }
   m.replication_factor = g.nodes > 0 ? local_sum / static_cast<double>(g.nodes) : 1;
   if (strategy == Strategy::kGather) m.table_rows = std::llround(max_inner_nodes) * parts;
+  if (strategy == Strategy::kBoundary) {
+    // A device receives its hop-1 ring (the other parts' nodes next to its own) and, on average, sends as many
+    // rows: every sent row is received once. Device 0 carries the halo imbalance, as for halo.
+    m.local_nodes.clear();
+    local_sum = 0;
+    for (int p = 0; p < parts; ++p) {
+      const double ring = halo_per_hop.empty() ? 0 : halo_per_hop[0] * (p == 0 ? halo_imbalance : 1.0);
+      m.boundary_rows.push_back(std::llround(ring));
+      m.local_nodes.push_back(m.inner_nodes[p] + m.boundary_rows.back());
+      local_sum += static_cast<double>(m.local_nodes.back());
+    }
+    m.replication_factor = g.nodes > 0 ? local_sum / static_cast<double>(g.nodes) : 1;
+  }
   return m;
 }
 

@@ -56,14 +56,18 @@ struct ModelSpec {
 
 /// What one device holds, in counts. Rows equal columns for every strategy the engine executes.
 struct DeviceShape {
-  std::int64_t rows = 0;           ///< local nodes (drop / halo / single), own nodes (gather)
-  std::int64_t graph_entries = 0;  ///< non-zeros of the local Â, self loops included (gather: the forward matrix)
+  std::int64_t rows = 0;           ///< local nodes (drop / halo / single), own nodes (gather, boundary)
+  std::int64_t graph_entries = 0;  ///< non-zeros of the local Â, self loops included (gather, boundary: the
+                                   ///< forward matrix)
   std::int64_t feature_nonzeros = -1;  ///< non-zeros of the local feature rows; < 0: unknown, use feature_density
   double feature_density = 1.0;        ///< fraction of non-zero features, when feature_nonzeros is unknown
   std::array<std::int64_t, 3> split_rows{0, 0, 0};  ///< train, valid, test rows counted on this device
   bool gather = false;
   int parts = 1;                    ///< devices in the group (gather table blocks, collective shares)
   std::int64_t table_block = 0;     ///< gather: table slots per device
+  bool boundary = false;
+  std::int64_t send_rows = 0;       ///< boundary: rows sent per aggregation, summed over the other devices
+  std::int64_t recv_rows = 0;       ///< boundary: rows received per aggregation (columns past the own rows)
 
   /// Non-zeros used by the model: the exact count, else density * rows * features (rounded).
   [[nodiscard]] std::int64_t nonzeros(std::int64_t features) const;
@@ -98,7 +102,8 @@ MemoryEstimate estimate_device_memory(const DeviceShape& shape, const ModelSpec&
 
 /// Bytes one device sends in one training epoch (forward, backward, gradient all-reduce), counted as the engine's
 /// communicators count them: a ring all-reduce of B bytes sends 2 B (k-1)/k, an all-gather or reduce-scatter of a
-/// k-block table sends its (k-1)/k share. Single device (parts == 1): 0.
+/// k-block table sends its (k-1)/k share, boundary its rows (forward: send_rows, in the precision's elements;
+/// backward: the received rows' float32 gradients). Single device (parts == 1): 0.
 std::int64_t comm_bytes_per_epoch(const DeviceShape& shape, const ModelSpec& model);
 
 /// Aggregation (SpMM) calls of one training epoch: (width, transposed) per call, forward then backward.

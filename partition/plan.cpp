@@ -85,6 +85,23 @@ NodeId* put_with_self(NodeId* out, NodeId self, const Ids& ids, std::int64_t cou
   return out;
 }
 
+// The transpose of m (cols columns) by counting: rows visited in ascending order leave every column list sorted.
+Csr transpose(const Csr& m, std::int64_t cols) {
+  Csr t;
+  t.num_nodes = cols;
+  t.row_offsets.assign(static_cast<std::size_t>(cols) + 1, 0);
+  for (const NodeId s : m.col_ids) ++t.row_offsets[s + 1];
+  for (std::int64_t s = 0; s < cols; ++s) t.row_offsets[s + 1] += t.row_offsets[s];
+  t.col_ids.resize(m.col_ids.size());
+  for (std::int64_t r = 0; r < m.num_nodes; ++r)
+    for (RowOffset k = m.row_offsets[r]; k < m.row_offsets[r + 1]; ++k)
+      t.col_ids[t.row_offsets[m.col_ids[k]]++] = static_cast<NodeId>(r);
+  // Each cursor now sits at the start of the next row: shift back by one.
+  for (std::int64_t s = cols; s > 0; --s) t.row_offsets[s] = t.row_offsets[s - 1];
+  t.row_offsets[0] = 0;
+  return t;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Plans
 
@@ -211,20 +228,96 @@ void build_gather(const Csr& g, const Partition& partition, const detail::PartIn
           *end++ = slot(u);
           std::sort(out, end);
         });
-    // The transpose by counting: rows visited in ascending order leave every column list sorted.
-    const Csr& fwd = d.gather_forward;
-    Csr& bwd = d.gather_backward;
-    bwd.num_nodes = table_rows;
-    bwd.row_offsets.assign(static_cast<std::size_t>(table_rows) + 1, 0);
-    for (const NodeId s : fwd.col_ids) ++bwd.row_offsets[s + 1];
-    for (std::int64_t s = 0; s < table_rows; ++s) bwd.row_offsets[s + 1] += bwd.row_offsets[s];
-    bwd.col_ids.resize(fwd.col_ids.size());
+    d.gather_backward = transpose(d.gather_forward, table_rows);
+  });
+}
+
+// Boundary: per device, own rows = [interior | boundary] nodes, columns = [own | rows received from each part].
+// The send list to q is the own boundary nodes with a neighbour in q; what p receives from q is q's list to p, so
+// the receive side needs no message to agree on the order.
+void build_boundary(const Csr& g, const Partition& partition, const detail::PartIndex& index, Plan& plan) {
+  const auto* off = g.row_offsets.data();
+  const auto* col = g.col_ids.data();
+  const auto* part = partition.part_of.data();
+  const int parts = partition.parts;
+  // Phase 1 (per device): own order, local index of every own node, send lists.
+  std::vector<NodeId> local_index(static_cast<std::size_t>(g.num_nodes), -1);
+  std::vector<std::vector<NodeId>> own_order(static_cast<std::size_t>(parts));
+  for_each_device(parts, g.num_edges(), [&] { return std::vector<std::int64_t>(static_cast<std::size_t>(parts)); },
+                  [&](int p, std::vector<std::int64_t>& seen) {
+    DevicePlan& d = plan.devices[p];
+    const NodeId* own = index.begin(p);
+    const std::int64_t count = index.size(p);
+    std::vector<std::uint8_t> boundary(static_cast<std::size_t>(count), 0);
     for (std::int64_t r = 0; r < count; ++r)
-      for (RowOffset k = fwd.row_offsets[r]; k < fwd.row_offsets[r + 1]; ++k)
-        bwd.col_ids[bwd.row_offsets[fwd.col_ids[k]]++] = static_cast<NodeId>(r);
-    // Each cursor now sits at the start of the next row: shift back by one.
-    for (std::int64_t s = table_rows; s > 0; --s) bwd.row_offsets[s] = bwd.row_offsets[s - 1];
-    bwd.row_offsets[0] = 0;
+      for (RowOffset k = off[own[r]]; k < off[own[r] + 1]; ++k)
+        if (part[col[k]] != p) {
+          boundary[r] = 1;
+          break;
+        }
+    std::vector<NodeId>& order = own_order[p];
+    order.reserve(static_cast<std::size_t>(count));
+    for (int pass = 0; pass < 2; ++pass)
+      for (std::int64_t r = 0; r < count; ++r)
+        if (boundary[r] == pass) order.push_back(own[r]);
+    d.num_inner = count;
+    for (std::int64_t r = 0; r < count; ++r) local_index[order[r]] = static_cast<NodeId>(r);
+    // Send lists: walking own rows in local order leaves every list ascending.
+    std::fill(seen.begin(), seen.end(), -1);
+    std::vector<std::vector<NodeId>> lists(static_cast<std::size_t>(parts));
+    for (std::int64_t r = 0; r < count; ++r) {
+      const NodeId u = order[r];
+      for (RowOffset k = off[u]; k < off[u + 1]; ++k) {
+        const int q = part[col[k]];
+        if (q == p || seen[q] == r) continue;
+        seen[q] = r;
+        lists[q].push_back(static_cast<NodeId>(r));
+      }
+    }
+    Csr& send = d.send_rows;
+    send.num_nodes = parts;
+    send.row_offsets.assign(static_cast<std::size_t>(parts) + 1, 0);
+    for (int q = 0; q < parts; ++q) send.row_offsets[q + 1] = send.row_offsets[q] + static_cast<RowOffset>(lists[q].size());
+    send.col_ids.clear();
+    for (const auto& l : lists) send.col_ids.insert(send.col_ids.end(), l.begin(), l.end());
+  });
+  // Phase 2 (per device): received nodes, the local matrix and its transpose, D^-1/2.
+  for_each_device(parts, g.num_edges(), [] { return 0; }, [&](int p, int) {
+    DevicePlan& d = plan.devices[p];
+    const std::int64_t count = d.num_inner;
+    std::vector<std::int64_t> recv_begin(static_cast<std::size_t>(parts) + 1, count);
+    d.recv_counts.assign(static_cast<std::size_t>(parts), 0);
+    d.local_nodes = own_order[p];
+    for (int q = 0; q < parts; ++q) {
+      const Csr& from = plan.devices[q].send_rows;
+      recv_begin[q] = static_cast<std::int64_t>(d.local_nodes.size());
+      if (q != p) {
+        for (RowOffset k = from.row_offsets[p]; k < from.row_offsets[p + 1]; ++k)
+          d.local_nodes.push_back(own_order[q][from.col_ids[k]]);
+        d.recv_counts[q] = static_cast<std::int64_t>(d.local_nodes.size()) - recv_begin[q];
+      }
+    }
+    // A received block holds boundary nodes of q in q's local order, which is ascending in the global id.
+    auto column = [&](NodeId v) {
+      const int q = part[v];
+      if (q == p) return local_index[v];
+      const NodeId* b = d.local_nodes.data() + recv_begin[q];
+      return static_cast<NodeId>(std::lower_bound(b, b + d.recv_counts[q], v) - d.local_nodes.data());
+    };
+    d.gather_forward = build_rows(
+        count, [&](std::int64_t r) { return off[d.local_nodes[r] + 1] - off[d.local_nodes[r]] + 1; },
+        [&](std::int64_t r, NodeId* out) {
+          const NodeId u = d.local_nodes[r];
+          NodeId* end = out;
+          for (RowOffset k = off[u]; k < off[u + 1]; ++k) *end++ = column(col[k]);
+          *end++ = static_cast<NodeId>(r);
+          std::sort(out, end);
+        });
+    d.gather_backward = transpose(d.gather_forward, static_cast<std::int64_t>(d.local_nodes.size()));
+    d.dinv.resize(d.local_nodes.size());
+    for (std::size_t i = 0; i < d.local_nodes.size(); ++i)
+      d.dinv[i] = detail::inverse_sqrt_degree(off[d.local_nodes[i] + 1] - off[d.local_nodes[i]]);
+    d.dinv_own.assign(d.dinv.begin(), d.dinv.begin() + count);
   });
 }
 
@@ -275,14 +368,14 @@ double max_over_mean(const std::vector<std::int64_t>& x) {
   return static_cast<double>(max) * static_cast<double>(x.size()) / static_cast<double>(sum);
 }
 
-void finish_metrics(const Csr& g, PlanMetrics& m) {
+void finish_metrics(const Csr& g, Strategy strategy, PlanMetrics& m) {
   const std::int64_t local_nodes = std::accumulate(m.local_nodes.begin(), m.local_nodes.end(), std::int64_t{0});
   const std::int64_t local_edges = std::accumulate(m.local_edges.begin(), m.local_edges.end(), std::int64_t{0});
   m.replication_factor = m.nodes > 0 ? static_cast<double>(local_nodes) / static_cast<double>(m.nodes) : 1.0;
   m.replicated_edges = local_edges - g.num_edges();
   m.node_imbalance = max_over_mean(m.local_nodes);
   m.edge_imbalance = max_over_mean(m.local_edges);
-  detail::fill_work(m);
+  detail::fill_work(m, strategy);
 }
 
 // Recomputes the cut of a caller's partition (its stored numbers are not trusted).
@@ -326,6 +419,7 @@ Plan build_plan(const Csr& graph, Strategy strategy, Partition partition, int la
     if (strategy == Strategy::kDrop) build_drop(graph, plan.partition, index, plan);
     if (strategy == Strategy::kHalo) build_halo(graph, plan.partition, index, layers, plan);
     if (strategy == Strategy::kGather) build_gather(graph, plan.partition, index, plan);
+    if (strategy == Strategy::kBoundary) build_boundary(graph, plan.partition, index, plan);
   } else {
     build_whole(graph, plan);
   }
@@ -336,13 +430,17 @@ Plan build_plan(const Csr& graph, Strategy strategy, Partition partition, int la
     const DevicePlan& d = plan.devices[p];
     m.inner_nodes[p] = d.num_inner;
     m.local_nodes[p] = static_cast<std::int64_t>(d.local_nodes.size());
-    m.local_edges[p] = strategy == Strategy::kGather ? d.gather_forward.num_edges() - d.gather_forward.num_nodes
-                                                     : d.local_graph.num_edges() - d.local_graph.num_nodes;
+    const bool source_matrix = strategy == Strategy::kGather || strategy == Strategy::kBoundary;
+    m.local_edges[p] = source_matrix ? d.gather_forward.num_edges() - d.gather_forward.num_nodes
+                                     : d.local_graph.num_edges() - d.local_graph.num_nodes;
     if (strategy == Strategy::kHalo) m.halo_per_hop[p] = d.ring_sizes;
-    if (strategy == Strategy::kGather) m.index_bytes = std::max(m.index_bytes, d.gather_forward.bytes() + d.gather_backward.bytes());
+    if (source_matrix)
+      m.index_bytes = std::max(m.index_bytes,
+                               d.gather_forward.bytes() + d.gather_backward.bytes() + d.send_rows.bytes());
+    if (strategy == Strategy::kBoundary) m.boundary_rows.push_back(d.send_rows.num_edges());
   }
   if (strategy == Strategy::kGather) m.table_rows = plan.table_block * plan.parts;
-  finish_metrics(graph, m);
+  finish_metrics(graph, strategy, m);
   m.plan_seconds = seconds_since(start);
   return plan;
 }
@@ -421,28 +519,53 @@ PlanMetrics plan_metrics(const Csr& graph, Strategy strategy, const Partition& i
       m.halo_per_hop[p] = bfs.ring_sizes();
     });
   } else {
-    // drop and gather: one pass over the rows, per-thread sums per part.
-    std::vector<std::int64_t> inner(static_cast<std::size_t>(parts), 0), same(inner), degree(inner);
+    // drop, gather and boundary: one pass over the rows, per-thread sums per part. sent / received: (node, other
+    // part among its neighbours) pairs, by the node's part and by the other part (boundary's messages).
+    std::vector<std::int64_t> inner(static_cast<std::size_t>(parts), 0), same(inner), degree(inner), sent(inner),
+        received(inner);
 #pragma omp parallel if (graph.num_edges() > detail::kParallelMin)
     {
-      std::vector<std::int64_t> my_inner(inner.size(), 0), my_same(inner.size(), 0), my_degree(inner.size(), 0);
+      std::vector<std::int64_t> my_inner(inner.size(), 0), my_same(inner.size(), 0), my_degree(inner.size(), 0),
+          my_sent(inner.size(), 0), my_received(inner.size(), 0), seen(inner.size(), -1);
 #pragma omp for schedule(dynamic, 4096) nowait
       for (std::int64_t u = 0; u < n; ++u) {
         const std::int32_t pu = part[u];
         ++my_inner[pu];
         my_degree[pu] += off[u + 1] - off[u];
-        for (RowOffset k = off[u]; k < off[u + 1]; ++k) my_same[pu] += part[col[k]] == pu;
+        for (RowOffset k = off[u]; k < off[u + 1]; ++k) {
+          const std::int32_t pv = part[col[k]];
+          my_same[pu] += pv == pu;
+          if (pv != pu && seen[pv] != u) {
+            seen[pv] = u;
+            ++my_sent[pu];
+            ++my_received[pv];
+          }
+        }
       }
 #pragma omp critical
       for (std::size_t p = 0; p < inner.size(); ++p) {
         inner[p] += my_inner[p];
         same[p] += my_same[p];
         degree[p] += my_degree[p];
+        sent[p] += my_sent[p];
+        received[p] += my_received[p];
       }
     }
     m.inner_nodes = inner;
     m.local_nodes = inner;
-    m.local_edges = strategy == Strategy::kDrop ? same : degree;
+    if (strategy == Strategy::kBoundary) {
+      m.boundary_rows = sent;
+      // Exactly the bytes of build_boundary's three Csr: int64 offsets, int32 columns, self loops included.
+      for (int p = 0; p < parts; ++p) {
+        m.local_nodes[p] = inner[p] + received[p];
+        const std::int64_t entries = degree[p] + inner[p];
+        const std::int64_t forward = 8 * (inner[p] + 1) + 4 * entries;
+        const std::int64_t backward = 8 * (m.local_nodes[p] + 1) + 4 * entries;
+        const std::int64_t send_lists = 8 * (parts + 1) + 4 * sent[p];
+        m.index_bytes = std::max(m.index_bytes, forward + backward + send_lists);
+      }
+    }
+    m.local_edges = strategy == Strategy::kDrop ? same : degree;  // gather, boundary: every entry of the own rows
     if (strategy == Strategy::kGather) {
       const std::int64_t block = *std::max_element(inner.begin(), inner.end());
       m.table_rows = block * parts;
@@ -455,7 +578,7 @@ PlanMetrics plan_metrics(const Csr& graph, Strategy strategy, const Partition& i
       }
     }
   }
-  finish_metrics(graph, m);
+  finish_metrics(graph, strategy, m);
   m.plan_seconds = seconds_since(start);
   return m;
 }

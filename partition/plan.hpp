@@ -44,8 +44,8 @@ struct PartitionOptions {
   /// METIS only: which per-part totals stay within `imbalance` (node weights from the full graph's degrees).
   Balance balance = Balance::kWork;
   /// Balance::kWork: whose device work is balanced. drop: its own rows with their in-part neighbours; any other:
-  /// the own rows with all their neighbours (gather's work, and the own part of halo's). make_plan sets it to the
-  /// plan's strategy; partition_graph alone balances gather's.
+  /// the own rows with all their neighbours (gather's and boundary's work, and the own part of halo's). make_plan
+  /// sets it to the plan's strategy; partition_graph alone balances gather's.
   Strategy work_strategy = Strategy::kGather;
 };
 
@@ -68,7 +68,9 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
 /// What one device holds.
 struct DevicePlan {
   /// Global ids of the local nodes: the device's own part first (ascending), then halo ring 1, ring 2, ...
-  /// (each ring ascending). drop / gather / pipeline: own part only (pipeline: every node).
+  /// (each ring ascending). drop / gather / pipeline: own part only (pipeline: every node). boundary: the own part
+  /// (its interior nodes, all of whose neighbours are own, ascending, then its boundary nodes, ascending), then
+  /// the rows received from each other part, by part (each part's as that part sends them: ascending).
   std::vector<NodeId> local_nodes;
   std::int64_t num_inner = 0;              ///< nodes of the own part
   std::vector<std::int64_t> ring_sizes;    ///< halo: nodes first reached at hop 1..layers (empty otherwise)
@@ -76,14 +78,21 @@ struct DevicePlan {
   /// (the structure of Â; rows sorted). drop: the subgraph induced by the own part. halo: the subgraph induced by
   /// all local nodes (rows of the outermost ring are truncated; that is exact for `layers` layers).
   datasets::Csr local_graph;
-  /// D^-1/2 of every local node, self loop counted: subgraph degrees (drop), full-graph degrees (halo, pipeline).
-  /// Empty for gather (dinv_own).
+  /// D^-1/2 of every local node, self loop counted: subgraph degrees (drop), full-graph degrees (halo, pipeline,
+  /// boundary: own and received nodes). Empty for gather (dinv_own).
   std::vector<float> dinv;
   /// gather: rows = own nodes, columns = table slots (slot of node v = part(v) * table_block + local index of v
   /// in its part), self loops included; and its transpose (rows = all table slots, columns = own rows).
+  /// boundary: rows = own nodes, columns = local nodes ([own | received], see local_nodes), self loops included;
+  /// and its transpose (rows = local nodes, columns = own rows).
   datasets::Csr gather_forward, gather_backward;
-  /// gather: D^-1/2 (full graph, self loop counted) of the own nodes; the table's is Plan::table_dinv.
+  /// gather, boundary: D^-1/2 (full graph, self loop counted) of the own nodes; the table's is Plan::table_dinv.
   std::vector<float> dinv_own;
+  /// boundary: row q lists the own rows (local indices, ascending) whose nodes have a neighbour in part q: what
+  /// this device sends q before every aggregation (and receives gradients for after it). Row of itself: empty.
+  datasets::Csr send_rows;
+  /// boundary: rows received from each part (one entry per part, 0 for itself), in local_nodes after the own part.
+  std::vector<std::int64_t> recv_counts;
 };
 
 /// The split's price, per device and in total. Edges are undirected unless said.
@@ -101,9 +110,14 @@ struct PlanMetrics {
   std::int64_t replicated_edges = 0;        ///< sum of local directed entries - graph's directed entries
                                             ///< (drop: -2 x lost edges)
   std::int64_t table_rows = 0;              ///< gather: rows of the table on every device (parts * table_block)
-  std::int64_t index_bytes = 0;             ///< gather: bytes of the gather matrices, max over devices
+  std::int64_t index_bytes = 0;             ///< gather, boundary: bytes of the source matrices (and boundary's send
+                                            ///< lists), max over devices
+  /// boundary: per device, the rows it sends per aggregation (summed over peers; what it receives back as
+  /// gradients). Bytes per epoch: partition::comm_bytes_per_epoch. Empty for other strategies.
+  std::vector<std::int64_t> boundary_rows;
   double node_imbalance = 1, edge_imbalance = 1;  ///< max / mean over devices
-  std::vector<std::int64_t> work;           ///< per device: device_work(local_edges, local_nodes)
+  std::vector<std::int64_t> work;           ///< per device: device_work(local_edges, rows computed: local_nodes,
+                                            ///< boundary inner_nodes)
   double work_imbalance = 1;                ///< max / mean of `work`: the predicted compute imbalance
   double plan_seconds = 0, partition_seconds = 0;
 };
@@ -120,7 +134,8 @@ inline constexpr std::int64_t kRowWork = 8;
 ///   work(d) = (Â entries of the rows d aggregates) + kRowWork x (rows d computes)
 ///           = local_edges + (1 + kRowWork) x rows   (local_edges excludes the self loops; each row adds one)
 /// The rows and entries per strategy (PlanMetrics::local_nodes and local_edges):
-///   gather:          own rows, each with all its neighbours (gather_forward; the backward SpMM has the same entries)
+///   gather, boundary: own rows, each with all its neighbours (gather_forward; the backward SpMM has the same
+///                    entries; boundary's received rows are columns only, not counted as rows)
 ///   drop:            own rows, each with its in-part neighbours (the induced subgraph)
 ///   halo:            every row of the local graph (own + rings 1..layers, outermost ring truncated): the engine
 ///                    aggregates all of them at every layer

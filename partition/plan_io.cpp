@@ -8,8 +8,9 @@
 //
 // Records, in order: partition (part_of, [parts, edge_cut, comm_volume], [seconds]); per device (local_nodes,
 // [num_inner, rows of local_graph, gather_forward, gather_backward], ring_sizes, local_graph offsets/columns/values,
-// dinv, gather_forward x3, gather_backward x3, dinv_own); [table_block], table_dinv, table_nodes; metrics
-// (8 counts, 6 reals, inner/local nodes, local edges, then halo_per_hop per device).
+// dinv, gather_forward x3, gather_backward x3, dinv_own, send_rows x3, recv_counts); [table_block], table_dinv,
+// table_nodes; metrics (8 counts, 6 reals, inner/local nodes, local edges, halo_per_hop per device, boundary_rows).
+// Version 1 (before the boundary strategy) lacks send_rows, recv_counts and boundary_rows; it still loads.
 // A reader checks every count against the bytes left before allocating, every CRC, then the contents.
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -39,11 +40,13 @@ static_assert(std::endian::native == std::endian::little, "plan I/O assumes a li
 namespace {
 
 constexpr char kMagic[8] = {'G', 'C', 'N', 'P', 'P', 'L', 'A', 'N'};
-constexpr std::uint32_t kVersion = 1;
+constexpr std::uint32_t kVersion = 2;
+constexpr std::uint32_t kOldestVersion = 1;
 constexpr std::uint64_t kHeaderBytes = 64;
 constexpr std::uint64_t kRecordHeaderBytes = 16;
-constexpr std::int64_t kRecordsPerDevice = 15;  // 14 device records + its halo_per_hop
-constexpr std::int64_t kFixedRecords = 11;
+// 14 device records + its halo_per_hop; version 2 adds send_rows (3) and recv_counts per device, boundary_rows once.
+constexpr std::int64_t records_per_device(std::uint32_t version) { return version >= 2 ? 19 : 15; }
+constexpr std::int64_t fixed_records(std::uint32_t version) { return version >= 2 ? 12 : 11; }
 constexpr int kMaxLayers = 64;
 
 enum DType : std::uint32_t { kInt32 = 1, kInt64 = 2, kFloat32 = 3, kFloat64 = 4 };
@@ -66,7 +69,9 @@ const char* dtype_name(std::uint32_t d) {
   }
 }
 
-std::int64_t expected_records(std::int64_t parts) { return kFixedRecords + kRecordsPerDevice * parts; }
+std::int64_t expected_records(std::int64_t parts, std::uint32_t version = kVersion) {
+  return fixed_records(version) + records_per_device(version) * parts;
+}
 
 // The CRC of a record: its dtype and count, then its data.
 std::uint32_t record_crc(std::uint32_t dtype, std::uint64_t count, const void* data, std::uint64_t bytes) {
@@ -99,7 +104,8 @@ std::string printable(const unsigned char* p, std::size_t n) {
 
 std::uint32_t strategy_code(Strategy s) { return static_cast<std::uint32_t>(s); }
 std::uint32_t partitioner_code(Partitioner p) { return static_cast<std::uint32_t>(p); }
-static_assert(static_cast<int>(Strategy::kSingle) == 0 && static_cast<int>(Strategy::kPipeline) == 4,
+static_assert(static_cast<int>(Strategy::kSingle) == 0 && static_cast<int>(Strategy::kPipeline) == 4 &&
+                  static_cast<int>(Strategy::kBoundary) == 5,
               "strategy codes are part of the plan file format: a new strategy takes the next code");
 static_assert(static_cast<int>(Partitioner::kMetis) == 0 && static_cast<int>(Partitioner::kRange) == 2,
               "partitioner codes are part of the plan file format");
@@ -231,6 +237,8 @@ void save_plan(const Plan& plan, const std::string& path) {
     out.add_csr(d.gather_forward);
     out.add_csr(d.gather_backward);
     out.add(d.dinv_own);
+    out.add_csr(d.send_rows);
+    out.add(d.recv_counts);
   }
   out.add_values<std::int64_t>({plan.table_block});
   out.add(plan.table_dinv);
@@ -243,6 +251,7 @@ void save_plan(const Plan& plan, const std::string& path) {
   out.add(m.local_nodes);
   out.add(m.local_edges);
   for (const auto& hops : m.halo_per_hop) out.add(hops);
+  out.add(m.boundary_rows);
   const auto& records = out.records();
   if (static_cast<std::int64_t>(records.size()) != expected_records(parts))
     throw LogicError("save_plan: record layout out of step with expected_records");
@@ -285,26 +294,30 @@ Plan load_plan(const std::string& path) {
   if (std::memcmp(head, kMagic, sizeof kMagic) != 0)
     fail(path, 0, "not a gcnpart plan file (bad magic)", printable(head, sizeof kMagic), "'GCNPPLAN'");
   const auto version = get<std::uint32_t>(head, 8);
-  if (version != kVersion) fail(path, 8, "unsupported plan version", std::to_string(version), std::to_string(kVersion));
+  if (version < kOldestVersion || version > kVersion)
+    fail(path, 8, "unsupported plan version", std::to_string(version),
+         std::to_string(kOldestVersion) + ".." + std::to_string(kVersion));
   const auto stored_crc = get<std::uint32_t>(head, 60);
   if (const std::uint32_t actual = binary::crc32(0, head, 60); actual != stored_crc)
     fail(path, 60, "header checksum mismatch (header corrupt)", hex32(actual),
          hex32(stored_crc) + " (the CRC32 of bytes 0..59)");
   binary::expect_declared_size(path, size, get<std::uint64_t>(head, 48), 48, "record");
   const auto strategy = get<std::uint32_t>(head, 12);
-  if (strategy >= kStrategies.size()) {
+  // Version 1 files predate the boundary strategy (code 5).
+  const std::size_t known = version >= 2 ? kStrategies.size() : static_cast<std::size_t>(Strategy::kBoundary);
+  if (strategy >= known) {
     std::string names;
-    for (const auto& row : kStrategies) names += std::string(names.empty() ? "" : ", ") + row.name;
-    fail(path, 12, "strategy code", std::to_string(strategy),
-         "0.." + std::to_string(kStrategies.size() - 1) + " (" + names + ")");
+    for (std::size_t i = 0; i < known; ++i) names += std::string(names.empty() ? "" : ", ") + kStrategies[i].name;
+    fail(path, 12, "strategy code", std::to_string(strategy), "0.." + std::to_string(known - 1) + " (" + names + ")");
   }
   const auto partitioner = get<std::uint32_t>(head, 16);
   if (partitioner > partitioner_code(Partitioner::kRange))
     fail(path, 16, "partitioner code", std::to_string(partitioner), "0..2 (metis, random, range)");
   const auto parts = get<std::int32_t>(head, 20);
-  // Each device has kRecordsPerDevice records of at least 16 bytes: a part count the file cannot hold is refused
+  // Each device has records_per_device records of at least 16 bytes: a part count the file cannot hold is refused
   // before anything is sized by it.
-  const std::int64_t max_parts = static_cast<std::int64_t>(size / (kRecordHeaderBytes * kRecordsPerDevice));
+  const std::int64_t max_parts =
+      static_cast<std::int64_t>(size / (kRecordHeaderBytes * records_per_device(version)));
   if (parts < 1 || parts > max_parts)
     fail(path, 20, "part count", std::to_string(parts), "1.." + std::to_string(max_parts) + " for a file of this size");
   const auto layers = get<std::int32_t>(head, 24);
@@ -314,9 +327,10 @@ Plan load_plan(const std::string& path) {
   if (nodes > static_cast<std::uint64_t>(std::numeric_limits<NodeId>::max()))
     fail(path, 32, "node count", std::to_string(nodes), "at most 2147483647");
   const auto record_count = get<std::uint64_t>(head, 40);
-  if (record_count != static_cast<std::uint64_t>(expected_records(parts)))
+  if (record_count != static_cast<std::uint64_t>(expected_records(parts, version)))
     fail(path, 40, "record count", std::to_string(record_count),
-         std::to_string(expected_records(parts)) + " for " + std::to_string(parts) + " devices");
+         std::to_string(expected_records(parts, version)) + " for " + std::to_string(parts) + " devices");
+  const bool boundary = static_cast<Strategy>(strategy) == Strategy::kBoundary;
 
   Plan plan;
   plan.strategy = static_cast<Strategy>(strategy);
@@ -420,7 +434,7 @@ Plan load_plan(const std::string& path) {
              "0.." + std::to_string(local));
       reached += d.ring_sizes[h];
     }
-    if (reached != local)
+    if (reached != local && !boundary)  // boundary: checked against recv_counts below
       fail(path, in.last_data_at(), dev + " num_inner + ring sizes", std::to_string(reached),
            std::to_string(local) + " (the local node count)");
     d.local_graph = read_csr(dev + " local_graph", counts[1], local);
@@ -436,6 +450,23 @@ Plan load_plan(const std::string& path) {
       fail(path, in.last_data_at() - 8, dev + " dinv_own length", std::to_string(d.dinv_own.size()),
            "0 or " + std::to_string(d.num_inner));
     check_reals(d.dinv_own, dev + " dinv_own");
+    if (version < 2) continue;
+    d.send_rows = read_csr(dev + " send_rows", boundary ? parts : 0, d.num_inner);
+    d.recv_counts = in.next<std::int64_t>(dev + " recv_counts");
+    if (!boundary) continue;
+    if (static_cast<std::int64_t>(d.recv_counts.size()) != parts)
+      fail(path, in.last_data_at() - 8, dev + " recv_counts length", std::to_string(d.recv_counts.size()),
+           std::to_string(parts));
+    std::int64_t received = d.num_inner;
+    for (int q = 0; q < parts; ++q) {
+      if (d.recv_counts[q] < 0 || d.recv_counts[q] > local || (q == p && d.recv_counts[q] != 0))
+        fail(path, in.last_data_at() + 8 * static_cast<std::uint64_t>(q), dev + " recv_counts " + std::to_string(q),
+             std::to_string(d.recv_counts[q]), q == p ? "0" : "0.." + std::to_string(local));
+      received += d.recv_counts[q];
+    }
+    if (received != local)
+      fail(path, in.last_data_at(), dev + " num_inner + recv_counts", std::to_string(received),
+           std::to_string(local) + " (the local node count)");
   }
   plan.table_block = in.next<std::int64_t>("table_block", 1)[0];
   if (plan.table_block < 0 || plan.table_block > std::int64_t{0x7fffffff} / parts)
@@ -444,13 +475,16 @@ Plan load_plan(const std::string& path) {
   const std::int64_t table_rows = plan.table_block * parts;
   for (int p = 0; p < parts; ++p) {
     const DevicePlan& d = plan.devices[p];
-    if (gather_rows[p] != 0 && gather_rows[p] != table_rows)
+    // boundary's source columns are its local nodes, gather's the table slots.
+    const std::int64_t sources = boundary ? static_cast<std::int64_t>(d.local_nodes.size()) : table_rows;
+    if (gather_rows[p] != 0 && gather_rows[p] != sources)
       fail(path, kHeaderBytes, "device " + std::to_string(p) + " gather_backward rows", std::to_string(gather_rows[p]),
-           "0 or parts x table_block = " + std::to_string(table_rows));
+           boundary ? "0 or the local node count " + std::to_string(sources)
+                    : "0 or parts x table_block = " + std::to_string(table_rows));
     for (const NodeId s : d.gather_forward.col_ids)
-      if (s >= table_rows)
+      if (s >= sources)
         fail(path, kHeaderBytes, "device " + std::to_string(p) + " gather_forward column", std::to_string(s),
-             "a table slot below " + std::to_string(table_rows));
+             (boundary ? "a local node below " : "a table slot below ") + std::to_string(sources));
   }
   plan.table_dinv = in.next<float>("table_dinv");
   if (!plan.table_dinv.empty() && static_cast<std::int64_t>(plan.table_dinv.size()) != table_rows)
@@ -485,7 +519,8 @@ Plan load_plan(const std::string& path) {
   m.local_edges = in.next<std::int64_t>("metrics.local_edges", parts);
   m.halo_per_hop.resize(static_cast<std::size_t>(parts));
   for (int p = 0; p < parts; ++p) m.halo_per_hop[p] = in.next<std::int64_t>("metrics.halo_per_hop " + std::to_string(p));
-  detail::fill_work(m);  // derived from local_nodes and local_edges: not stored
+  if (version >= 2) m.boundary_rows = in.next<std::int64_t>("metrics.boundary_rows");
+  detail::fill_work(m, plan.strategy);  // derived from local_nodes / inner_nodes and local_edges: not stored
   if (in.offset() != size) throw LogicError("load_plan: reader out of step with the declared file size");
   return plan;
 }

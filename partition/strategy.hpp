@@ -15,7 +15,8 @@
 
 namespace gcnpart::partition {
 
-enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline };
+/// kBoundary comes last: the codes are part of the plan file format (partition/plan_io.cpp).
+enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline, kBoundary };
 // to_string(Strategy) and from_string<Strategy>(text, parameter) (kernels/core/enum_names.hpp), found by ADL.
 using gcnpart::from_string;
 using gcnpart::to_string;
@@ -26,6 +27,8 @@ enum class Communication {
   kAllReduce,       ///< gradients and counts only: every device has what its rows need
   kAllGatherTable,  ///< every layer all-gathers the devices' rows into a table (backward: reduce-scatter)
   kPointToPoint,    ///< activations / gradients sent between neighbouring stages
+  kAllToAll,        ///< every layer each device sends its peers the rows their edges touch (all_to_all_v;
+                    ///< backward: the gradients of those rows return)
 };
 
 /// How many devices (parts) a strategy runs on.
@@ -51,7 +54,7 @@ struct StrategyTraits {
 };
 
 /// One row per strategy, in Strategy order (the order the CLI lists them).
-inline constexpr std::array<StrategyTraits, 5> kStrategies{{
+inline constexpr std::array<StrategyTraits, 6> kStrategies{{
     {Strategy::kSingle, "single", true, false, PartsRule::kOne, "devices", true, true, Communication::kNone,
      "one device holds the whole graph"},
     {Strategy::kDrop, "drop", false, true, PartsRule::kAny, "devices", true, true, Communication::kAllReduce,
@@ -62,6 +65,8 @@ inline constexpr std::array<StrategyTraits, 5> kStrategies{{
      "each layer all-gathers the parts' rows into a table (exact, communication per layer)"},
     {Strategy::kPipeline, "pipeline", true, false, PartsRule::kAtMostLayers, "stages", false, false,
      Communication::kPointToPoint, "the layers are split into K stages over the whole graph (K <= layers, fp32/tf32)"},
+    {Strategy::kBoundary, "boundary", true, true, PartsRule::kAny, "devices", true, true, Communication::kAllToAll,
+     "each layer sends every device only the rows its edges touch (exact, communication per layer)"},
 }};
 
 /// The row of `s`.

@@ -14,7 +14,7 @@
 #include "kernels/core/progress.hpp"
 #include "partition/plan.hpp"
 #include "tools/cli_common.hpp"
-#include "tools/html_report.hpp"
+#include "engine/report_html.hpp"
 
 #ifndef GCNPART_GIT_COMMIT
 #define GCNPART_GIT_COMMIT "unknown"
@@ -125,7 +125,7 @@ void run_compare(const CompareOptions& o) {
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
   if (!o.json.empty()) write_json(o.json, j);
-  if (!o.html.empty()) write_file_atomic(o.html, compare_html(j));
+  if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
   if (!o.json.empty()) std::printf("wrote %s\n", o.json.c_str());
   if (!o.html.empty()) std::printf("wrote %s\n", o.html.c_str());
 }
@@ -134,7 +134,7 @@ void run_compare(const CompareOptions& o) {
 
 Command register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Run every strategy (single, drop, halo, gather) for each device count and layer count on one graph "
+      "compare", "Run every strategy (single, drop, halo, gather, boundary) for each device count and layer count on one graph "
                  "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);

@@ -79,8 +79,11 @@ std::vector<Strategy> parse_strategies(const std::string& text) {
   std::string item;
   while (std::getline(ss, item, ',')) {
     const Strategy s = from_string<partition::Strategy>(item, "--strategies");
-    if (s == Strategy::kSingle || s == Strategy::kPipeline)
-      throw InvalidInput::parameter("--strategies", text, "a list of drop, halo, gather");
+    if (!partition::priced_for_many(s))
+      throw InvalidInput::parameter("--strategies", text,
+                                    "a list of " + or_list(partition::strategy_names_where([](const auto& t) {
+                                      return partition::priced_for_many(t.value);
+                                    })));
     out.push_back(s);
   }
   if (out.empty()) throw InvalidInput::parameter("--strategies", text, "at least one strategy");

@@ -66,7 +66,7 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   o.config.load_weights = o.load;
   o.config.oom_hint = "To see which cards and strategies fit this graph and model, run: gcnpart fit " + o.data.path +
                       " --layers " + std::to_string(o.config.model.layers) + " --hidden " +
-                      std::to_string(o.config.model.hidden) + " (and try --strategy halo|gather --parts K)";
+                      std::to_string(o.config.model.hidden) + " (and try --strategy halo|gather|boundary --parts K)";
   q.config = o.config;
   q.runs = o.runs;
   q.device = engine::Device::parse(o.device);

@@ -49,6 +49,8 @@
                    std::int64_t width, float* dst);                                                                \
   void scatter_add_rows(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count,              \
                         std::int64_t width, float* dst);                                                           \
+  void gather_rows_bf16(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count,               \
+                        std::int64_t width, Bf16* dst);                                                            \
   void sum(const Context& ctx, const float* x, std::int64_t n, float* out);                                       \
   void sum_squares(const Context& ctx, const float* x, std::int64_t n, float* out);                               \
   void dropout_csr_values(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,          \

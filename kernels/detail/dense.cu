@@ -209,8 +209,8 @@ __global__ void inv_sqrt_degree_kernel(const RowOffset* offsets, std::int64_t n,
   }
 }
 
-__global__ void gather_rows_kernel(const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
-                                   float* dst) {
+template <class T>
+__global__ void gather_rows_kernel(const T* src, const NodeId* idx, std::int64_t count, std::int64_t width, T* dst) {
   const std::int64_t n = count * width;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
     const std::int64_t i = t / width, c = t - i * width;
@@ -428,6 +428,13 @@ void inv_sqrt_degree(const Context& ctx, const RowOffset* row_offsets, std::int6
 
 void gather_rows(const Context& ctx, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
                  float* dst) {
+  gather_rows_kernel<<<elementwise_blocks(count * width), kElementwiseThreads, 0, ctx.stream>>>(src, idx, count,
+                                                                                               width, dst);
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+void gather_rows_bf16(const Context& ctx, const Bf16* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                      Bf16* dst) {
   gather_rows_kernel<<<elementwise_blocks(count * width), kElementwiseThreads, 0, ctx.stream>>>(src, idx, count,
                                                                                                width, dst);
   GCNPART_CUDA_TRY(cudaGetLastError());

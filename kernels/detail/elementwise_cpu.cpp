@@ -218,6 +218,14 @@ void gather_rows(const Context&, const float* src, const NodeId* idx, std::int64
                 static_cast<std::size_t>(width) * sizeof(float));
 }
 
+void gather_rows_bf16(const Context&, const Bf16* src, const NodeId* idx, std::int64_t count, std::int64_t width,
+                      Bf16* dst) {
+#pragma omp parallel for schedule(static) if (count * width > kParallelMinWork)
+  for (std::int64_t i = 0; i < count; ++i)
+    std::memcpy(dst + i * width, src + static_cast<std::int64_t>(idx[i]) * width,
+                static_cast<std::size_t>(width) * sizeof(Bf16));
+}
+
 void scatter_add_rows(const Context&, const float* src, const NodeId* idx, std::int64_t count, std::int64_t width,
                       float* dst) {
   // Tasks own column blocks and walk the rows in order: no races with repeated indices, and every element is

@@ -55,10 +55,12 @@ struct Loads {
 
 }  // namespace
 
-void fill_work(PlanMetrics& m) {
-  m.work.assign(m.local_nodes.size(), 0);
+void fill_work(PlanMetrics& m, Strategy strategy) {
+  // boundary computes its own rows only (like gather); the received rows are columns it reads.
+  const auto& rows = strategy == Strategy::kBoundary ? m.inner_nodes : m.local_nodes;
+  m.work.assign(rows.size(), 0);
   for (std::size_t d = 0; d < m.work.size(); ++d)
-    m.work[d] = device_work(d < m.local_edges.size() ? m.local_edges[d] : 0, m.local_nodes[d]);
+    m.work[d] = device_work(d < m.local_edges.size() ? m.local_edges[d] : 0, rows[d]);
   m.work_imbalance = max_over_mean(m.work);
 }
 

@@ -76,8 +76,9 @@ class HaloBfs {
   int layers_ = 0;
 };
 
-/// Sets m.work (device_work of local_edges and local_nodes per device) and m.work_imbalance (max / mean).
-void fill_work(PlanMetrics& m);
+/// Sets m.work (device_work of local_edges and the rows each device computes: local_nodes, or inner_nodes for
+/// boundary, whose received rows are only read) and m.work_imbalance (max / mean).
+void fill_work(PlanMetrics& m, Strategy strategy);
 
 /// What refine_work_balance did.
 struct RefineStats {

@@ -6,10 +6,12 @@
 
 #include <exception>
 #include <memory>
+#include <string>
 #include <thread>
 #include <vector>
 
 #include "engine/inprocess_communicator.hpp"
+#include "kernels/core/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
@@ -118,4 +120,42 @@ TEST_CASE("collective names are the JSON report's") {
   CHECK(std::string(collective_name(CollectiveKind::kAllGather)) == "all_gather");
   CHECK(std::string(collective_name(CollectiveKind::kAllReduce)) == "all_reduce");
   CHECK(std::string(collective_name(CollectiveKind::kReduceScatter)) == "reduce_scatter");
+}
+
+TEST_CASE("all_to_all_v delivers block r of rank q to rank r at q's offset, counting only what leaves the rank") {
+  constexpr int k = 3;
+  // Rank r sends (r + q) % 3 + 1 floats to rank q (itself included), valued 100 r + 10 q + i.
+  auto count = [](int from, int to) { return static_cast<std::int64_t>((from + to) % 3 + 1); };
+  std::vector<std::vector<CommTally>> tallies(k);
+  on_ranks(k, [&](Communicator& comm) {
+    const int r = comm.rank();
+    const kernels::Context ctx;  // CPU
+    std::vector<float> send;
+    std::vector<std::int64_t> send_bytes(k), recv_bytes(k);
+    for (int q = 0; q < k; ++q) {
+      for (std::int64_t i = 0; i < count(r, q); ++i) send.push_back(static_cast<float>(100 * r + 10 * q + i));
+      send_bytes[q] = count(r, q) * 4;
+      recv_bytes[q] = count(q, r) * 4;
+    }
+    std::vector<float> recv(12, -1.0f);
+    comm.all_to_all_v(ctx, send.data(), send_bytes, recv.data(), recv_bytes);
+    std::size_t at = 0;
+    for (int q = 0; q < k; ++q)
+      for (std::int64_t i = 0; i < count(q, r); ++i) CHECK(recv[at++] == static_cast<float>(100 * q + 10 * r + i));
+    CHECK(recv[at] == -1.0f);  // nothing past the last block
+    std::vector<std::int64_t> wrong = send_bytes;
+    wrong[static_cast<std::size_t>(r)] += 4;  // sends itself more than it receives from itself: refused on every rank
+    CHECK_THROWS_AS(comm.all_to_all_v(ctx, send.data(), wrong, recv.data(), recv_bytes), InvalidInput);
+    tallies[static_cast<std::size_t>(r)] = comm.take_tallies();
+  });
+  for (int r = 0; r < k; ++r) {
+    std::int64_t to_others = 0;
+    for (int q = 0; q < k; ++q)
+      if (q != r) to_others += count(r, q) * 4;
+    const CommTally* t = find(tallies[static_cast<std::size_t>(r)], CollectiveKind::kAllToAll, to_others);
+    REQUIRE(t != nullptr);
+    CHECK(t->calls == 1);
+    CHECK(t->bytes_sent == to_others);
+  }
+  CHECK(std::string(collective_name(CollectiveKind::kAllToAll)) == "all_to_all");
 }

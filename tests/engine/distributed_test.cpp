@@ -51,7 +51,7 @@ void check_same_training(const TrainReport& single, const TrainReport& dist, dou
 void check_exact_strategies(const datasets::Dataset& ds, int layers) {
   const auto cfg = twenty_epochs(layers);
   const auto single = train_single(single_device_problem(ds, true), Device{}, cfg);
-  for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
+  for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kBoundary, Strategy::kPipeline}) {
     for (int k : {2, 3, 4}) {
       if (s == Strategy::kPipeline && k > layers) continue;  // a stage needs at least one layer
       INFO(ds.name << ": " << to_string(s) << " on " << k << " virtual devices, " << layers
@@ -66,12 +66,35 @@ void check_exact_strategies(const datasets::Dataset& ds, int layers) {
 
 }  // namespace
 
-TEST_CASE("halo, gather and pipeline on 2, 3 and 4 virtual devices reproduce single-device training on Cora") {
+TEST_CASE("halo, gather, boundary and pipeline on 2, 3 and 4 virtual devices reproduce single-device training on Cora") {
   check_exact_strategies(cora(), 2);
 }
 
-TEST_CASE("halo, gather and pipeline reproduce single-device training on a generated graph with 3 layers") {
+TEST_CASE("halo, gather, boundary and pipeline reproduce single-device training on a generated graph with 3 layers") {
   check_exact_strategies(sbm_3000(), 3);
+}
+
+TEST_CASE("boundary sends fewer bytes than gather's table, and nothing on one device, training as single does") {
+  auto cfg = twenty_epochs(2);
+  cfg.epochs = 3;
+  const auto single = train_single(single_device_problem(cora(), true), Device{}, cfg);
+  for (int k : {1, 2, 4}) {
+    INFO("boundary on " << k << " virtual devices");
+    const auto boundary = partition::make_plan(cora().graph, Strategy::kBoundary, k, 2);
+    const auto dist = train_distributed(cora(), boundary, cfg);
+    check_same_training(single, dist, 1e-5);
+    if (k == 1) {
+      CHECK(dist.bytes_sent_per_epoch[0] == 0);  // one device: nothing to exchange
+      continue;
+    }
+    const auto gather = partition::make_plan(cora().graph, Strategy::kGather, k, 2);
+    const auto table = train_distributed(cora(), gather, cfg);
+    for (int d = 0; d < k; ++d) {
+      INFO("device " << d);
+      CHECK(dist.bytes_sent_per_epoch[d] > 0);
+      CHECK(dist.bytes_sent_per_epoch[d] < table.bytes_sent_per_epoch[d]);
+    }
+  }
 }
 
 TEST_CASE("drop on one device equals single-device training") {
@@ -117,7 +140,7 @@ TEST_CASE("a device that runs out of memory fails the run with its message inste
 TEST_CASE("every device's epoch splits into communication and compute that add up to its epoch") {
   auto cfg = twenty_epochs(2);
   cfg.epochs = 6;
-  for (Strategy s : {Strategy::kGather, Strategy::kHalo, Strategy::kPipeline}) {
+  for (Strategy s : {Strategy::kGather, Strategy::kHalo, Strategy::kBoundary, Strategy::kPipeline}) {
     INFO(to_string(s));
     const auto plan = partition::make_plan(cora().graph, s, 2, 2);
     const auto dist = train_distributed(cora(), plan, cfg);
@@ -244,14 +267,14 @@ TEST_SUITE("gpu") {
   }
 
 
-  TEST_CASE("halo and gather on every visible GPU through NCCL reproduce single-GPU losses on Cora") {
+  TEST_CASE("halo, gather and boundary on every visible GPU through NCCL reproduce single-GPU losses on Cora") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
     const int gpus = cuda_device_count();
     auto cfg = twenty_epochs(2);
     const auto single = train_single(single_device_problem(cora(), true), Device::parse("cuda:0"), cfg);
     LaunchOptions launch;
     launch.backend = Backend::kCuda;
-    for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+    for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
       INFO(to_string(s) << " on " << gpus << " GPU(s)");
       const auto plan = partition::make_plan(cora().graph, s, gpus, 2);
       const auto dist = train_distributed(cora(), plan, cfg, {}, launch);
@@ -319,7 +342,7 @@ void check_bf16_strategies(const datasets::Dataset& ds, int layers, std::int64_t
   cfg32.model.precision = Precision::kFp32;
   const auto single = train_single(single_device_problem(ds, true), Device{}, cfg);
   REQUIRE(ds.num_classes % 2 == 1);
-  for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+  for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
     for (int k : {2, 3}) {
       INFO(ds.name << ": " << to_string(s) << " on " << k << " virtual devices in bf16");
       const auto plan = partition::make_plan(ds.graph, s, k, layers);
@@ -355,16 +378,17 @@ void check_bf16_strategies(const datasets::Dataset& ds, int layers, std::int64_t
 
 }  // namespace
 
-TEST_CASE("halo and gather on 2 and 3 virtual devices in bf16 reproduce bf16 single-device losses on Cora") {
+TEST_CASE("halo, gather and boundary on 2 and 3 virtual devices in bf16 reproduce bf16 single-device losses on Cora") {
   check_bf16_strategies(cora(), 2, 16);
 }
 
-TEST_CASE("halo and gather in bf16 reproduce bf16 single-device losses on a dense-feature graph with 3 layers") {
+TEST_CASE("halo, gather and boundary in bf16 reproduce bf16 single-device losses on a dense-feature graph, 3 layers") {
   check_bf16_strategies(dense_feature_graph(), 3, 64);
 }
 
-TEST_CASE("a killed and resumed halo or gather run on 2 devices ends bit-identical to an uninterrupted one") {
-  for (const Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kPipeline}) {
+TEST_CASE("a killed and resumed halo, gather, boundary or pipeline run on 2 devices ends bit-identical to an "
+          "uninterrupted one") {
+  for (const Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kBoundary, Strategy::kPipeline}) {
     CAPTURE(to_string(s));
     const auto plan = partition::make_plan(cora().graph, s, 2, 2);
     TrainConfig cfg = twenty_epochs(2);

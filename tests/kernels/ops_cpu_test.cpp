@@ -528,6 +528,24 @@ TEST_CASE("inv_sqrt_degree gives 0 for a zero degree") {
   CHECK(d[2] == doctest::Approx(1.0 / std::sqrt(2.0)));
 }
 
+TEST_CASE("gather_rows on bf16 rows copies the bits of the listed rows, odd widths and repeats included") {
+  for (const std::int64_t width : {1, 7, 16}) {
+    std::vector<Bf16> src(static_cast<std::size_t>(6 * width));
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<Bf16>(0x3f80 + 37 * i);
+    const std::vector<NodeId> idx = {5, 0, 5, 2};
+    std::vector<Bf16> gathered(static_cast<std::size_t>(4 * width + 1), 0xdead);
+    gather_rows_async(kCpu, src.data(), idx.data(), 4, width, gathered.data());
+    for (std::int64_t i = 0; i < 4; ++i)
+      for (std::int64_t c = 0; c < width; ++c)
+        REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
+    CHECK(gathered.back() == 0xdead);  // nothing written past count x width
+    gather_rows_async(kCpu, src.data(), idx.data(), 0, width, gathered.data());  // nothing to do: no throw
+  }
+  const std::vector<Bf16> one(2, 1);
+  std::vector<Bf16> out(2);
+  CHECK_THROWS_AS(gather_rows_async(kCpu, one.data(), nullptr, -1, 2, out.data()), InvalidInput);
+}
+
 TEST_CASE("gather_rows and scatter_add_rows handle repeated indices") {
   const std::int64_t width = 20;
   const auto src = random_floats(5 * width, 71);

@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 
 #include "kernels/core/error.hpp"
@@ -145,4 +146,26 @@ TEST_CASE("advise refuses unknown cards, GPU counts above the nodes and strategi
   req = small_request();
   req.strategies = {Strategy::kPipeline};
   CHECK_THROWS_AS((void)advise(req), InvalidInput);
+}
+
+TEST_CASE("advise prices boundary from statistics: it receives the hop-1 ring and sends less than gather's table") {
+  FitRequest req = small_request();
+  req.strategies = {Strategy::kGather, Strategy::kBoundary};
+  const FitReport rep = advise(req);
+  const FitConfiguration& two = rep.configurations[1];
+  REQUIRE(two.strategies.size() == 2);
+  const auto& gather = two.strategies[0].fit;
+  const auto& boundary = two.strategies[1].fit;
+  REQUIRE(boundary.strategy == Strategy::kBoundary);
+  const auto split = estimate_split_from_counts(rep.graph, 2, rep.model.layers);
+  REQUIRE(boundary.shapes.size() == 2);
+  for (const auto& shape : boundary.shapes) {
+    CHECK(shape.boundary);
+    CHECK(shape.recv_rows > 0);
+    CHECK(shape.recv_rows <= std::llround(split.halo_per_hop[0] * split.halo_imbalance));
+    CHECK(shape.send_rows == shape.recv_rows);
+  }
+  CHECK(boundary.comm_bytes > 0);
+  CHECK(boundary.comm_bytes < gather.comm_bytes);
+  CHECK(two.strategies[1].epoch.seconds > 0);
 }

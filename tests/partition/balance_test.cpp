@@ -54,6 +54,11 @@ TEST_CASE("device work counts the aggregated entries plus kRowWork per row, per 
   // gather: own rows with every neighbour. Part 0: degrees 1 + 3 + 2 = 6; part 1: 2 + 3 + 1 = 6.
   const PlanMetrics gather = plan_metrics(g, Strategy::kGather, p, 2);
   CHECK(gather.work == std::vector<std::int64_t>{6 + 3 * (1 + kRowWork), 6 + 3 * (1 + kRowWork)});
+  // boundary: the same own rows and entries; the received rows are read, not computed.
+  const PlanMetrics boundary = plan_metrics(g, Strategy::kBoundary, p, 2);
+  CHECK(boundary.local_nodes != boundary.inner_nodes);  // received rows exist (the cut)
+  CHECK(boundary.work == gather.work);
+  CHECK(make_plan(g, Strategy::kBoundary, p, 2).metrics.work == gather.work);
   // drop: in-part entries only (cut edges 2-3 and 1-4 lost): 4 per part.
   const PlanMetrics drop = plan_metrics(g, Strategy::kDrop, p, 2);
   CHECK(drop.work == std::vector<std::int64_t>{4 + 3 * (1 + kRowWork), 4 + 3 * (1 + kRowWork)});

@@ -77,12 +77,12 @@ TEST_CASE("memory model reproduces the tracked peak of single-device training on
   }
 }
 
-TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, halo and gather on K = 2, 3, 4 "
-          "devices and 2 and 3 layers") {
+TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, halo, gather and boundary on K = 2, "
+          "3, 4 devices and 2 and 3 layers") {
   double worst_exact = 0, worst_metrics = 0;
   for (const auto* ds : {&cora(), &sbm_3000()}) {
     const GraphStats stats = graph_stats(*ds);
-    for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
+    for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
       for (int k : {2, 3, 4}) {
         for (int layers : {2, 3}) {
           const auto cfg = two_epochs(layers);
@@ -117,7 +117,8 @@ TEST_CASE("memory model is within 5 % of every device's tracked peak for drop, h
                                                                             << worst_metrics * 100 << " %");
 }
 
-TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 training, single, halo and gather") {
+TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 training, single, halo, gather and "
+          "boundary") {
   for (const auto* ds : {&cora(), &sbm_3000()}) {
     for (int layers : {2, 3}) {
       auto cfg = two_epochs(layers);
@@ -130,7 +131,7 @@ TEST_CASE("memory model reproduces the tracked peak and the bytes sent of bf16 t
                     << breakdown(report.memory[0].at_peak_by) << "), model " << est.peak << " (" << breakdown(est.at_peak)
                     << ")");
       CHECK(est.peak == report.memory[0].peak);
-      for (Strategy s : {Strategy::kHalo, Strategy::kGather}) {
+      for (Strategy s : {Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
         for (int k : {2, 3}) {
           const Plan plan = make_plan(ds->graph, s, k, layers);
           const auto dist = engine::train_distributed(*ds, plan, cfg);

@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <numeric>
 #include <queue>
 #include <random>
 #include <set>
@@ -19,6 +20,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
 #include "kernels/core/error.hpp"
+#include "partition/memory_model.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;
@@ -153,6 +155,7 @@ void check_same_metrics(const PlanMetrics& a, const PlanMetrics& b, bool with_ti
   CHECK(a.replicated_edges == b.replicated_edges);
   CHECK(a.table_rows == b.table_rows);
   CHECK(a.index_bytes == b.index_bytes);
+  CHECK(a.boundary_rows == b.boundary_rows);
   CHECK(a.node_imbalance == b.node_imbalance);
   CHECK(a.edge_imbalance == b.edge_imbalance);
   if (with_times) {
@@ -186,6 +189,8 @@ void check_same_plan(const Plan& a, const Plan& b, bool with_times) {
     check_same_csr(x.gather_forward, y.gather_forward);
     check_same_csr(x.gather_backward, y.gather_backward);
     CHECK(x.dinv_own == y.dinv_own);
+    check_same_csr(x.send_rows, y.send_rows);
+    CHECK(x.recv_counts == y.recv_counts);
   }
   CHECK(a.table_block == b.table_block);
   CHECK(a.table_dinv == b.table_dinv);
@@ -223,7 +228,7 @@ void write_bytes(const std::string& path, const std::vector<unsigned char>& byte
 }
 
 constexpr Strategy kAllStrategies[] = {Strategy::kSingle, Strategy::kDrop, Strategy::kHalo, Strategy::kGather,
-                                       Strategy::kPipeline};
+                                       Strategy::kPipeline, Strategy::kBoundary};
 
 int parts_for(Strategy s, int parts) { return s == Strategy::kSingle ? 1 : parts; }
 
@@ -612,6 +617,127 @@ TEST_CASE("the gather matrices are transposes of each other and the slot map is 
   }
 }
 
+TEST_CASE("boundary plans send exactly the rows other parts' edges touch, and [own | received] reproduces Â x") {
+  for (const auto& [name, g] : small_graphs()) {
+    for (const int parts : {2, 3, 4}) {
+      CAPTURE(name);
+      CAPTURE(parts);
+      const Plan plan = make_plan(g, Strategy::kBoundary, parts, 2, {.method = Partitioner::kRandom, .seed = 5});
+      const auto& part = plan.partition.part_of;
+      const std::vector<double> x = random_vector(g.num_nodes, 4);
+      const std::vector<double> full = propagate_full(g, x);
+      std::int64_t max_index_bytes = 0;
+      for (int p = 0; p < parts; ++p) {
+        CAPTURE(p);
+        const DevicePlan& d = plan.devices[p];
+        REQUIRE(d.send_rows.num_nodes == parts);
+        REQUIRE(static_cast<int>(d.recv_counts.size()) == parts);
+        CHECK(d.recv_counts[p] == 0);
+        CHECK(d.send_rows.row_offsets[p] == d.send_rows.row_offsets[p + 1]);
+        // Own part: interior nodes (no neighbour elsewhere), then boundary nodes, each ascending.
+        std::int64_t interior = 0;
+        auto foreign = [&](NodeId v, int q) {
+          for (RowOffset k = g.row_offsets[v]; k < g.row_offsets[v + 1]; ++k)
+            if (q < 0 ? part[g.col_ids[k]] != p : part[g.col_ids[k]] == q) return true;
+          return false;
+        };
+        for (std::int64_t r = 0; r < d.num_inner; ++r) {
+          REQUIRE(part[d.local_nodes[r]] == p);
+          if (!foreign(d.local_nodes[r], -1)) ++interior;
+        }
+        for (std::int64_t r = 0; r < d.num_inner; ++r) {
+          CHECK(foreign(d.local_nodes[r], -1) == (r >= interior));
+          if (r > 0 && r != interior) CHECK(d.local_nodes[r - 1] < d.local_nodes[r]);
+        }
+        // Send list to q: exactly the own nodes with a neighbour in q, ascending.
+        for (int q = 0; q < parts; ++q) {
+          if (q == p) continue;
+          std::vector<NodeId> expected;
+          for (std::int64_t r = 0; r < d.num_inner; ++r)
+            if (foreign(d.local_nodes[r], q)) expected.push_back(static_cast<NodeId>(r));
+          const std::vector<NodeId> list(d.send_rows.col_ids.begin() + d.send_rows.row_offsets[q],
+                                         d.send_rows.col_ids.begin() + d.send_rows.row_offsets[q + 1]);
+          CHECK(list == expected);
+        }
+        // Received block from q = q's send list to p, as global ids, in q's order.
+        std::int64_t at = d.num_inner;
+        for (int q = 0; q < parts; ++q) {
+          const DevicePlan& from = plan.devices[q];
+          const std::int64_t count = from.send_rows.row_offsets[p + 1] - from.send_rows.row_offsets[p];
+          CHECK(d.recv_counts[q] == (q == p ? 0 : count));
+          if (q == p) continue;
+          for (std::int64_t i = 0; i < count; ++i)
+            CHECK(d.local_nodes[at + i] == from.local_nodes[from.send_rows.col_ids[from.send_rows.row_offsets[p] + i]]);
+          at += count;
+        }
+        REQUIRE(at == static_cast<std::int64_t>(d.local_nodes.size()));
+        // The local matrix over [own | received] times x gives the full graph's Â x on the own rows.
+        const auto local = static_cast<std::int64_t>(d.local_nodes.size());
+        check_matrix_shape(d.gather_forward, local, false);
+        check_matrix_shape(d.gather_backward, d.num_inner, false);
+        REQUIRE(d.gather_backward.num_nodes == local);
+        REQUIRE(static_cast<std::int64_t>(d.dinv.size()) == local);
+        for (std::int64_t i = 0; i < local; ++i) REQUIRE(d.dinv[i] == full_dinv(g, d.local_nodes[i]));
+        for (std::int64_t r = 0; r < d.num_inner; ++r) {
+          CHECK(d.dinv_own[r] == d.dinv[r]);
+          double sum = 0;
+          for (RowOffset k = d.gather_forward.row_offsets[r]; k < d.gather_forward.row_offsets[r + 1]; ++k) {
+            const NodeId c = d.gather_forward.col_ids[k];
+            sum += d.dinv[c] * x[d.local_nodes[c]];
+          }
+          REQUIRE(d.dinv_own[r] * sum == doctest::Approx(full[d.local_nodes[r]]).epsilon(1e-12));
+        }
+        std::set<std::pair<NodeId, NodeId>> fwd, bwd;
+        for (std::int64_t r = 0; r < d.gather_forward.num_nodes; ++r)
+          for (RowOffset k = d.gather_forward.row_offsets[r]; k < d.gather_forward.row_offsets[r + 1]; ++k)
+            fwd.emplace(static_cast<NodeId>(r), d.gather_forward.col_ids[k]);
+        for (std::int64_t s = 0; s < d.gather_backward.num_nodes; ++s)
+          for (RowOffset k = d.gather_backward.row_offsets[s]; k < d.gather_backward.row_offsets[s + 1]; ++k)
+            bwd.emplace(d.gather_backward.col_ids[k], static_cast<NodeId>(s));
+        CHECK(fwd == bwd);
+        CHECK(plan.metrics.boundary_rows[p] == d.send_rows.num_edges());
+        max_index_bytes =
+            std::max(max_index_bytes, d.gather_forward.bytes() + d.gather_backward.bytes() + d.send_rows.bytes());
+      }
+      CHECK(plan.metrics.index_bytes == max_index_bytes);
+      CHECK(plan.metrics.lost_edges == 0);
+    }
+  }
+}
+
+TEST_CASE("boundary's bytes per epoch are its boundary rows x width x element size, forward and backward") {
+  const Csr g = sbm_graph(1200, 4);
+  ModelSpec model;
+  model.layers = 2;
+  model.hidden = 16;
+  model.features = 8;  // 8 <= 16: layer 0 aggregates its input (width 8, no backward), layer 1 its output (16 -> 4)
+  model.classes = 4;
+  model.sparse_features_below = 0;
+  for (const int parts : {2, 3, 4}) {
+    CAPTURE(parts);
+    const Plan plan = make_plan(g, Strategy::kBoundary, parts, 2, {.seed = 2});
+    GraphStats stats;
+    stats.nodes = g.num_nodes;
+    const auto shapes = device_shapes(plan.metrics, Strategy::kBoundary, parts, stats);
+    const std::int64_t rows = std::accumulate(plan.metrics.boundary_rows.begin(), plan.metrics.boundary_rows.end(),
+                                              std::int64_t{0});
+    CHECK(rows == plan.partition.comm_volume);
+    for (const Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      model.precision = precision;
+      const std::int64_t element = precision == Precision::kBf16 ? 2 : 4;
+      std::int64_t boundary_bytes = 0;
+      for (int p = 0; p < parts; ++p) {
+        DeviceShape plain = shapes[p];
+        plain.boundary = false;  // what is left: the loss and gradient all-reduces
+        boundary_bytes += comm_bytes_per_epoch(shapes[p], model) - comm_bytes_per_epoch(plain, model);
+      }
+      // Forward: layer 0 at width 8, layer 1 at width 4 (the classes), in the precision's elements; backward:
+      // layer 1 at width 4 in float32 (layer 0 needs no input gradient). Every sent row is received once.
+      CHECK(boundary_bytes == rows * (8 * element + 4 * element + 4 * 4));
+    }
+  }
+}
+
 TEST_CASE("pipeline gives every stage the whole graph, single exactly one device") {
   const Csr g = sbm_graph(500, 2);
   const Plan single = make_plan(g, Strategy::kSingle, 1, 2);
@@ -649,7 +775,8 @@ TEST_CASE("plan_metrics equals the metrics of the materialised plan for every st
         const Plan plan = make_plan(g, s, partition, layers);
         const PlanMetrics m = plan_metrics(g, s, partition, layers);
         check_same_metrics(plan.metrics, m, false);
-        const bool splits = s == Strategy::kDrop || s == Strategy::kHalo || s == Strategy::kGather;
+        const bool splits =
+            s == Strategy::kDrop || s == Strategy::kHalo || s == Strategy::kGather || s == Strategy::kBoundary;
         CHECK(m.partition_seconds == (splits ? partition.seconds : 0.0));  // single and pipeline split no nodes
       }
     }
@@ -660,7 +787,7 @@ TEST_CASE("metrics follow their definitions") {
   const Csr g = sbm_graph(1200, 9);
   const std::int64_t entries = g.num_edges();
   const Partition partition = partition_graph(g, 4, {.seed = 3});
-  for (const Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
+  for (const Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
     const std::string strategy = to_string(s);
         CAPTURE(strategy);
     const Plan plan = make_plan(g, s, partition, 2);
@@ -686,7 +813,15 @@ TEST_CASE("metrics follow their definitions") {
     CHECK(m.node_imbalance == doctest::Approx(4.0 * max_nodes / local_nodes));
     CHECK(m.edge_imbalance == doctest::Approx(4.0 * max_edges / local_edges));
     if (s == Strategy::kDrop) CHECK(local_edges == entries - 2 * partition.edge_cut);
-    if (s == Strategy::kGather) CHECK(local_edges == entries);
+    if (s == Strategy::kGather || s == Strategy::kBoundary) CHECK(local_edges == entries);
+    if (s == Strategy::kBoundary) {
+      // A node is sent once to every other part among its neighbours: the sends add up to the volume.
+      REQUIRE(m.boundary_rows.size() == 4u);
+      CHECK(std::accumulate(m.boundary_rows.begin(), m.boundary_rows.end(), std::int64_t{0}) == partition.comm_volume);
+      CHECK(local_nodes == g.num_nodes + partition.comm_volume);
+    } else {
+      CHECK(m.boundary_rows.empty());
+    }
     if (s == Strategy::kHalo) CHECK(m.replication_factor > 1.0);
   }
 }

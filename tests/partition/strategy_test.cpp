@@ -20,20 +20,23 @@ TEST_CASE("every strategy name parses back to its strategy and an unknown name l
     FAIL("an unknown strategy was accepted");
   } catch (const InvalidInput& e) {
     CHECK(std::string(e.what()).find("--strategy") != std::string::npos);
-    CHECK(e.expected() == "single, drop, halo, gather or pipeline");
+    CHECK(e.expected() == "single, drop, halo, gather, pipeline or boundary");
   }
 }
 
 TEST_CASE("the strategy table says which strategies are exact, split the nodes and how they communicate") {
   CHECK(!traits(Strategy::kDrop).exact);
-  for (Strategy s : {Strategy::kSingle, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline})
+  for (Strategy s : {Strategy::kSingle, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline, Strategy::kBoundary})
     CHECK(traits(s).exact);
   CHECK(traits(Strategy::kHalo).splits_nodes);
+  CHECK(traits(Strategy::kBoundary).splits_nodes);
   CHECK(!traits(Strategy::kPipeline).splits_nodes);
   CHECK(traits(Strategy::kSingle).communication == Communication::kNone);
   CHECK(traits(Strategy::kHalo).communication == Communication::kAllReduce);
   CHECK(traits(Strategy::kGather).communication == Communication::kAllGatherTable);
   CHECK(traits(Strategy::kPipeline).communication == Communication::kPointToPoint);
+  CHECK(traits(Strategy::kBoundary).communication == Communication::kAllToAll);
+  CHECK(traits(Strategy::kBoundary).memory_model);
   CHECK(!traits(Strategy::kPipeline).memory_model);
   for (const auto& row : kStrategies) CHECK(std::string(row.description).size() > 10);
   const std::string help = strategies_help();
@@ -57,7 +60,7 @@ TEST_CASE("pipeline refuses bf16 and more stages than layers; single refuses mor
   CHECK_THROWS_AS(check_strategy(Strategy::kPipeline, 3, 2, Precision::kFp32), InvalidInput);
   CHECK_THROWS_AS(check_strategy(Strategy::kSingle, 2, 2, Precision::kFp32), InvalidInput);
   CHECK_THROWS_AS(check_strategy(Strategy::kHalo, 0, 2, Precision::kFp32), InvalidInput);
-  for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather}) {
+  for (Strategy s : {Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kBoundary}) {
     CHECK_NOTHROW(check_strategy(s, 8, 2, Precision::kBf16));  // any K, any precision
     CHECK(!strategy_refusal(s, 8, 2, Precision::kBf16));
   }

@@ -63,6 +63,20 @@ TEST_CASE("train on 2 virtual devices reports the time split, memory checks and,
   CHECK(halo["link"].is_null());  // auto: GPUs only
 }
 
+TEST_CASE("train --strategy boundary reports its boundary rows and the bytes each device sent per epoch") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("train demo --strategy boundary --parts 3 --epochs 2", tmp.file("b.json"));
+  check_split(j, 3);
+  CHECK(j["strategy"] == "boundary");
+  REQUIRE(j["boundary_rows"].size() == 3);
+  REQUIRE(j["bytes_sent_per_epoch"].size() == 3);
+  for (std::size_t d = 0; d < 3; ++d) {
+    CHECK(j["boundary_rows"][d].get<std::int64_t>() > 0);
+    CHECK(j["bytes_sent_per_epoch"][d].get<std::int64_t>() > 0);
+  }
+  CHECK(j["link"].is_null());  // no plain collective to compare an all-to-all with
+}
+
 TEST_CASE("compare rows carry the time split and memory checks, single-device rows included") {
   gcnpart::testing::TempDir tmp;
   const auto j = run_json("compare demo --parts 2 --layers 2 --strategies drop,gather --measure-epochs 2",

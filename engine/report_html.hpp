@@ -5,7 +5,7 @@
 #include <string>
 #include <string_view>
 
-namespace gcnpart::cli {
+namespace gcnpart::engine {
 
 /// Renders the JSON report of `gcnpart compare` as a complete HTML5 document: a header (dataset, partitioner, date,
 /// commit, device), a summary table (one row per strategy x parts x layers) and four inline SVG charts (halo growth
@@ -18,4 +18,4 @@ namespace gcnpart::cli {
 /// safe inside element content and quoted attribute values, in HTML and in SVG.
 [[nodiscard]] std::string html_escape(std::string_view text);
 
-}  // namespace gcnpart::cli
+}  // namespace gcnpart::engine

@@ -1,9 +1,9 @@
-// The compare report as one HTML page: the page itself (style, layout, captions) is tools/report_template.html,
+// The compare report as one HTML page: the page itself (style, layout, captions) is engine/report_template.html,
 // filled here with the header, the tables and the charts. Charts are SVG drawn here (no plotting library, no scripts): exact values sit
 // in <title> tooltips and in the tables, so the page stays readable offline, printed, or with scripts disabled.
 // Every accessor tolerates a missing key or a value of the wrong type: a report from an older or partial run must
 // still render, with a note where something was not measured.
-#include "html_report.hpp"
+#include "engine/report_html.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +19,9 @@
 
 #include "partition/strategy.hpp"
 
-namespace gcnpart::cli {
+namespace gcnpart::engine {
 
-/// tools/report_template.html, compiled in by CMake (report_template.cpp.in): the page around the charts.
+/// engine/report_template.html, compiled in by CMake (report_template.cpp.in): the page around the charts.
 extern const char* const kReportTemplate;
 
 std::string html_escape(std::string_view text) {
@@ -339,6 +339,7 @@ std::string strategy_colour(const std::string& s) {
   if (s == "halo") return "#0072b2";
   if (s == "gather") return "#009e73";
   if (s == "pipeline") return "#cc79a7";
+  if (s == "boundary") return "#e69f00";
   static const char* const kMore[] = {"#e69f00", "#56b4e9", "#8c6d31", "#7f7f7f"};
   return kMore[std::hash<std::string>{}(s) % 4];
 }
@@ -1435,4 +1436,4 @@ std::string compare_html(const nlohmann::json& report) {
   return fill(kReportTemplate, values);
 }
 
-}  // namespace gcnpart::cli
+}  // namespace gcnpart::engine
