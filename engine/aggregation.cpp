@@ -20,9 +20,11 @@ struct DeviceCsr {
   Buffer<RowOffset> offsets;
   Buffer<NodeId> cols;
   CsrView view{};
-  DeviceCsr(Resources& res, const datasets::Csr& g, std::int64_t num_cols) {
-    offsets = upload(res, g.row_offsets, MemoryCategory::kGraph);
-    cols = upload(res, g.col_ids, MemoryCategory::kGraph);
+  /// The plan's buffers `offsets_name` and `cols_name` holding g.
+  DeviceCsr(Resources& res, const AllocationPlan& plan, const char* offsets_name, const char* cols_name,
+            const datasets::Csr& g, std::int64_t num_cols) {
+    offsets = upload_planned(res, plan, offsets_name, g.row_offsets);
+    cols = upload_planned(res, plan, cols_name, g.col_ids);
     view = CsrView{g.num_nodes, num_cols, offsets.data(), cols.data(), nullptr};
   }
 };
@@ -32,11 +34,12 @@ struct DeviceCsr {
 /// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
 class LocalAggregation final : public Aggregation {
  public:
-  LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo,
+  LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo, const AllocationPlan& plan,
                    const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
-      : res_(res), graph_(res, p.graph, p.num_cols), algo_(algo), tuning_(tuning) {
-    dinv_row_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
-    dinv_col_ = upload(res, p.dinv_col, MemoryCategory::kGraph);
+      : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", p.graph, p.num_cols), algo_(algo),
+        tuning_(tuning) {
+    dinv_row_ = upload_planned(res, plan, "dinv_rows", p.dinv_row);
+    dinv_col_ = upload_planned(res, plan, "dinv_cols", p.dinv_col);
     if (algo == SpmmAlgo::kCusparse && res.context().is_cuda())
       for (auto w : widths)
         if (cusparse_.count(w) == 0)
@@ -132,32 +135,30 @@ class LocalAggregation final : public Aggregation {
 class GatherAggregation final : public Aggregation {
  public:
   GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, SpmmAlgo algo,
-                    std::int64_t max_width, bool bf16, const kernels::SpmmTuning& tuning, int chunks)
+                    const AllocationPlan& plan, const kernels::SpmmTuning& tuning, int chunks)
       : res_(res),
         comm_(comm),
         rows_(p.num_rows),
         block_(p.table_block),
         parts_(p.parts),
-        forward_(res, p.gather_forward, p.table_block * p.parts),
-        backward_(res, p.gather_backward, p.num_rows),
+        forward_(res, plan, "gather_offsets", "gather_columns", p.gather_forward, p.table_block * p.parts),
+        backward_(res, plan, "gather_t_offsets", "gather_t_columns", p.gather_backward, p.num_rows),
         algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo),
         tuning_(tuning),
         wanted_chunks_(chunks) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
     if (chunks < 1 || chunks > kMaxChunks)
       throw InvalidInput::parameter("--gather-chunks", std::to_string(chunks), "1.." + std::to_string(kMaxChunks));
-    dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
-    table_dinv_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
-    staging_ = Buffer<float>(res.memory(), block_ * max_width, MemoryCategory::kCommunication, res.stream());
-    table_ = Buffer<float>(res.memory(), block_ * parts_ * max_width, MemoryCategory::kCommunication, res.stream());
+    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_row);
+    table_dinv_ = upload_planned(res, plan, "table_dinv", p.table_dinv);
+    // Staging block and table, as wide as the widest aggregation.
+    staging_ = take<float>(res, plan, "gather_staging");
+    table_ = take<float>(res, plan, "gather_table");
     kernels::memset_zero_async(res.context(), staging_.data(), staging_.bytes());
-    if (bf16) {
-      // Forward's table travels as bf16 (half the all-gather's bytes), laid out in table_'s memory; backward's
-      // reduce-scatter stays float32 (it sums).
-      staging16_ = Buffer<kernels::Bf16>(res.memory(), block_ * max_width + 2, MemoryCategory::kCommunication,
-                                         res.stream());
-      kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
-    }
+    // bf16 models: forward's table travels as bf16 (half the all-gather's bytes), laid out in table_'s memory;
+    // backward's reduce-scatter stays float32 (it sums).
+    staging16_ = take_if_planned<kernels::Bf16>(res, plan, "gather_staging_bf16");
+    if (!staging16_.empty()) kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     if (res.context().is_cuda()) {
       res.activate();
       // High priority: NCCL's blocks are scheduled ahead of the SpMM's as SMs free up, so a collective is not
@@ -346,7 +347,7 @@ class GatherAggregation final : public Aggregation {
 /// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel.
 class BoundaryAggregation final : public Aggregation {
  public:
-  BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, std::int64_t max_width, bool bf16,
+  BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, const AllocationPlan& plan,
                       const kernels::SpmmTuning& tuning, bool overlap)
       : res_(res),
         comm_(comm),
@@ -354,8 +355,8 @@ class BoundaryAggregation final : public Aggregation {
         interior_(p.interior_rows),
         local_(p.gather_backward.num_nodes),
         recv_counts_(p.recv_counts),
-        forward_(res, p.gather_forward, p.gather_backward.num_nodes),
-        backward_(res, p.gather_backward, p.num_rows),
+        forward_(res, plan, "boundary_offsets", "boundary_columns", p.gather_forward, p.gather_backward.num_nodes),
+        backward_(res, plan, "boundary_t_offsets", "boundary_t_columns", p.gather_backward, p.num_rows),
         tuning_(tuning),
         overlap_(overlap) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts,
@@ -372,17 +373,14 @@ class BoundaryAggregation final : public Aggregation {
       flat.insert(flat.end(), rows.begin(), rows.end());
     }
     sent_rows_ = static_cast<std::int64_t>(flat.size());
-    send_index_ = upload(res, flat, MemoryCategory::kGraph);
-    dinv_own_ = upload(res, p.dinv_row, MemoryCategory::kGraph);
-    dinv_local_ = upload(res, p.table_dinv, MemoryCategory::kGraph);
-    source_ = Buffer<float>(res.memory(), local_ * max_width, MemoryCategory::kCommunication, res.stream());
-    outbox_ = Buffer<float>(res.memory(), sent_rows_ * max_width, MemoryCategory::kCommunication, res.stream());
-    if (bf16) {
-      source16_ =
-          Buffer<kernels::Bf16>(res.memory(), local_ * max_width, MemoryCategory::kCommunication, res.stream());
-      outbox16_ =
-          Buffer<kernels::Bf16>(res.memory(), sent_rows_ * max_width, MemoryCategory::kCommunication, res.stream());
-    }
+    send_index_ = upload_planned(res, plan, "send_rows", flat);
+    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_row);
+    dinv_local_ = upload_planned(res, plan, "dinv_local", p.table_dinv);
+    // Source rows and outbox as wide as the widest aggregation; bf16 ones when the model stores bf16.
+    source_ = take<float>(res, plan, "boundary_source");
+    outbox_ = take<float>(res, plan, "boundary_outbox");
+    source16_ = take_if_planned<kernels::Bf16>(res, plan, "boundary_source_bf16");
+    outbox16_ = take_if_planned<kernels::Bf16>(res, plan, "boundary_outbox_bf16");
     comm_ctx_ = res.context();
     if (res.context().is_cuda() && overlap_) {
       res.activate();
@@ -511,15 +509,14 @@ class BoundaryAggregation final : public Aggregation {
 }  // namespace
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
-                                              SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16,
+                                              SpmmAlgo algo, const AllocationPlan& plan,
+                                              const std::vector<std::int64_t>& spmm_widths,
                                               const kernels::SpmmTuning& tuning, int gather_chunks,
                                               bool boundary_overlap) {
-  if (problem.gather)
-    return std::make_unique<GatherAggregation>(res, problem, comm, algo, max_width, bf16, tuning, gather_chunks);
+  if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, plan, tuning, gather_chunks);
   if (problem.boundary)
-    return std::make_unique<BoundaryAggregation>(res, problem, comm, max_width, bf16, tuning, boundary_overlap);
-  return std::make_unique<LocalAggregation>(res, problem, algo, spmm_widths, tuning);
+    return std::make_unique<BoundaryAggregation>(res, problem, comm, plan, tuning, boundary_overlap);
+  return std::make_unique<LocalAggregation>(res, problem, algo, plan, spmm_widths, tuning);
 }
 
 }  // namespace gcnpart::engine

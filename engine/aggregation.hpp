@@ -10,6 +10,7 @@
 
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
+#include "engine/planned_buffer.hpp"
 #include "engine/problem.hpp"
 #include "engine/resources.hpp"
 #include "kernels/ops.hpp"
@@ -34,16 +35,18 @@ class Aggregation {
 /// Most column chunks the gather strategy cuts a collective into (GcnConfig::gather_chunks).
 inline constexpr int kMaxGatherChunks = 4;
 
-/// Builds the aggregation a problem needs. max_width: the widest x it will see (sizes the gather buffers).
-/// bf16: the model stores activations as bf16 (the gather table and boundary rows then travel as bf16 in forward).
+/// Builds the aggregation a problem needs, its buffers allocated by name from the device's allocation plan
+/// (partition::allocation_plan: the graph, its normalisation, the gather table and staging or the boundary
+/// exchange buffers, sized to the widest aggregation; bf16 staging when the plan lists it: the gather table and
+/// boundary rows then travel as bf16 in forward).
 /// spmm_widths: the widths for which a cuSPARSE plan is prepared when algo == kCusparse.
 /// tuning: passed to every own-kernel SpMM. gather_chunks: column chunks per collective of the gather strategy on
 /// CUDA devices (1..kMaxGatherChunks; 1 = no overlap). boundary_overlap: the boundary strategy aggregates its
 /// interior rows while the boundary rows travel (on a second stream on CUDA); false: exchange, then one SpMM.
 /// @throws InvalidInput for a chunk count out of range.
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
-                                              SpmmAlgo algo, std::int64_t max_width,
-                                              const std::vector<std::int64_t>& spmm_widths, bool bf16 = false,
+                                              SpmmAlgo algo, const AllocationPlan& plan,
+                                              const std::vector<std::int64_t>& spmm_widths,
                                               const kernels::SpmmTuning& tuning = {}, int gather_chunks = 1,
                                               bool boundary_overlap = true);
 

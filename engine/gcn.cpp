@@ -35,8 +35,42 @@ void GcnConfig::validate() const {
                                   "1.." + std::to_string(kMaxGatherChunks));
 }
 
-namespace {
+partition::DeviceShape device_shape(const LocalProblem& p) {
+  partition::DeviceShape s;
+  s.rows = p.num_rows;
+  s.graph_entries = p.gather || p.boundary ? p.gather_forward.num_edges() : p.graph.num_edges();
+  std::int64_t nonzeros = 0;
+#pragma omp parallel for reduction(+ : nonzeros)
+  for (std::int64_t i = 0; i < static_cast<std::int64_t>(p.features.size()); ++i)
+    nonzeros += p.features[i] != 0.0f ? 1 : 0;
+  s.feature_nonzeros = nonzeros;
+  s.split_rows = {static_cast<std::int64_t>(p.train_rows.size()), static_cast<std::int64_t>(p.valid_rows.size()),
+                  static_cast<std::int64_t>(p.test_rows.size())};
+  s.gather = p.gather;
+  s.parts = p.parts;
+  s.table_block = p.gather ? p.table_block : 0;
+  s.boundary = p.boundary;
+  for (const auto& rows : p.send_rows) s.send_rows += static_cast<std::int64_t>(rows.size());
+  for (auto c : p.recv_counts) s.recv_rows += c;
+  return s;
+}
 
+partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int stage) {
+  partition::ModelSpec m;
+  m.layers = c.layers;
+  m.hidden = c.hidden;
+  m.features = p.num_features;
+  m.classes = p.num_classes;
+  m.dropout = c.dropout > 0;
+  m.sparse_features_below = c.sparse_features_below;
+  m.precision = c.precision;
+  m.spmm = c.spmm;
+  m.stages = c.pipeline_stages;
+  m.stage = stage;
+  return m;
+}
+
+namespace {
 
 enum Split { kTrain = 0, kValid = 1, kTest = 2 };
 
@@ -61,31 +95,29 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   first_ = stage_ * L / stages_;
   last_ = (stage_ + 1) * L / stages_;
 
+  // Every buffer below (and the aggregation's) is allocated by name from the allocation plan, which the memory
+  // model sums too; the plan also decides which optional buffers exist.
+  const partition::DeviceShape shape = device_shape(problem);
+  const partition::ModelSpec spec = model_spec(problem, config_, stage_);
+  const AllocationPlan plan = partition::allocation_plan(shape, spec, ctx.is_cuda() ? Backend::kCuda : Backend::kCpu);
+
   // Data (the graph and its normalisation go to the aggregation, below).
-  {
-    std::int64_t nonzeros = 0;
-#pragma omp parallel for reduction(+ : nonzeros)
-    for (std::int64_t i = 0; i < static_cast<std::int64_t>(problem.features.size()); ++i)
-      nonzeros += problem.features[i] != 0.0f ? 1 : 0;
-    const double density =
-        problem.features.empty() ? 1.0 : static_cast<double>(nonzeros) / static_cast<double>(problem.features.size());
-    sparse_input_ = first_ == 0 && density <= config_.sparse_features_below && dims_[0] > dims_[1];
-  }
+  sparse_input_ = partition::uses_sparse_input(shape, spec);
   if (sparse_input_) {
-    upload_sparse_features();
+    upload_sparse_features(plan);
   } else if (first_ == 0 && config_.bf16()) {  // rounded on the host: the float copy never reaches the device
     std::vector<kernels::Bf16> x16(problem.features.size());
     kernels::convert_to_bf16_async(kernels::Context{}, problem.features.data(),
                                    static_cast<std::int64_t>(x16.size()), x16.data());
-    features16_ = upload(res_, x16, MemoryCategory::kFeatures);
+    features16_ = upload_planned(res_, plan, "features", x16);
   } else if (first_ == 0) {  // later pipeline stages never read the input features
-    features_ = upload(res_, problem.features, MemoryCategory::kFeatures);
+    features_ = upload_planned(res_, plan, "features", problem.features);
   }
-  labels_ = upload(res_, problem.labels, MemoryCategory::kFeatures);
-  global_ids_ = upload(res_, problem.global_ids, MemoryCategory::kGraph);
-  split_rows_[kTrain] = upload(res_, problem.train_rows, MemoryCategory::kFeatures);
-  split_rows_[kValid] = upload(res_, problem.valid_rows, MemoryCategory::kFeatures);
-  split_rows_[kTest] = upload(res_, problem.test_rows, MemoryCategory::kFeatures);
+  labels_ = upload_planned(res_, plan, "labels", problem.labels);
+  global_ids_ = upload_planned(res_, plan, "global_ids", problem.global_ids);
+  split_rows_[kTrain] = upload_planned(res_, plan, "train_rows", problem.train_rows);
+  split_rows_[kValid] = upload_planned(res_, plan, "valid_rows", problem.valid_rows);
+  split_rows_[kTest] = upload_planned(res_, plan, "test_rows", problem.test_rows);
 
   // Parameters: Glorot-uniform weights from (seed, layer, index) alone, zero biases.
   layers_.resize(static_cast<std::size_t>(L));
@@ -94,7 +126,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     Layer& ly = layers_[l];
     ly.in = dims_[l];
     ly.out = dims_[l + 1];
-    ly.aggregate_first = ly.in <= ly.out;
+    ly.aggregate_first = partition::aggregates_first(dims_, l);
     ly.decay = config_.weight_decay > 0 && (l == 0 || config_.weight_decay_all_layers);
     if (!owns(l)) continue;  // another pipeline stage's layer: no parameters here
     ly.w_offset = offset;
@@ -114,97 +146,62 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
         init[ly.w_offset + i + j] = (2.0f * rng::to_unit_float(r.v[j]) - 1.0f) * limit;
     }
   }
-  params_ = upload(res_, init, MemoryCategory::kWeights);
-  grads_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kGradients, res_.stream());
-  adam_m_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer, res_.stream());
-  adam_v_ = Buffer<float>(res_.memory(), num_params_, MemoryCategory::kOptimizer, res_.stream());
+  params_ = upload_planned(res_, plan, "weights", init);
+  grads_ = take<float>(res_, plan, "weight_gradients");
+  adam_m_ = take<float>(res_, plan, "adam_m");
+  adam_v_ = take<float>(res_, plan, "adam_v");
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
   if (config_.bf16()) {
-    allocate_bf16_activations();
+    allocate_bf16_activations(plan);
   } else {
     // Activations saved for backward: inputs_[l] is layer l's (dropped-out) input, for the layers held here plus,
-    // in a pipeline, the output handed to the next stage (inputs_[last_]).
+    // in a pipeline, the output handed to the next stage (inputs_[last_]); aggregated_[l] for layers that
+    // aggregate first. Scratch: tmp_ the Â(HW) product or the backward's G W^T; backward ping-pongs dZ between
+    // grad_a_ and grad_b_ (widths: partition::allocation_plan).
     inputs_.resize(static_cast<std::size_t>(L));
     aggregated_.resize(static_cast<std::size_t>(L));
-    if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
-      inputs_[0] = Buffer<float>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations, res_.stream());
-    if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
-      xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations, res_.stream());
-      xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations, res_.stream());
+    for (int l = 0; l < L; ++l) {
+      inputs_[l] = take_if_planned<float>(res_, plan, "inputs[" + std::to_string(l) + "]");
+      aggregated_[l] = take_if_planned<float>(res_, plan, "aggregated[" + std::to_string(l) + "]");
     }
-    for (int l = std::max(1, first_); l <= std::min(last_, L - 1); ++l)
-      inputs_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
-    for (int l = first_; l < last_; ++l)
-      if (layers_[l].aggregate_first)
-        aggregated_[l] = Buffer<float>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
-    if (last_ == L)
-      logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations, res_.stream());
-    // Scratch, sized to what it holds: tmp_ the Â(HW) product (out_l wide) and, for layers that aggregate first,
-    // the backward's G W^T (in_l wide, l > 0). Backward ping-pongs dZ between grad_a_ (widths dims[L], dims[L-2],
-    // ...) and grad_b_ (dims[L-1], dims[L-3], ...); layer 0 produces no input gradient.
-    std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
-    for (int l = first_; l < last_; ++l) {
-      const Layer& ly = layers_[l];
-      tmp_width = std::max(tmp_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
-    }
-    for (int i = last_; i >= std::max(1, first_); --i) {
-      std::int64_t& w = (last_ - i) % 2 == 0 ? width_a : width_b;
-      w = std::max(w, dims_[i]);
-    }
-    tmp_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * tmp_width, MemoryCategory::kWorkspace, res_.stream());
-    grad_a_ = Buffer<float>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients, res_.stream());
-    grad_b_ = Buffer<float>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients, res_.stream());
+    xd_vals_ = take_if_planned<float>(res_, plan, "x_values_dropped");
+    xtd_vals_ = take_if_planned<float>(res_, plan, "xt_values_dropped");
+    logits_ = take_if_planned<float>(res_, plan, "logits");
+    tmp_ = take<float>(res_, plan, "intermediate");
+    grad_a_ = take<float>(res_, plan, "grad_a");
+    grad_b_ = take<float>(res_, plan, "grad_b");
   }
-  scalar_f_ = Buffer<float>(res_.memory(), 4, MemoryCategory::kWorkspace, res_.stream());
-  scalar_i_ = Buffer<std::int64_t>(res_.memory(), 4, MemoryCategory::kWorkspace, res_.stream());
+  scalar_f_ = take<float>(res_, plan, "loss_scalars");
+  scalar_i_ = take<std::int64_t>(res_, plan, "accuracy_counters");
 
-  std::vector<std::int64_t> widths;
-  for (int l = first_; l < last_; ++l) widths.push_back(layers_[l].aggregate_first ? layers_[l].in : layers_[l].out);
-  const std::int64_t max_width = *std::max_element(widths.begin(), widths.end());
+  std::vector<std::int64_t> widths = partition::aggregation_widths(spec);
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, max_width, widths, config_.bf16(),
-                                  config_.spmm_tuning, config_.gather_chunks, config_.boundary_overlap);
+  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, plan, widths, config_.spmm_tuning,
+                                  config_.gather_chunks, config_.boundary_overlap);
   if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
 
-void GcnModel::allocate_bf16_activations() {
+void GcnModel::allocate_bf16_activations(const AllocationPlan& plan) {
+  // bf16 storage of the layer inputs, aggregated inputs, t16_ (X W, dP or G W^T) and the gradient ping-pong; float
+  // z32_ (SpMM and GEMM outputs, the sparse-input X W, the softmax gradient), logits and dropped-out sparse values.
   const int L = config_.layers;
   inputs16_.resize(static_cast<std::size_t>(L));
   aggregated16_.resize(static_cast<std::size_t>(L));
-  if (first_ == 0 && config_.dropout > 0 && !sparse_input_)
-    inputs16_[0] = Buffer<kernels::Bf16>(res_.memory(), cols_ * dims_[0], MemoryCategory::kActivations, res_.stream());
-  if (first_ == 0 && config_.dropout > 0 && sparse_input_) {
-    xd_vals_ = Buffer<float>(res_.memory(), x_vals_.size(), MemoryCategory::kActivations, res_.stream());
-    xtd_vals_ = Buffer<float>(res_.memory(), xt_vals_.size(), MemoryCategory::kActivations, res_.stream());
-  }
-  for (int l = 1; l < L; ++l)
-    inputs16_[l] = Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
-  for (int l = 0; l < L; ++l)
-    if (layers_[l].aggregate_first)
-      aggregated16_[l] =
-          Buffer<kernels::Bf16>(res_.memory(), rows_ * dims_[l], MemoryCategory::kActivations, res_.stream());
-  logits_ = Buffer<float>(res_.memory(), rows_ * dims_[L], MemoryCategory::kActivations, res_.stream());
-  // t16_: X W (out wide, cols rows), dP (out) or G W^T (in, l > 0). z32_: SpMM and GEMM outputs (out, or in for
-  // layers that aggregate first), the sparse-input X W (out) and the softmax gradient (classes).
-  std::int64_t t_width = 0, z_width = dims_[L], width_a = 0, width_b = 0;
   for (int l = 0; l < L; ++l) {
-    const Layer& ly = layers_[l];
-    t_width = std::max(t_width, ly.aggregate_first ? (l > 0 ? ly.in : 0) : ly.out);
-    z_width = std::max({z_width, ly.out, ly.aggregate_first ? ly.in : 0});
+    inputs16_[l] = take_if_planned<kernels::Bf16>(res_, plan, "inputs[" + std::to_string(l) + "]");
+    aggregated16_[l] = take_if_planned<kernels::Bf16>(res_, plan, "aggregated[" + std::to_string(l) + "]");
   }
-  for (int i = L; i >= 1; --i) {
-    std::int64_t& w = (L - i) % 2 == 0 ? width_a : width_b;
-    w = std::max(w, dims_[i]);
-  }
-  t16_ = Buffer<kernels::Bf16>(res_.memory(), std::max(rows_, cols_) * t_width, MemoryCategory::kWorkspace,
-                               res_.stream());
-  z32_ = Buffer<float>(res_.memory(), std::max(rows_, cols_) * z_width, MemoryCategory::kWorkspace, res_.stream());
-  g16_a_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_a, MemoryCategory::kGradients, res_.stream());
-  g16_b_ = Buffer<kernels::Bf16>(res_.memory(), rows_ * width_b, MemoryCategory::kGradients, res_.stream());
-  w16_ = Buffer<kernels::Bf16>(res_.memory(), num_params_, MemoryCategory::kWeights, res_.stream());
+  xd_vals_ = take_if_planned<float>(res_, plan, "x_values_dropped");
+  xtd_vals_ = take_if_planned<float>(res_, plan, "xt_values_dropped");
+  logits_ = take<float>(res_, plan, "logits");
+  t16_ = take<kernels::Bf16>(res_, plan, "intermediate");
+  z32_ = take<float>(res_, plan, "z32");
+  g16_a_ = take<kernels::Bf16>(res_, plan, "grad_a");
+  g16_b_ = take<kernels::Bf16>(res_, plan, "grad_b");
+  w16_ = take<kernels::Bf16>(res_, plan, "weights_bf16");
 }
 
 void GcnModel::refresh_bf16_weights() {
@@ -246,7 +243,7 @@ void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, st
                       kernels::make_view(dw, xt.num_rows, width), SpmmAlgo::kOwn, config_.spmm_tuning);
 }
 
-void GcnModel::upload_sparse_features() {
+void GcnModel::upload_sparse_features(const AllocationPlan& plan) {
   const std::int64_t n = cols_, f = problem_.num_features;
   const auto& x = problem_.features;
   std::vector<RowOffset> offsets(static_cast<std::size_t>(n) + 1, 0);
@@ -279,12 +276,12 @@ void GcnModel::upload_sparse_features() {
       t_cols[o] = static_cast<NodeId>(i);
       t_vals[o] = vals[e];
     }
-  x_offsets_ = upload(res_, offsets, MemoryCategory::kFeatures);
-  x_cols_ = upload(res_, cols, MemoryCategory::kFeatures);
-  x_vals_ = upload(res_, vals, MemoryCategory::kFeatures);
-  xt_offsets_ = upload(res_, t_offsets, MemoryCategory::kFeatures);
-  xt_cols_ = upload(res_, t_cols, MemoryCategory::kFeatures);
-  xt_vals_ = upload(res_, t_vals, MemoryCategory::kFeatures);
+  x_offsets_ = upload_planned(res_, plan, "x_offsets", offsets);
+  x_cols_ = upload_planned(res_, plan, "x_columns", cols);
+  x_vals_ = upload_planned(res_, plan, "x_values", vals);
+  xt_offsets_ = upload_planned(res_, plan, "xt_offsets", t_offsets);
+  xt_cols_ = upload_planned(res_, plan, "xt_columns", t_cols);
+  xt_vals_ = upload_planned(res_, plan, "xt_values", t_vals);
   x_view_ = CsrView{n, f, x_offsets_.data(), x_cols_.data(), x_vals_.data()};
   xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data()};
 }

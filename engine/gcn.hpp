@@ -11,6 +11,7 @@
 #include "engine/aggregation.hpp"
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
+#include "engine/planned_buffer.hpp"
 #include "engine/problem.hpp"
 #include "engine/resources.hpp"
 #include "kernels/ops.hpp"
@@ -53,6 +54,12 @@ struct GcnConfig {
   /// @throws InvalidInput naming the parameter when out of range.
   void validate() const;
 };
+
+/// The device's shape as the allocation plan sees it (partition::DeviceShape), counted exactly from the problem:
+/// rows, matrix entries, feature non-zeros, split rows, gather table.
+partition::DeviceShape device_shape(const LocalProblem& problem);
+/// The model as the allocation plan sees it (partition::ModelSpec); stage: this device's pipeline stage.
+partition::ModelSpec model_spec(const LocalProblem& problem, const GcnConfig& config, int stage = 0);
 
 /// Everything that changes while training: the optimiser step and the flat parameter and Adam buffers.
 struct ModelState {
@@ -117,10 +124,10 @@ class GcnModel {
   void forward_bf16(bool training, int epoch);
   void backward_bf16_async();
   void refresh_bf16_weights();
-  void allocate_bf16_activations();
+  void allocate_bf16_activations(const AllocationPlan& plan);
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
   void sync();
-  void upload_sparse_features();
+  void upload_sparse_features(const AllocationPlan& plan);
   /// dW of the sparse-input first layer from dP (rows x width, float): dropout(X)^T dP with the last forward's mask.
   void sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width);
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;

@@ -2,10 +2,17 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
 
 #include "kernels/core/error.hpp"
+#include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {
+
+extern const char* const kBuiltinCalibrationJson;  // partition/calibration.json, compiled in (calibration_data.cpp.in)
 
 double Calibration::max_error() const {
   double e = 0;
@@ -77,7 +84,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     } else {
       if (l == 0 && m.dropout) elementwise(2 * r * f * act);
       gemm(r, out, in);
-      spmm(in <= out ? in : out, false);
+      spmm(aggregates_first(d, l) ? in : out, false);
     }
     elementwise(2 * r * out * act + out * 4);  // bias, ReLU, dropout of the next input
   }
@@ -89,7 +96,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   // Backward.
   for (int l = L - 1; l >= 0; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse);
+    const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
     elementwise(r * out * act, 2);  // bias gradient (column sums over slabs, then their sum)
     if (aggregate_first) {
       gemm(in, out, r);
@@ -153,72 +160,110 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   return t;
 }
 
+namespace {
+
+constexpr const char* kBuiltinCalibrationOrigin = "partition/calibration.json (built in)";
+
+/// Reads calibration.json's fields, each checked (InvalidInput naming the file and the field).
+class CalibrationReader {
+ public:
+  explicit CalibrationReader(std::string origin) : origin_(std::move(origin)) {}
+  const nlohmann::json& field(const nlohmann::json& obj, const std::string& name, const std::string& path) const {
+    if (!obj.is_object() || !obj.contains(name)) bad(path + name, "missing", "the field to be present");
+    return obj.at(name);
+  }
+  double number(const nlohmann::json& obj, const std::string& name, const std::string& path, double min) const {
+    const nlohmann::json& v = field(obj, name, path);
+    if (!v.is_number() || !(v.get<double>() >= min)) bad(path + name, v.dump(), "a number >= " + std::to_string(min));
+    return v.get<double>();
+  }
+  std::int64_t count(const nlohmann::json& obj, const std::string& name, const std::string& path) const {
+    const nlohmann::json& v = field(obj, name, path);
+    if (!v.is_number_integer() || v.get<std::int64_t>() < 0) bad(path + name, v.dump(), "an integer >= 0");
+    return v.get<std::int64_t>();
+  }
+  std::string text(const nlohmann::json& obj, const std::string& name, const std::string& path) const {
+    const nlohmann::json& v = field(obj, name, path);
+    if (!v.is_string()) bad(path + name, v.dump(), "a string");
+    return v.get<std::string>();
+  }
+  /// An enumerator by its name (kernels/core/enums.hpp tables).
+  template <class Enum>
+  Enum name(const nlohmann::json& obj, const std::string& field_name, const std::string& path) const {
+    const std::string value = text(obj, field_name, path);
+    for (const auto& row : EnumNames<Enum>::table)
+      if (value == row.name) return row.value;
+    bad(path + field_name, value, or_list(enum_names<Enum>()));
+  }
+  [[noreturn]] void bad(const std::string& what, const std::string& value, const std::string& expected) const {
+    throw InvalidInput(InputLocation{origin_, 0, 0}, what, value, expected);
+  }
+
+ private:
+  std::string origin_;
+};
+
+GraphStats calibration_graph(const CalibrationReader& in, const nlohmann::json& g, const std::string& name) {
+  const std::string path = "graphs." + name + ".";
+  GraphStats s;
+  s.name = name;
+  s.nodes = in.count(g, "nodes", path);
+  s.edges = in.count(g, "edges", path);
+  s.features = in.count(g, "features", path);
+  s.classes = in.count(g, "classes", path);
+  if (g.contains("feature_nonzeros"))
+    s.feature_density = static_cast<double>(in.count(g, "feature_nonzeros", path)) /
+                        (static_cast<double>(s.nodes) * static_cast<double>(s.features));
+  else
+    s.feature_density = in.number(g, "feature_density", path, 0);
+  const nlohmann::json& splits = in.field(g, "splits", path);
+  if (!splits.is_array() || splits.size() != 3) in.bad(path + "splits", splits.dump(), "[train, valid, test]");
+  for (std::size_t i = 0; i < 3; ++i) {
+    if (!splits[i].is_number_integer() || splits[i].get<std::int64_t>() < 0)
+      in.bad(path + "splits", splits.dump(), "[train, valid, test] as integers >= 0");
+    s.split_sizes[i] = splits[i].get<std::int64_t>();
+  }
+  s.degree_mean = 2.0 * static_cast<double>(s.edges) / static_cast<double>(s.nodes);
+  s.validate();
+  return s;
+}
+
+}  // namespace
+
+std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin) {
+  const CalibrationReader in(origin);
+  nlohmann::json doc;
+  try {
+    doc = nlohmann::json::parse(text);
+  } catch (const nlohmann::json::exception& e) {
+    in.bad("not valid JSON", e.what(), "a JSON document {\"graphs\": {...}, \"measurements\": [...]}");
+  }
+  const nlohmann::json& graphs = in.field(doc, "graphs", "");
+  const nlohmann::json& list = in.field(doc, "measurements", "");
+  if (!list.is_array()) in.bad("measurements", list.dump().substr(0, 60), "an array");
+  std::vector<CalibrationMeasurement> out;
+  for (std::size_t i = 0; i < list.size(); ++i) {
+    const nlohmann::json& e = list[i];
+    const std::string path = "measurements[" + std::to_string(i) + "].";
+    CalibrationMeasurement m;
+    m.what = in.text(e, "what", path);
+    const std::string graph = in.text(e, "graph", path);
+    m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
+    m.model.layers = static_cast<int>(in.count(e, "layers", path));
+    m.model.hidden = in.count(e, "hidden", path);
+    m.model.features = m.graph.features;
+    m.model.classes = m.graph.classes;
+    m.model.precision = in.name<Precision>(e, "precision", path);
+    m.cusparse = in.name<SpmmAlgo>(e, "spmm", path) == SpmmAlgo::kCusparse;
+    m.seconds = in.number(e, "seconds", path, 0);
+    m.model.validate();
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 std::vector<CalibrationMeasurement> h200_measurements() {
-  // Cora and CiteSeer: bench/results/h200-2026-11-29/train-*.json (mean train step over 10 runs x 199 epochs).
-  // RMAT: `gcnpart bench epoch` medians of bench/results/h200x2-2026-11-29b/session-b/issue6/ (RMAT scale 18, 3
-  // layers; and issue 6's reddit / products / arxiv-sized graphs, 2 layers, hidden 256, peer/epoch*.json), GPU 0 of
-  // the 2xH200 host, same run for fp32 own, fp32 cuSPARSE and bf16 own.
-  auto planetoid = [](const char* name, std::int64_t n, std::int64_t e, std::int64_t f, std::int64_t nnz,
-                      std::int64_t c, std::int64_t train) {
-    GraphStats g;
-    g.name = name;
-    g.nodes = n;
-    g.edges = e;
-    g.features = f;
-    g.classes = c;
-    g.feature_density = static_cast<double>(nnz) / (static_cast<double>(n) * static_cast<double>(f));
-    g.split_sizes = {train, 500, 1000};
-    g.degree_mean = 2.0 * static_cast<double>(e) / static_cast<double>(n);
-    return g;
-  };
-  // Generated RMAT graphs: dense features, the generator's 60 / 20 / 20 split.
-  auto rmat = [](const char* name, std::int64_t n, std::int64_t e, std::int64_t f, std::int64_t c) {
-    GraphStats g;
-    g.name = name;
-    g.nodes = n;
-    g.edges = e;
-    g.features = f;
-    g.classes = c;
-    g.feature_density = 1.0;
-    const std::int64_t train = n * 6 / 10, valid = n / 5;
-    g.split_sizes = {train, valid, n - train - valid};
-    g.degree_mean = 2.0 * static_cast<double>(e) / static_cast<double>(n);
-    return g;
-  };
-  const GraphStats cora = planetoid("cora", 2708, 5278, 1433, 49216, 7, 140);
-  const GraphStats citeseer = planetoid("citeseer", 3327, 4552, 3703, 105165, 6, 120);
-  const GraphStats r18 = rmat("rmat-s18-e16", 262144, 3805589, 128, 40);
-  const GraphStats reddit = rmat("rmat-s18-e220", 262144, 39720426, 602, 41);
-  const GraphStats products = rmat("rmat-s21-e30", 2097152, 58046336, 100, 47);
-  const GraphStats arxiv = rmat("rmat-s17-e8", 131072, 971347, 128, 40);
-  auto model = [](const GraphStats& g, std::int64_t hidden, int layers, Precision p = Precision::kFp32) {
-    ModelSpec m;
-    m.layers = layers;
-    m.hidden = hidden;
-    m.features = g.features;
-    m.classes = g.classes;
-    m.precision = p;
-    return m;
-  };
-  const Precision bf16 = Precision::kBf16;
-  return {
-      {"Cora, own SpMM", cora, model(cora, 16, 2), false, 0.796e-3},
-      {"Cora, cuSPARSE", cora, model(cora, 16, 2), true, 0.733e-3},
-      {"CiteSeer, own SpMM", citeseer, model(citeseer, 16, 2), false, 0.617e-3},
-      {"CiteSeer, cuSPARSE", citeseer, model(citeseer, 16, 2), true, 0.612e-3},
-      {"RMAT-18 ef16 F128 h256 L3, own SpMM", r18, model(r18, 256, 3), false, 9.164e-3},
-      {"RMAT-18 ef16 F128 h256 L3, cuSPARSE", r18, model(r18, 256, 3), true, 8.984e-3},
-      {"RMAT-18 ef16 F128 h256 L3, bf16", r18, model(r18, 256, 3, bf16), false, 5.498e-3},
-      {"reddit-sized h256 L2, own SpMM", reddit, model(reddit, 256, 2), false, 34.115e-3},
-      {"reddit-sized h256 L2, cuSPARSE", reddit, model(reddit, 256, 2), true, 37.100e-3},
-      {"reddit-sized h256 L2, bf16", reddit, model(reddit, 256, 2, bf16), false, 25.286e-3},
-      {"products-sized h256 L2, own SpMM", products, model(products, 256, 2), false, 47.843e-3},
-      {"products-sized h256 L2, cuSPARSE", products, model(products, 256, 2), true, 46.145e-3},
-      {"products-sized h256 L2, bf16", products, model(products, 256, 2, bf16), false, 39.536e-3},
-      {"arxiv-sized h256 L2, own SpMM", arxiv, model(arxiv, 256, 2), false, 1.833e-3},
-      {"arxiv-sized h256 L2, cuSPARSE", arxiv, model(arxiv, 256, 2), true, 1.725e-3},
-      {"arxiv-sized h256 L2, bf16", arxiv, model(arxiv, 256, 2, bf16), false, 1.276e-3},
-  };
+  return parse_calibration(kBuiltinCalibrationJson, kBuiltinCalibrationOrigin);
 }
 
 Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement>& measurements) {

@@ -101,8 +101,12 @@ struct CalibrationMeasurement {
   bool cusparse = false;
   double seconds = 0;
 };
-/// The H200 measurements of 2026-11-29 (bench/results/h200-2026-11-29 and the lead's RMAT figures).
+/// The H200 measurements of 2026-11-29 (bench/results/h200-2026-11-29 and the lead's RMAT figures), from
+/// partition/calibration.json (compiled in, beside the card catalogue cards.json).
 std::vector<CalibrationMeasurement> h200_measurements();
+/// Measurements from a document shaped like partition/calibration.json. @throws InvalidInput naming `origin` and
+/// the field when one is missing or out of range.
+std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin);
 /// Fits launch and step costs on the small graphs (least squares, they are launch-bound) and one SpMM efficiency per
 /// kind (own fp32, cuSPARSE fp32, own bf16) on the large graphs: the geometric mean of the efficiencies each large
 /// epoch implies, so every point keeps its own residual. `card` is the GPU they were measured on.

@@ -8,40 +8,16 @@
 
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {
 
 namespace {
 
-// Sizes of what the engine uploads (kernels/core/csr_view.hpp types).
-constexpr std::int64_t kOffsetBytes = 8;  // RowOffset
-constexpr std::int64_t kIndexBytes = 4;   // NodeId, int32 labels
 constexpr std::int64_t kFloatBytes = 4;
 
-// CPU GEMM (kernels/detail/gemm_cpu.cpp): op(A) = A^T with fewer than kSplitKMaxM columns and at least
-// 2 * kSplitKRows rows sums private partial products of kSplitKRows rows each; op(B) = B^T is packed first.
-constexpr std::int64_t kSplitKRows = 4096;
-constexpr std::int64_t kSplitKMaxM = 64;
-
-// CUDA scratch (kernels/detail/dense.cu): column sums over slabs of at least kColumnSumSlabRows rows and at most
-// kMaxGridY slabs; CUB reductions need 1 byte up to one tile, then a few KiB of per-block partials (an upper
-// estimate). The cuSPARSE CSR ALG2 buffer was nnz / 6 bytes (+ a few) on the H200 for Cora and CiteSeer.
-constexpr std::int64_t kColumnSumSlabRows = 1024;
-constexpr std::int64_t kMaxGridY = 65535;
-constexpr std::int64_t kCubSingleTile = 4096;
-constexpr std::int64_t kCubMultiTileBytes = 32 << 10;
-constexpr double kCusparseBufferPerEntry = 1.0 / 6.0;
-constexpr std::int64_t kCusparseBufferBase = 8;
-
 std::size_t idx(MemoryCategory c) { return static_cast<std::size_t>(c); }
-
-std::int64_t align256(std::int64_t b) { return (b + 255) / 256 * 256; }
-std::int64_t cub_temp(std::int64_t n) { return n <= kCubSingleTile ? 1 : kCubMultiTileBytes; }
 std::int64_t ceil_div(std::int64_t a, std::int64_t b) { return (a + b - 1) / b; }
-
-void expect_count(const char* what, std::int64_t v) {
-  if (v < 0) throw InvalidInput::parameter(what, std::to_string(v), ">= 0");
-}
 
 /// @throws InvalidInput for a strategy whose row says the model does not cover it.
 void expect_modelled(Strategy s) {
@@ -76,6 +52,10 @@ void ModelSpec::validate() const {
   if (classes < 1) throw InvalidInput::parameter("--classes", std::to_string(classes), ">= 1");
   if (!(sparse_features_below >= 0 && sparse_features_below <= 1))
     throw InvalidInput::parameter("sparse_features_below", std::to_string(sparse_features_below), "in [0, 1]");
+  if (stages < 1 || stages > layers)
+    throw InvalidInput::parameter("--pipeline-stages", std::to_string(stages), "1.." + std::to_string(layers));
+  if (stage < 0 || stage >= stages)
+    throw InvalidInput::parameter("stage", std::to_string(stage), "0.." + std::to_string(stages - 1));
 }
 
 std::int64_t DeviceShape::nonzeros(std::int64_t features) const {
@@ -90,18 +70,18 @@ bool uses_sparse_input(const DeviceShape& s, const ModelSpec& m) {
   // GcnModel: density of the local feature values (1 when there are none), sparse when <= the threshold and the
   // first layer narrows (so it multiplies before it aggregates).
   const double density = cells == 0 ? 1.0 : static_cast<double>(s.nonzeros(m.features)) / cells;
-  return density <= m.sparse_features_below && dims[0] > dims[1];
+  return m.first_layer() == 0 && density <= m.sparse_features_below && dims[0] > dims[1];
 }
 
-std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m, bool sparse_input) {
+std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m) {
   const auto d = m.dims();
   std::vector<SpmmCall> calls;
   for (int l = 0; l < m.layers; ++l) {
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse_input);
+    const bool aggregate_first = aggregates_first(d, l);
     calls.push_back({aggregate_first ? d[l] : d[l + 1], false});
   }
   for (int l = m.layers - 1; l >= 0; --l) {
-    const bool aggregate_first = d[l] <= d[l + 1] && !(l == 0 && sparse_input);
+    const bool aggregate_first = aggregates_first(d, l);
     if (aggregate_first && l > 0) calls.push_back({d[l], true});
     if (!aggregate_first) calls.push_back({d[l + 1], true});
   }
@@ -109,186 +89,29 @@ std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m, bool sparse_input
 }
 
 MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, Backend backend) {
-  m.validate();
-  expect_count("rows", s.rows);
-  expect_count("graph_entries", s.graph_entries);
-  for (auto c : s.split_rows) expect_count("split_rows", c);
-  expect_count("send_rows", s.send_rows);
-  expect_count("recv_rows", s.recv_rows);
-  if (s.gather && (s.parts < 1 || s.table_block < s.rows))
-    throw InvalidInput::parameter("table_block", std::to_string(s.table_block),
-                                  ">= the device's own rows (" + std::to_string(s.rows) + ")");
-  const auto d = m.dims();
-  const int L = m.layers;
-  const std::int64_t r = s.rows, f = m.features, act = element_bytes(m.precision);
-  const std::int64_t nnz = s.nonzeros(f);
+  const std::vector<Allocation> plan = allocation_plan(s, m, backend);
   MemoryEstimate e;
   e.sparse_input = uses_sparse_input(s, m);
-  auto add = [&](const std::string& what, MemoryCategory c, std::int64_t bytes) {
-    if (bytes <= 0) return;
-    e.items.push_back({what, c, bytes});
-    e.persistent[idx(c)] += bytes;
-  };
-  using C = MemoryCategory;
-
-  // Data (GcnModel's constructor, in its order).
-  // bf16 (GcnModel::allocate_bf16_activations): sparse feature values, logits, the SpMM outputs (z32) and
-  // everything of the weights stay float32; features, layer inputs, aggregated inputs, the X W / dP scratch (t16)
-  // and the activation gradients are bf16.
-  const bool bf16 = m.precision == Precision::kBf16;
-  const std::int64_t sparse_value = kFloatBytes;
-  if (e.sparse_input) {
-    add("feature CSR offsets", C::kFeatures, (r + 1) * kOffsetBytes);
-    add("feature CSR columns", C::kFeatures, nnz * kIndexBytes);
-    add("feature CSR values", C::kFeatures, nnz * sparse_value);
-    add("feature CSR^T offsets", C::kFeatures, (f + 1) * kOffsetBytes);
-    add("feature CSR^T columns", C::kFeatures, nnz * kIndexBytes);
-    add("feature CSR^T values", C::kFeatures, nnz * sparse_value);
-  } else {
-    add("features", C::kFeatures, r * f * act);
-  }
-  add("labels", C::kFeatures, r * kIndexBytes);
-  add("global ids", C::kGraph, r * kIndexBytes);
-  const char* split_names[3] = {"train rows", "valid rows", "test rows"};
-  for (int i = 0; i < 3; ++i) add(split_names[i], C::kFeatures, s.split_rows[i] * kIndexBytes);
-
-  // Parameters, gradients and Adam moments: one flat fp32 buffer each.
-  const std::int64_t params = m.parameters();
-  add("weights", C::kWeights, params * kFloatBytes);
-  if (m.precision == Precision::kBf16) add("weights (bf16 copy)", C::kWeights, params * 2);
-  add("weight gradients", C::kGradients, params * kFloatBytes);
-  add("Adam first moment", C::kOptimizer, params * kFloatBytes);
-  add("Adam second moment", C::kOptimizer, params * kFloatBytes);
-
-  // Activations saved for backward.
-  if (m.dropout && !e.sparse_input) add("dropped-out input features", C::kActivations, r * f * act);
-  if (m.dropout && e.sparse_input) {
-    add("dropped-out feature values", C::kActivations, nnz * sparse_value);
-    add("dropped-out feature values (transpose)", C::kActivations, nnz * sparse_value);
-  }
-  for (int l = 1; l < L; ++l) add("input of layer " + std::to_string(l), C::kActivations, r * d[l] * act);
-  std::vector<std::int64_t> widths;  // aggregation width of each layer
-  for (int l = 0; l < L; ++l) {
-    const bool aggregate_first = d[l] <= d[l + 1];  // never for layer 0 on the sparse path (it narrows)
-    if (aggregate_first) add("aggregated input of layer " + std::to_string(l), C::kActivations, r * d[l] * act);
-    widths.push_back(aggregate_first ? d[l] : d[l + 1]);
-  }
-  add("logits", C::kActivations, r * d[L] * kFloatBytes);
-  // Scratch sized to what it holds: the Â(HW) product (out wide) or, for layers that aggregate first, the
-  // backward's G W^T (in wide, l > 0); dZ ping-pongs between two buffers, A holding widths d[L], d[L-2], ...
-  // and B d[L-1], d[L-3], ... (layer 0 produces no input gradient).
-  std::int64_t tmp_width = 0, width_a = 0, width_b = 0;
-  for (int l = 0; l < L; ++l)
-    tmp_width = std::max(tmp_width, d[l] <= d[l + 1] ? (l > 0 ? d[l] : 0) : d[l + 1]);
-  for (int i = L; i >= 1; --i) ((L - i) % 2 == 0 ? width_a : width_b) = std::max((L - i) % 2 == 0 ? width_a : width_b, d[i]);
-  add("intermediate (Â(HW) / backward scratch)", C::kWorkspace, r * tmp_width * act);
-  if (bf16) {
-    std::int64_t z_width = d[L];
-    for (int l = 0; l < L; ++l) z_width = std::max({z_width, d[l + 1], d[l] <= d[l + 1] ? d[l] : 0});
-    add("float SpMM / GEMM outputs (bf16 mode)", C::kWorkspace, r * z_width * kFloatBytes);
-  }
-  add("activation gradient A", C::kGradients, r * width_a * act);
-  add("activation gradient B", C::kGradients, r * width_b * act);
-  add("loss scalars", C::kWorkspace, 4 * 4);
-  add("accuracy counters", C::kWorkspace, 4 * 8);
-
-  // Aggregation (engine/aggregation.cpp).
-  const std::int64_t agg_width = *std::max_element(widths.begin(), widths.end());
-  std::vector<std::pair<std::string, std::int64_t>> transients;  // (what, bytes)
-  if (s.gather) {
-    const std::int64_t table_rows = s.table_block * s.parts;
-    add("gather matrix offsets", C::kGraph, (r + 1) * kOffsetBytes);
-    add("gather matrix columns", C::kGraph, s.graph_entries * kIndexBytes);
-    add("gather^T matrix offsets", C::kGraph, (table_rows + 1) * kOffsetBytes);
-    add("gather^T matrix columns", C::kGraph, s.graph_entries * kIndexBytes);
-    add("D^-1/2 of own rows", C::kGraph, r * kFloatBytes);
-    add("D^-1/2 of table slots", C::kGraph, table_rows * kFloatBytes);
-    // The float table and staging serve backward's reduce-scatter in bf16 mode too; forward's bf16 table lives in
-    // the float table's memory, its staging block apart.
-    add("gather staging block", C::kCommunication, s.table_block * agg_width * kFloatBytes);
-    add("gather table", C::kCommunication, table_rows * agg_width * kFloatBytes);
-    if (bf16) add("gather staging block (bf16)", C::kCommunication, (s.table_block * agg_width + 2) * 2);
-  } else if (s.boundary) {
-    const std::int64_t local = r + s.recv_rows;
-    add("boundary matrix offsets", C::kGraph, (r + 1) * kOffsetBytes);
-    add("boundary matrix columns", C::kGraph, s.graph_entries * kIndexBytes);
-    add("boundary^T matrix offsets", C::kGraph, (local + 1) * kOffsetBytes);
-    add("boundary^T matrix columns", C::kGraph, s.graph_entries * kIndexBytes);
-    add("rows to send", C::kGraph, s.send_rows * kIndexBytes);
-    add("D^-1/2 of own rows", C::kGraph, r * kFloatBytes);
-    add("D^-1/2 of own and received rows", C::kGraph, local * kFloatBytes);
-    add("boundary source rows", C::kCommunication, local * agg_width * kFloatBytes);
-    add("boundary outbox", C::kCommunication, s.send_rows * agg_width * kFloatBytes);
-    if (bf16) {
-      add("boundary source rows (bf16)", C::kCommunication, local * agg_width * 2);
-      add("boundary outbox (bf16)", C::kCommunication, s.send_rows * agg_width * 2);
-    }
-  } else {
-    add("graph offsets", C::kGraph, (r + 1) * kOffsetBytes);
-    add("graph columns", C::kGraph, s.graph_entries * kIndexBytes);
-    add("D^-1/2 (rows)", C::kGraph, r * kFloatBytes);
-    add("D^-1/2 (columns)", C::kGraph, r * kFloatBytes);
-    if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
-      // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
-      // entries) and the SpMM buffer. kAuto: the upper bound, cuSPARSE kept at every width.
-      const bool narrow = s.graph_entries <= std::numeric_limits<std::int32_t>::max();
-      const std::int64_t indices = narrow ? (r + 1) * 4 : s.graph_entries * 8;
-      const std::int64_t buffer = static_cast<std::int64_t>(static_cast<double>(s.graph_entries) *
-                                                            kCusparseBufferPerEntry) + kCusparseBufferBase;
-      std::set<std::int64_t> distinct(widths.begin(), widths.end());
-      for (auto w : distinct) {
-        add("cuSPARSE values (width " + std::to_string(w) + ")", C::kGraph, s.graph_entries * kFloatBytes);
-        add("cuSPARSE indices (width " + std::to_string(w) + ")", C::kGraph, indices);
-        add("cuSPARSE buffer (width " + std::to_string(w) + ")", C::kWorkspace, buffer);
-      }
-      if (m.spmm == SpmmAlgo::kAuto)
-        transients.emplace_back("cuSPARSE candidate plan while autotuning",
-                                s.graph_entries * kFloatBytes + indices + buffer);
-    }
-  }
-
-  // Per-call workspaces of one training step and the evaluation (largest one sets the peak).
-  if (backend == Backend::kCpu) {
-    for (int l = L - 1; l >= 0; --l) {
-      const std::int64_t in = d[l], out = d[l + 1];
-      const bool dense_dw = !(l == 0 && e.sparse_input);  // dW = X^T dP or (ÂX)^T G by GEMM, not by the sparse X^T
-      if (dense_dw && r > 0 && in < kSplitKMaxM && r >= 2 * kSplitKRows)
-        transients.emplace_back("split-k partials of dW, layer " + std::to_string(l),
-                                ceil_div(r, kSplitKRows) * in * out * kFloatBytes);
-      if (l > 0 && r > 0) transients.emplace_back("packed W^T, layer " + std::to_string(l), out * in * kFloatBytes);
-    }
-  } else {
-    auto loss_scratch = [&](const char* what, std::int64_t count) {
-      if (count > 0) transients.emplace_back(what, align256(count * kFloatBytes) + cub_temp(count));
-    };
-    loss_scratch("loss scratch (train rows)", s.split_rows[0]);
-    if (r > 0)
-      for (int l = 0; l < L; ++l) {
-        const std::int64_t slab_rows = std::max(kColumnSumSlabRows, ceil_div(r, kMaxGridY));
-        transients.emplace_back("bias-gradient partials, layer " + std::to_string(l),
-                                ceil_div(r, slab_rows) * d[l + 1] * kFloatBytes);
-      }
-    const char* eval_names[3] = {"loss scratch (evaluation, train)", "loss scratch (evaluation, valid)",
-                                 "loss scratch (evaluation, test)"};
-    for (int i = 0; i < 3; ++i) {
-      loss_scratch(eval_names[i], s.split_rows[i]);
-      if (s.split_rows[i] > 0)
-        transients.emplace_back("accuracy reduction", std::max<std::int64_t>(cub_temp(s.split_rows[i]), 1));
-    }
-  }
   std::set<std::int64_t> distinct_sizes;
-  for (const auto& [what, bytes] : transients) {
-    e.items.push_back({what, C::kWorkspace, bytes});
+  for (const Allocation& a : plan) {
+    const std::int64_t bytes = a.bytes();
+    if (a.lifetime == Lifetime::kPersistent) {
+      if (bytes <= 0) continue;
+      e.items.push_back({a.what, a.category, bytes});
+      e.persistent[idx(a.category)] += bytes;
+      continue;
+    }
+    e.items.push_back({a.what, a.category, bytes});
     distinct_sizes.insert(bytes);
     if (bytes > e.transient) {
       e.transient = bytes;
-      e.transient_what = what;
+      e.transient_what = a.what;
     }
   }
   if (backend == Backend::kCuda)
     for (auto b : distinct_sizes) e.cached += b;
   e.at_peak = e.persistent;
-  e.at_peak[idx(C::kWorkspace)] += e.transient;
+  e.at_peak[idx(MemoryCategory::kWorkspace)] += e.transient;
   for (auto b : e.at_peak) e.peak += b;
   return e;
 }
@@ -303,7 +126,7 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
     // Forward's all-gather moves the precision's elements in whole float words (an odd bf16 count is padded);
     // backward's reduce-scatter sums in float32.
     const std::int64_t act = element_bytes(m.precision);
-    for (const auto& call : spmm_calls_per_epoch(m, uses_sparse_input(s, m))) {
+    for (const auto& call : spmm_calls_per_epoch(m)) {
       const std::int64_t block_bytes =
           call.backward ? s.table_block * call.width * kFloatBytes : ceil_div(s.table_block * call.width * act, 4) * 4;
       sent += share(static_cast<std::int64_t>(k) * block_bytes);  // all-gather / reduce-scatter
@@ -313,7 +136,7 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
     // Forward sends the own rows others need, in the precision's elements; backward returns the received rows'
     // float32 gradients.
     const std::int64_t act = element_bytes(m.precision);
-    for (const auto& call : spmm_calls_per_epoch(m, uses_sparse_input(s, m)))
+    for (const auto& call : spmm_calls_per_epoch(m))
       sent += call.backward ? s.recv_rows * call.width * kFloatBytes : s.send_rows * call.width * act;
   }
   return sent;

@@ -1,9 +1,10 @@
 // Analytic peak device memory of GCN training, for `single` and for every strategy x K x layers, from counts alone
 // (local rows, local matrix entries, feature non-zeros, split rows, gather table sizes) and the model's widths.
-// It mirrors what engine::GcnModel and its aggregation allocate, buffer by buffer and by MemoryCategory, plus the
-// largest per-call workspace a kernel takes while training (which differs between the CPU and CUDA backends), so
-// on virtual CPU devices it reproduces the tracked peak to the byte when the counts are exact. Figures for graphs
-// that are not at hand come from estimates of the counts (halo growth, edge cut) whose error is carried along.
+// It sums allocation_plan() (partition/allocation_plan.hpp), the list engine::GcnModel and its aggregation allocate
+// from, buffer by buffer and by MemoryCategory, plus the largest per-call workspace a kernel takes while training
+// (which differs between the CPU and CUDA backends), so on virtual CPU devices it reproduces the tracked peak to the
+// byte when the counts are exact. Figures for graphs that are not at hand come from estimates of the counts (halo
+// growth, edge cut) whose error is carried along.
 #pragma once
 
 #include <array>
@@ -37,11 +38,18 @@ struct ModelSpec {
   double sparse_features_below = 0.1;  ///< GcnConfig::sparse_features_below (0 = never sparse)
   Precision precision = Precision::kFp32;
   SpmmAlgo spmm = SpmmAlgo::kAuto;
+  /// Pipeline (GcnConfig::pipeline_stages): this device is stage `stage` of `stages` and holds layers
+  /// [stage L / stages, (stage + 1) L / stages). 1 stage: every layer.
+  int stages = 1;
+  int stage = 0;
 
   /// Layer widths: features, hidden x (layers - 1), classes (as GcnConfig::dims).
   [[nodiscard]] std::vector<std::int64_t> dims() const;
   /// Parameters: sum over layers of in * out + out.
   [[nodiscard]] std::int64_t parameters() const;
+  /// The layers this device holds: [first_layer(), last_layer()).
+  [[nodiscard]] int first_layer() const noexcept { return stage * layers / stages; }
+  [[nodiscard]] int last_layer() const noexcept { return (stage + 1) * layers / stages; }
   /// @throws InvalidInput naming the field when a size is out of range.
   void validate() const;
 };
@@ -65,7 +73,8 @@ struct DeviceShape {
   [[nodiscard]] std::int64_t nonzeros(std::int64_t features) const;
 };
 
-/// One allocation of the model (for explanations and tests).
+/// One allocation of the model (for explanations and tests): the bytes of an entry of allocation_plan()
+/// (partition/allocation_plan.hpp).
 struct AllocationItem {
   std::string what;
   MemoryCategory category = MemoryCategory::kWorkspace;
@@ -86,8 +95,8 @@ struct MemoryEstimate {
   std::vector<AllocationItem> items;  ///< every persistent allocation, then the transient candidates
 };
 
-/// Predicted memory of one device of `shape` training `model` on `backend`. Exact for the CPU backend when the
-/// shape's counts are exact; on CUDA the CUB temporary sizes and the cuSPARSE buffer are estimates (a few KiB).
+/// Predicted memory of one device of `shape` training `model` on `backend`: the sum of allocation_plan() (its
+/// persistent entries plus the largest transient one). Exact for the CPU backend when the shape's counts are exact; on CUDA the CUB temporary sizes and the cuSPARSE buffer are estimates (a few KiB).
 /// @throws InvalidInput for negative counts or a bad model.
 MemoryEstimate estimate_device_memory(const DeviceShape& shape, const ModelSpec& model, Backend backend);
 
@@ -102,8 +111,10 @@ struct SpmmCall {
   std::int64_t width = 0;
   bool backward = false;
 };
-std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& model, bool sparse_input);
-/// Whether the sparse input-feature path is taken for these counts (GcnModel's rule).
+/// (aggregates_first decides each layer's order; the sparse-input first layer narrows, so it never aggregates first.)
+std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& model);
+/// Whether the sparse input-feature path is taken for these counts (the rule GcnModel follows): the device holds the
+/// first layer, at most sparse_features_below of its feature values are non-zero and the first layer narrows.
 bool uses_sparse_input(const DeviceShape& shape, const ModelSpec& model);
 
 // ---------------------------------------------------------------------------------------------------------

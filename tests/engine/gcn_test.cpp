@@ -13,6 +13,7 @@
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "partition/allocation_plan.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 
@@ -159,6 +160,31 @@ TEST_CASE("tracked peak equals an independent count of the bytes the model holds
     CHECK(stats.current == stats.peak - (at(MemoryCategory::kWorkspace) - workspace));
   }
   CHECK(res.memory().stats().current == 0);
+}
+
+TEST_CASE("a model holds exactly the persistent buffers of its allocation plan: dense, sparse, bf16, no dropout") {
+  const auto ds = tiny_dataset(50, 12, 4, 1);
+  const LocalProblem p = single_device_problem(ds, true);
+  for (int variant = 0; variant < 4; ++variant) {
+    CAPTURE(variant);
+    GcnConfig cfg;
+    cfg.layers = 3;  // widths 12, 8, 8, 4: layer 1 aggregates first
+    cfg.hidden = 8;
+    if (variant == 1) cfg.sparse_features_below = 1.0;  // the sparse input path
+    if (variant == 2) cfg.precision = Precision::kBf16;
+    if (variant == 3) cfg.dropout = 0.0f;
+    Resources res(Device{});
+    GcnModel model(res, p, cfg);
+    const auto plan = partition::allocation_plan(device_shape(p), model_spec(p, cfg), Backend::kCpu);
+    CategoryBytes planned{};
+    for (const auto& a : plan)
+      if (a.lifetime == partition::Lifetime::kPersistent) planned[static_cast<std::size_t>(a.category)] += a.bytes();
+    CHECK(res.memory().stats().current_by == planned);
+    CHECK((partition::find_allocation(plan, "x_values") != nullptr) == (variant == 1));
+    CHECK((partition::find_allocation(plan, "inputs[0]") != nullptr) == (variant != 1 && variant != 3));
+    CHECK(partition::find_allocation(plan, "aggregated[1]") != nullptr);
+    CHECK((partition::find_allocation(plan, "z32") != nullptr) == (variant == 2));
+  }
 }
 
 TEST_CASE("a memory limit below the model's needs fails with the numbers of a real out-of-memory error") {

@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <nlohmann/json.hpp>
 
 #include "datasets/generators.hpp"
@@ -12,6 +13,7 @@
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "kernels/core/error.hpp"
+#include "partition/allocation_plan.hpp"
 #include "partition/cost_model.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
@@ -312,6 +314,84 @@ TEST_CASE("roofline calibration reproduces the H200 epochs and reports its resid
   CHECK(cal.max_error() == doctest::Approx(worst));
   CHECK(cal.spmm_bf16_efficiency > 0);
   CHECK(cal.fitted);
+}
+
+TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus its largest transient") {
+  DeviceShape s;
+  s.rows = 20000;
+  s.graph_entries = 120000;
+  s.feature_density = 0.05;
+  s.split_rows = {10000, 5000, 5000};
+  ModelSpec m;
+  m.layers = 3;
+  m.hidden = 32;
+  m.features = 300;
+  m.classes = 7;
+  for (const Backend backend : {Backend::kCpu, Backend::kCuda}) {
+    CAPTURE(to_string(backend));
+    const auto plan = allocation_plan(s, m, backend);
+    std::int64_t persistent = 0, transient = 0;
+    std::set<std::string> names;
+    for (const auto& a : plan) {
+      CHECK(names.insert(a.name).second);  // names are unique keys
+      if (a.lifetime == Lifetime::kPersistent) persistent += a.bytes();
+      else transient = std::max(transient, a.bytes());
+    }
+    const MemoryEstimate e = estimate_device_memory(s, m, backend);
+    CHECK(e.sparse_input);
+    CHECK(find_allocation(plan, "x_values") != nullptr);
+    CHECK(find_allocation(plan, "features") == nullptr);
+    CHECK(e.transient == transient);
+    CHECK(e.peak == persistent + transient);
+  }
+  // A pipeline stage holds only its layers: the first no logits, the last no input features.
+  m.stages = 3;
+  m.stage = 0;
+  const auto first = allocation_plan(s, m, Backend::kCpu);
+  CHECK(find_allocation(first, "logits") == nullptr);
+  CHECK(find_allocation(first, "x_values") != nullptr);
+  CHECK(find_allocation(first, "inputs[1]") != nullptr);  // the output handed to stage 1
+  m.stage = 2;
+  const auto last = allocation_plan(s, m, Backend::kCpu);
+  CHECK(find_allocation(last, "logits") != nullptr);
+  CHECK(find_allocation(last, "x_values") == nullptr);
+  CHECK(find_allocation(last, "features") == nullptr);
+  CHECK(find_allocation(last, "weights")->elements == m.hidden * m.classes + m.classes);
+  m.stage = 3;
+  CHECK_THROWS_AS((void)allocation_plan(s, m, Backend::kCpu), InvalidInput);
+}
+
+TEST_CASE("calibration epochs come from partition/calibration.json and a broken file is refused by field") {
+  const auto ms = h200_measurements();
+  REQUIRE(ms.size() == 16);
+  CHECK(ms[0].what == "Cora, own SpMM");
+  CHECK(ms[0].graph.nodes == 2708);
+  CHECK(ms[0].graph.feature_density == doctest::Approx(49216.0 / (2708.0 * 1433.0)));
+  CHECK(ms[0].seconds == 0.796e-3);
+  CHECK(ms[1].cusparse);
+  CHECK(ms[6].model.precision == Precision::kBf16);
+  CHECK(ms[6].graph.split_sizes[0] == 262144 * 6 / 10);
+  const std::string good = R"({"graphs": {"g": {"nodes": 10, "edges": 9, "features": 4, "classes": 2,
+    "feature_density": 1.0, "splits": [5, 2, 3]}}, "measurements": [{"what": "w", "graph": "g", "hidden": 8,
+    "layers": 2, "spmm": "own", "precision": "fp32", "seconds": 0.001}]})";
+  CHECK(parse_calibration(good, "f.json").size() == 1);
+  auto refused = [](const std::string& text, const std::string& needle) {
+    try {
+      (void)parse_calibration(text, "f.json");
+      return false;
+    } catch (const InvalidInput& e) {
+      const std::string msg = e.what();
+      return msg.find("f.json") != std::string::npos && msg.find(needle) != std::string::npos;
+    }
+  };
+  CHECK(refused("{", "JSON"));
+  CHECK(refused(R"({"graphs": {}, "measurements": [{"what": "w", "graph": "g"}]})", "graphs.g"));
+  std::string no_seconds = good;
+  no_seconds.replace(no_seconds.find("\"seconds\""), 9, "\"second\"");
+  CHECK(refused(no_seconds, "seconds"));
+  std::string bad_precision = good;
+  bad_precision.replace(bad_precision.find("fp32"), 4, "fp64");
+  CHECK(refused(bad_precision, "precision"));
 }
 
 TEST_CASE("memory model rejects bad shapes and models with the parameter named") {
