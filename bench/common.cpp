@@ -6,6 +6,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
+#include "kernels/core/format.hpp"
 #include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 
@@ -112,20 +113,11 @@ std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, eng
   return ms;
 }
 
-std::string now_iso() {
-  char buf[32];
-  const std::time_t t = std::time(nullptr);
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&t));
-  return buf;
-}
+std::string now_iso() { return gcnpart::now_iso(); }
 
 std::string commit() { return GCNPART_GIT_COMMIT; }
 
-std::string commas(std::int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return v < 0 ? "-" + s : s;
-}
+std::string commas(std::int64_t v) { return with_commas(v); }
 
 }  // namespace detail
 

@@ -376,24 +376,28 @@ void inv_sqrt_degree_async(const Context& ctx, const RowOffset* row_offsets, std
   GCNPART_DISPATCH(inv_sqrt_degree(ctx, row_offsets, n, extra, dinv));
 }
 
-void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+namespace {
+/// The checks of gather_rows_async for either element type: true when there is a row to gather.
+template <class T>
+bool gather_rows_checks(const Context& ctx, DenseView<const T> src, const NodeId* idx, DenseView<T> dst) {
   expect_packed("src", src);
   expect_packed("dst", dst);
   expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
-  if (dst.empty()) return;
+  if (dst.empty()) return false;
   GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr, "gather_rows_async needs its buffers");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(gather_rows(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
+  return true;
+}
+}  // namespace
+
+void gather_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {
+  if (gather_rows_checks(ctx, src, idx, dst))
+    GCNPART_DISPATCH(gather_rows(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
 }
 
 void gather_rows_async(const Context& ctx, ConstBf16MatrixView src, const NodeId* idx, Bf16MatrixView dst) {
-  expect_packed("src", src);
-  expect_packed("dst", dst);
-  expect_extent("dst.cols", dst.cols, "src.cols", src.cols);
-  if (dst.empty()) return;
-  GCNPART_EXPECTS(src.data != nullptr && idx != nullptr && dst.data != nullptr, "gather_rows_async needs its buffers");
-  expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(gather_rows_bf16(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
+  if (gather_rows_checks(ctx, src, idx, dst))
+    GCNPART_DISPATCH(gather_rows_bf16(ctx, src.data, idx, dst.rows, dst.cols, dst.data));
 }
 
 void scatter_add_rows_async(const Context& ctx, ConstMatrixView src, const NodeId* idx, MatrixView dst) {

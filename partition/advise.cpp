@@ -10,6 +10,7 @@
 #include <tuple>
 
 #include "kernels/core/error.hpp"
+#include "kernels/core/format.hpp"
 
 namespace gcnpart::partition {
 
@@ -19,23 +20,6 @@ using nlohmann::json;
 
 constexpr double kMiB = 1048576.0;
 
-// The CLI's number formats (tools/cli_common), which the verdict sentence uses too.
-std::string with_commas(std::int64_t v) {
-  std::string s = std::to_string(v < 0 ? -v : v);
-  for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");
-  return v < 0 ? "-" + s : s;
-}
-std::string human_bytes(double bytes) {
-  const char* units[] = {"B", "KiB", "MiB", "GiB", "TiB"};
-  int u = 0;
-  while (std::fabs(bytes) >= 1024.0 && u < 4) {
-    bytes /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
-}
 
 std::string join(const std::vector<int>& v) {
   std::string s;

@@ -10,6 +10,7 @@
 #include "engine/distributed.hpp"
 #include "engine/memory.hpp"
 #include "engine/report_json.hpp"
+#include "kernels/core/format.hpp"
 
 namespace gcnpart::cli {
 
@@ -45,15 +46,8 @@ double metis_sample(const std::string& option, std::int64_t directed_edges);
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
 
-/// The current UTC time as "2026-11-29T18:40:00Z" (the date of every JSON report).
-std::string now_iso();
-
-/// "1,234,567"
-std::string with_commas(std::int64_t v);
-/// "12.3 MiB"
-std::string human_bytes(double bytes);
-
-/// The human lines for the same: per device, time split and memory check; then the link.
+/// The human lines of a multi-device run: per device, peak, bytes sent and time split; balance; memory checks;
+/// then the link.
 void print_distributed_details(const engine::TrainReport& r, const std::string& device_prefix);
 /// "memory check cuda:0: driver ... vs accounted ... (...): +1.2 %, within 5 %"
 void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name);
