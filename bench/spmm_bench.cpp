@@ -90,7 +90,7 @@ struct Workload {
   engine::Buffer<RowOffset> offsets;
   engine::Buffer<NodeId> cols;
   engine::Buffer<float> scale, x, y, x_rounded;
-  engine::Buffer<std::uint16_t> x_bf16;
+  engine::Buffer<kernels::Bf16> x_bf16;
   CsrView a{};
 };
 
@@ -115,7 +115,7 @@ void upload_workload(engine::Resources& res, const datasets::Csr& graph, const S
   w.y = engine::Buffer<float>(res.memory(), count, MemoryCategory::kActivations, res.stream());
   if (c.precision == "bf16") {
     const kernels::Context& ctx = res.context();
-    w.x_bf16 = engine::Buffer<std::uint16_t>(res.memory(), count, MemoryCategory::kFeatures, res.stream());
+    w.x_bf16 = engine::Buffer<kernels::Bf16>(res.memory(), count, MemoryCategory::kFeatures, res.stream());
     w.x_rounded = engine::Buffer<float>(res.memory(), count, MemoryCategory::kFeatures, res.stream());
     kernels::convert_to_bf16_async(ctx, w.x.data(), count, w.x_bf16.data());
     kernels::convert_from_bf16_async(ctx, w.x_bf16.data(), count, w.x_rounded.data());

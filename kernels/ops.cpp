@@ -148,7 +148,7 @@ void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scal
   GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
-void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
+void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, Bf16* out) {
   expect_non_negative("n", n);
   if (n == 0) return;
   GCNPART_EXPECTS(x != nullptr && out != nullptr, "convert_to_bf16_async needs its buffers");
@@ -156,7 +156,7 @@ void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, s
   GCNPART_DISPATCH(convert_to_bf16(ctx, x, n, out));
 }
 
-void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out) {
+void convert_from_bf16_async(const Context& ctx, const Bf16* x, std::int64_t n, float* out) {
   expect_non_negative("n", n);
   if (n == 0) return;
   GCNPART_EXPECTS(x != nullptr && out != nullptr, "convert_from_bf16_async needs its buffers");

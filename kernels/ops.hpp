@@ -46,9 +46,9 @@ void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scal
 
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.
-void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out);
+void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, Bf16* out);
 /// out[i] = float(x[i]) for i < n (exact). Does not synchronise.
-void convert_from_bf16_async(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out);
+void convert_from_bf16_async(const Context& ctx, const Bf16* x, std::int64_t n, float* out);
 
 /// cuSPARSE SpMM with its descriptors, materialised values (row_scale[i] * a_ij * col_scale[j]) and buffer
 /// kept across calls; all memory from ctx.allocator. Construction synchronises; run() does not.

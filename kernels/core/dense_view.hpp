@@ -10,8 +10,22 @@
 
 namespace gcnpart::kernels {
 
-/// bfloat16 as raw bits (the top half of an IEEE float32); see kernels/detail/bf16.hpp.
-using Bf16 = std::uint16_t;
+/// bfloat16 (the top half of an IEEE float32), stored as its raw bits; conversions in kernels/detail/bf16.hpp.
+/// A distinct type, so that a bf16 buffer cannot be passed where floats or plain 16-bit integers are meant (or
+/// the reverse). Same size, alignment and bits as CUDA's __nv_bfloat16: .cu files reinterpret_cast Bf16* to it or
+/// to std::uint16_t*. An aggregate: `Bf16{}` and `std::vector<Bf16>(n)` hold +0.
+struct Bf16 {
+  std::uint16_t raw;
+
+  static constexpr Bf16 from_bits(std::uint16_t b) { return Bf16{b}; }
+  [[nodiscard]] constexpr std::uint16_t bits() const { return raw; }
+  /// Bitwise equality (so +0 != -0 and a NaN equals itself): what tests of stored bits need.
+  friend constexpr bool operator==(Bf16 a, Bf16 b) { return a.raw == b.raw; }
+  friend constexpr bool operator!=(Bf16 a, Bf16 b) { return a.raw != b.raw; }
+};
+static_assert(sizeof(Bf16) == 2 && alignof(Bf16) == 2, "Bf16 must be laid out as 16 raw bits");
+static_assert(std::is_trivially_copyable_v<Bf16> && std::is_standard_layout_v<Bf16>,
+              "Bf16 buffers are copied with memcpy / cudaMemcpy");
 
 /// rows x cols elements, row i starting at data + i * ld (ld >= cols). `DenseView<const T>` reads only; a
 /// `DenseView<T>` converts to it implicitly. A default-constructed view is empty (data null, 0 x 0).

@@ -14,10 +14,10 @@
             const float* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,                      \
             const SpmmTuning& tuning);                                                                             \
   void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,             \
-                 const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,        \
+                 const Bf16* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,                 \
                  const SpmmTuning& tuning);                                                                        \
-  void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out);                   \
-  void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out);                 \
+  void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, Bf16* out);                            \
+  void convert_from_bf16(const Context& ctx, const Bf16* x, std::int64_t n, float* out);                          \
   void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,    \
                  float alpha, const Bf16* a, std::int64_t lda, const Bf16* b, std::int64_t ldb, float beta,         \
                  void* c, bool c_bf16, std::int64_t ldc);                                                          \

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/core/dense_view.hpp"
 #include "kernels/core/host_device.hpp"
 
 namespace gcnpart::kernels::detail {
@@ -41,5 +42,9 @@ GCNPART_HD std::uint16_t float_to_bf16(float f) {
   const std::uint32_t round = 0x7fffu + ((u >> 16) & 1u);  // half an ulp, plus one when the kept lsb is odd
   return static_cast<std::uint16_t>((u + round) >> 16);
 }
+
+/// The same two conversions on the typed storage (kernels::Bf16).
+GCNPART_HD float bf16_to_float(Bf16 b) { return bf16_to_float(b.raw); }
+GCNPART_HD Bf16 round_to_bf16(float f) { return Bf16{float_to_bf16(f)}; }
 
 }  // namespace gcnpart::kernels::detail

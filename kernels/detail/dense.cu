@@ -30,7 +30,7 @@ constexpr std::int64_t kMaxGridY = 65535;
 __device__ __forceinline__ float load_float(const float* p) { return *p; }
 __device__ __forceinline__ float load_float(const Bf16* p) { return bf16_to_float(*p); }
 __device__ __forceinline__ void store_float(float* p, float v) { *p = v; }
-__device__ __forceinline__ void store_float(Bf16* p, float v) { *p = float_to_bf16(v); }
+__device__ __forceinline__ void store_float(Bf16* p, float v) { *p = round_to_bf16(v); }
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll

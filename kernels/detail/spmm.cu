@@ -36,8 +36,12 @@ namespace {
 
 using spmm_tuning::kBlockThreads;
 
-/// X's element types: float, or bfloat16 as raw bits (see bf16.hpp).
+/// X's element types: float, or bfloat16 as raw bits (see bf16.hpp): the kernels load kernels::Bf16 storage as
+/// 16-bit words (__ldg and the vector loads need a built-in type).
 using Bf16Bits = std::uint16_t;
+static_assert(sizeof(Bf16) == sizeof(Bf16Bits) && alignof(Bf16) == alignof(Bf16Bits));
+inline const Bf16Bits* as_bits(const Bf16* p) { return reinterpret_cast<const Bf16Bits*>(p); }
+inline Bf16Bits* as_bits(Bf16* p) { return reinterpret_cast<Bf16Bits*>(p); }
 
 template <class Elem>
 struct SpmmArgs {
@@ -401,20 +405,22 @@ void spmm(const Context& ctx, const CsrView& a, const float* row_scale, const fl
 }
 
 void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
-               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+               const Bf16* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
                const SpmmTuning& tuning) {
-  run_spmm(ctx, a, row_scale, col_scale, x, ldx, y, ldy, width, tuning);
+  run_spmm(ctx, a, row_scale, col_scale, as_bits(x), ldx, y, ldy, width, tuning);
 }
 
-void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, std::uint16_t* out) {
+void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, Bf16* out) {
   const bool vec = aligned(x, 16) && aligned(out, 8);
-  to_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(x, n, out, vec);
+  to_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(x, n, as_bits(out),
+                                                                                                     vec);
   GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
-void convert_from_bf16(const Context& ctx, const std::uint16_t* x, std::int64_t n, float* out) {
+void convert_from_bf16(const Context& ctx, const Bf16* x, std::int64_t n, float* out) {
   const bool vec = aligned(x, 8) && aligned(out, 16);
-  from_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(x, n, out, vec);
+  from_bf16_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(as_bits(x), n,
+                                                                                                       out, vec);
   GCNPART_CUDA_TRY(cudaGetLastError());
 }
 

@@ -48,17 +48,17 @@ void spmm(const Context&, const CsrView& a, const float* row_scale, const float*
 }
 
 void spmm_bf16(const Context&, const CsrView& a, const float* row_scale, const float* col_scale,
-               const std::uint16_t* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
+               const Bf16* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
                const SpmmTuning&) {
-  spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](std::uint16_t v) { return bf16_to_float(v); });
+  spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](Bf16 v) { return bf16_to_float(v); });
 }
 
-void convert_to_bf16(const Context&, const float* x, std::int64_t n, std::uint16_t* out) {
+void convert_to_bf16(const Context&, const float* x, std::int64_t n, Bf16* out) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelMinWork)
-  for (std::int64_t i = 0; i < n; ++i) out[i] = float_to_bf16(x[i]);
+  for (std::int64_t i = 0; i < n; ++i) out[i] = round_to_bf16(x[i]);
 }
 
-void convert_from_bf16(const Context&, const std::uint16_t* x, std::int64_t n, float* out) {
+void convert_from_bf16(const Context&, const Bf16* x, std::int64_t n, float* out) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) out[i] = bf16_to_float(x[i]);
 }

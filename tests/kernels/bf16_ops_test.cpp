@@ -30,8 +30,8 @@ namespace {
 
 const Context kCpu{};
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
-constexpr Bf16 kBf16NaN = 0x7fc0;       // a quiet NaN: marks padding that must not be read
-constexpr Bf16 kBf16Sentinel = 0x7fc1;  // another quiet NaN: marks padding that must not be written
+constexpr Bf16 kBf16NaN = Bf16::from_bits(0x7fc0);       // a quiet NaN: marks padding that must not be read
+constexpr Bf16 kBf16Sentinel = Bf16::from_bits(0x7fc1);  // another quiet NaN: marks padding that must not be written
 
 std::vector<Bf16> to_bf16(const std::vector<float>& x) {
   std::vector<Bf16> b(x.size());
@@ -57,8 +57,8 @@ std::vector<Bf16> random_bf16_matrix(std::int64_t rows, std::int64_t width, std:
 
 /// Position of a bf16 pattern on the number line (consecutive finite bf16 values differ by 1; +0 and -0 are 0).
 std::int32_t bf16_ordinal(Bf16 b) {
-  const std::int32_t magnitude = b & 0x7fff;
-  return (b & 0x8000) != 0 ? -magnitude : magnitude;
+  const std::int32_t magnitude = b.bits() & 0x7fff;
+  return (b.bits() & 0x8000) != 0 ? -magnitude : magnitude;
 }
 
 /// Distance in bf16 ulps between two finite patterns.
@@ -182,12 +182,14 @@ TEST_CASE("CPU bf16 GEMM with k = 0 or alpha = 0 only scales a float C and zeroe
   std::vector<Bf16> c16(8, kBf16Sentinel);
   gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
                   ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(c16.data(), 2, 3, 4));
-  CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  const std::vector<Bf16> ones(6, 0x3f80);  // 1.0
+  CHECK(c16 == std::vector<Bf16>{Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel,  // +0 where written, padding untouched
+                                 Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel});
+  const std::vector<Bf16> ones(6, Bf16::from_bits(0x3f80));  // 1.0
   std::fill(c16.begin(), c16.end(), kBf16Sentinel);
   gemm_bf16_async(kCpu, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
                   make_view(c16.data(), 2, 3, 4));
-  CHECK(c16 == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
+  CHECK(c16 == std::vector<Bf16>{Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel,  // +0 where written, padding untouched
+                                 Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel});
   gemm_bf16_async(kCpu, false, false, 1.0f, ConstBf16MatrixView{nullptr, 0, 2, 2},
                   ConstBf16MatrixView{nullptr, 2, 3, 3}, 0.0f, make_view(static_cast<Bf16*>(nullptr), 0, 3));
 }
@@ -272,7 +274,7 @@ TEST_CASE("bias_act_dropout into bf16 stores the float epilogue rounded, bit for
               const std::int64_t node = use_ids ? 3 * i + 7 : 1000 + i;
               for (std::int64_t c = 0; c < width; ++c)
                 if (!dropout_keep(d, node, c))
-                  mask_agrees = mask_agrees && (h16[static_cast<std::size_t>(i * width + c)] & 0x7fff) == 0;
+                  mask_agrees = mask_agrees && (h16[static_cast<std::size_t>(i * width + c)].bits() & 0x7fff) == 0;
             }
             CHECK(mask_agrees);
           }
@@ -285,8 +287,8 @@ TEST_CASE("bias_act_dropout into bf16 stores the float epilogue rounded, bit for
 TEST_CASE("dropout on bf16 equals the float dropout of the widened input, rounded, in place or not") {
   const std::int64_t rows = 700, width = 37;
   auto x16 = to_bf16(epilogue_input(static_cast<std::size_t>(rows * width), 53));
-  for (std::size_t i = 0; i < x16.size(); i += 9) x16[i] = 0;  // zeros and all-zero blocks skip the draw
-  for (std::size_t i = 0; i < 4 * 37; ++i) x16[i] = 0;
+  for (std::size_t i = 0; i < x16.size(); i += 9) x16[i] = Bf16{};  // zeros and all-zero blocks skip the draw
+  for (std::size_t i = 0; i < 4 * 37; ++i) x16[i] = Bf16{};
   for (float p : {0.0f, 0.1f, 0.3f, 0.9f}) {
     CAPTURE(p);
     Dropout d;
@@ -343,7 +345,7 @@ TEST_CASE("the bf16 backward epilogue passes gradients where the relu output is 
 }
 
 TEST_CASE("bf16 kernels reject beta != 0 with a bf16 C, negative sizes and short leading dimensions") {
-  std::vector<Bf16> buf16(64, 0x3f80);
+  std::vector<Bf16> buf16(64, Bf16::from_bits(0x3f80));
   std::vector<float> buf(64, 1.0f);
   // A bf16 C cannot be accumulated into: it would be rounded twice.
   CHECK_THROWS_AS(gemm_bf16_async(kCpu, false, false, 1.0f, make_view(buf16.data(), 2, 2),

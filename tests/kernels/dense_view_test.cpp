@@ -3,6 +3,7 @@
 
 #include <doctest/doctest.h>
 
+#include <cstdint>
 #include <type_traits>
 #include <vector>
 
@@ -44,6 +45,20 @@ TEST_CASE("a writable view converts to a read-only one but not back, and bf16 vi
   CHECK(c.rows == 2);
   CHECK(c.cols == 3);
   CHECK(c.ld == 3);
+}
+
+TEST_CASE("Bf16 is a distinct 16-bit type: no conversion from or to integers or floats, bits kept exactly") {
+  static_assert(sizeof(Bf16) == 2 && alignof(Bf16) == 2);
+  static_assert(std::is_trivially_copyable_v<Bf16> && std::is_standard_layout_v<Bf16>);
+  static_assert(!std::is_convertible_v<std::uint16_t, Bf16> && !std::is_convertible_v<Bf16, std::uint16_t>);
+  static_assert(!std::is_convertible_v<float, Bf16> && !std::is_convertible_v<Bf16, float>);
+  static_assert(!std::is_convertible_v<std::uint16_t*, Bf16*> && !std::is_convertible_v<float*, const Bf16*>);
+  static_assert(!std::is_convertible_v<DenseView<std::uint16_t>, ConstBf16MatrixView>);
+  static_assert(Bf16::from_bits(0x3f80).bits() == 0x3f80);
+  const std::vector<Bf16> zeros(3);
+  CHECK(zeros[2].bits() == 0);  // value-initialised: +0
+  CHECK(Bf16::from_bits(0x7fc0) == Bf16::from_bits(0x7fc0));  // bitwise: a NaN equals itself
+  CHECK(Bf16::from_bits(0x8000) != Bf16{});                   // -0 and +0 differ
 }
 
 TEST_CASE("SpMM refuses views whose shapes do not match the sparse matrix, naming the extent") {

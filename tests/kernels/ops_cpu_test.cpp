@@ -98,7 +98,7 @@ TEST_CASE("an SpMM tuning below 1 is refused naming its option, and the CPU refe
   const HostCsr a = random_csr(50, 40, 4, 16);
   const auto x = random_floats(40 * 8, 2);
   std::vector<float> y1(50 * 8), y2(50 * 8);
-  const std::vector<std::uint16_t> xb(40 * 8, 0x3f80);  // 1.0 in bf16
+  const std::vector<Bf16> xb(40 * 8, Bf16::from_bits(0x3f80));  // 1.0 in bf16
   for (const SpmmTuning bad : {SpmmTuning{0, 256}, SpmmTuning{128, 0}, SpmmTuning{-1, -1}}) {
     CHECK_THROWS_WITH_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8),
                                     make_view(y1.data(), a.rows, 8), SpmmAlgo::kOwn, bad),
@@ -150,13 +150,13 @@ std::uint16_t nearest_bf16(float f) {
   return (down & 1u) == 0 ? down : up;
 }
 
-std::vector<std::uint16_t> to_bf16(const std::vector<float>& x) {
-  std::vector<std::uint16_t> b(x.size());
+std::vector<Bf16> to_bf16(const std::vector<float>& x) {
+  std::vector<Bf16> b(x.size());
   convert_to_bf16_async(kCpu, x.data(), static_cast<std::int64_t>(x.size()), b.data());
   return b;
 }
 
-std::vector<float> from_bf16(const std::vector<std::uint16_t>& b) {
+std::vector<float> from_bf16(const std::vector<Bf16>& b) {
   std::vector<float> x(b.size());
   convert_from_bf16_async(kCpu, b.data(), static_cast<std::int64_t>(b.size()), x.data());
   return x;
@@ -198,20 +198,20 @@ TEST_CASE("conversion to bf16 rounds to nearest even on hand-picked values") {
   const auto out = to_bf16(in);
   for (std::size_t i = 0; i < std::size(cases); ++i) {
     CAPTURE(i);
-    CHECK(out[i] == cases[i].out);
+    CHECK(out[i].bits() == cases[i].out);
   }
 }
 
 TEST_CASE("bf16 round trips: every bf16 pattern survives float and back, random floats go to the nearest bf16") {
-  std::vector<std::uint16_t> all(1 << 16);
-  for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::uint16_t>(i);
+  std::vector<Bf16> all(1 << 16);
+  for (std::size_t i = 0; i < all.size(); ++i) all[i] = Bf16::from_bits(static_cast<std::uint16_t>(i));
   const auto widened = from_bf16(all);
   const auto back = to_bf16(widened);
   for (std::size_t i = 0; i < all.size(); ++i) {
     CAPTURE(i);
     REQUIRE(bits_of(widened[i]) == static_cast<std::uint32_t>(i) << 16);  // widening is exact
     if (std::isnan(widened[i]))
-      REQUIRE((back[i] & 0x7fffu) > 0x7f80u);
+      REQUIRE((back[i].bits() & 0x7fffu) > 0x7f80u);
     else
       REQUIRE(back[i] == all[i]);
   }
@@ -224,7 +224,7 @@ TEST_CASE("bf16 round trips: every bf16 pattern survives float and back, random 
   const auto b = to_bf16(x);
   for (std::size_t i = 0; i < x.size(); ++i) {
     CAPTURE(bits_of(x[i]));
-    REQUIRE(b[i] == nearest_bf16(x[i]));
+    REQUIRE(b[i].bits() == nearest_bf16(x[i]));
   }
 }
 
@@ -282,7 +282,7 @@ TEST_CASE("CPU bf16 SpMM handles a row with 10^5 neighbours and an all-empty mat
 }
 
 TEST_CASE("bf16 entry points reject bad sizes with InvalidInput and missing buffers with LogicError") {
-  std::vector<std::uint16_t> xb(16);
+  std::vector<Bf16> xb(16);
   std::vector<float> y(16);
   const HostCsr a = random_csr(4, 4, 1, 92);
   CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), nullptr, nullptr, make_view(xb.data(), a.cols, 4, 2),
@@ -563,19 +563,19 @@ TEST_CASE("inv_sqrt_degree gives 0 for a zero degree") {
 TEST_CASE("gather_rows on bf16 rows copies the bits of the listed rows, odd widths and repeats included") {
   for (const std::int64_t width : {1, 7, 16}) {
     std::vector<Bf16> src(static_cast<std::size_t>(6 * width));
-    for (std::size_t i = 0; i < src.size(); ++i) src[i] = static_cast<Bf16>(0x3f80 + 37 * i);
+    for (std::size_t i = 0; i < src.size(); ++i) src[i] = Bf16::from_bits(static_cast<std::uint16_t>(0x3f80 + 37 * i));
     const std::vector<NodeId> idx = {5, 0, 5, 2};
-    std::vector<Bf16> gathered(static_cast<std::size_t>(4 * width + 1), 0xdead);
+    std::vector<Bf16> gathered(static_cast<std::size_t>(4 * width + 1), Bf16::from_bits(0xdead));
     gather_rows_async(kCpu, make_view<const Bf16>(src.data(), 6, width), idx.data(),
                       make_view(gathered.data(), 4, width));
     for (std::int64_t i = 0; i < 4; ++i)
       for (std::int64_t c = 0; c < width; ++c)
         REQUIRE(gathered[static_cast<std::size_t>(i * width + c)] == src[static_cast<std::size_t>(idx[i] * width + c)]);
-    CHECK(gathered.back() == 0xdead);  // nothing written past count x width
+    CHECK(gathered.back() == Bf16::from_bits(0xdead));  // nothing written past count x width
     gather_rows_async(kCpu, make_view<const Bf16>(src.data(), 6, width), idx.data(),
                       make_view(gathered.data(), 0, width));  // nothing to do: no throw
   }
-  const std::vector<Bf16> one(2, 1);
+  const std::vector<Bf16> one(2, Bf16::from_bits(1));
   std::vector<Bf16> out(2);
   CHECK_THROWS_AS(gather_rows_async(kCpu, make_view(one.data(), 1, 2), nullptr, make_view(out.data(), -1, 2)),
                   InvalidInput);

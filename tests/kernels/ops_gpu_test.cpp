@@ -104,13 +104,13 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
                        const SpmmTuning& tuning = {}) {
   const std::int64_t ldx = width + pad, ldy = width + pad;
   const auto x = random_floats(static_cast<std::size_t>(a.cols * ldx + shift), seed);
-  std::vector<std::uint16_t> xb(x.size());
+  std::vector<Bf16> xb(x.size());
   std::vector<float> rounded(x.size());
   convert_to_bf16_async(kCpu, x.data(), static_cast<std::int64_t>(x.size()), xb.data());
   convert_from_bf16_async(kCpu, xb.data(), static_cast<std::int64_t>(xb.size()), rounded.data());
   const auto rs = random_floats(static_cast<std::size_t>(a.rows), seed + 1, 0.2f, 1.0f);
   const auto cs = random_floats(static_cast<std::size_t>(a.cols), seed + 2, 0.2f, 1.0f);
-  const DeviceBuffer<std::uint16_t> dx(xb);
+  const DeviceBuffer<Bf16> dx(xb);
   const DeviceBuffer<float> drs(rs), dcs(cs);
   auto dy = nan_buffer(static_cast<std::size_t>(a.rows * ldy));
   const float* row_scale = with_scales ? rs.data() : nullptr;
@@ -138,7 +138,8 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
 
 namespace {
 
-constexpr Bf16 kBf16Sentinel = 0xffff;  // a NaN (cudaMemset with 0xff bytes): marks padding that must stay unwritten
+// a NaN (cudaMemset with 0xff bytes): marks padding that must stay unwritten
+constexpr Bf16 kBf16Sentinel = Bf16::from_bits(0xffff);
 
 std::vector<Bf16> host_bf16(const std::vector<float>& x) {
   std::vector<Bf16> b(x.size());
@@ -292,21 +293,21 @@ TEST_CASE("CUDA conversions to and from bf16 match the CPU bit for bit, aligned 
                                     0x7f800001u, 0xffc00000u, 0x00018000u, 0x80000000u, 0x7f7f8000u};
   for (std::size_t i = 0; i < std::size(specials); ++i) std::memcpy(&x[i * 7], &specials[i], sizeof(float));
   const DeviceBuffer<float> dx(x);
-  DeviceBuffer<std::uint16_t> db(x.size());
+  DeviceBuffer<Bf16> db(x.size());
   DeviceBuffer<float> dback(x.size());
   for (const std::int64_t n : {1, 3, 4, 5, 1000, 1000003 - 1}) {
     for (const std::int64_t offset : {0, 1}) {
       CAPTURE(n);
       CAPTURE(offset);
       const std::int64_t count = std::min<std::int64_t>(n, static_cast<std::int64_t>(x.size()) - offset);
-      GCNPART_CUDA_TRY(cudaMemset(db.data(), 0, db.size() * sizeof(std::uint16_t)));
+      GCNPART_CUDA_TRY(cudaMemset(db.data(), 0, db.size() * sizeof(Bf16)));
       convert_to_bf16_async(f.ctx, dx.data() + offset, count, db.data() + offset);
-      std::vector<std::uint16_t> want(static_cast<std::size_t>(count));
+      std::vector<Bf16> want(static_cast<std::size_t>(count));
       convert_to_bf16_async(kCpu, x.data() + offset, count, want.data());
       const auto got = db.to_host();
       CHECK(std::equal(want.begin(), want.end(), got.begin() + offset));
       if (offset + count < static_cast<std::int64_t>(got.size()))
-        CHECK(got[static_cast<std::size_t>(offset + count)] == 0);  // nothing written past the end
+        CHECK(got[static_cast<std::size_t>(offset + count)] == Bf16{});  // nothing written past the end
       convert_from_bf16_async(f.ctx, db.data() + offset, count, dback.data() + offset);
       std::vector<float> back(static_cast<std::size_t>(count));
       convert_from_bf16_async(kCpu, want.data(), count, back.data());
@@ -566,7 +567,8 @@ TEST_CASE("CUDA Adam, inv_sqrt_degree, gathers and scatters match the CPU kernel
   CHECK(dgathered.to_host() == gathered);
   {  // bf16 rows: the same rows, bit for bit (odd width)
     std::vector<Bf16> src16(src.size());
-    for (std::size_t i = 0; i < src.size(); ++i) src16[i] = static_cast<Bf16>(i * 2654435761u >> 16);
+    for (std::size_t i = 0; i < src.size(); ++i)
+      src16[i] = Bf16::from_bits(static_cast<std::uint16_t>(i * 2654435761u >> 16));
     const DeviceBuffer<Bf16> dsrc16(src16);
     std::vector<Bf16> gathered16(static_cast<std::size_t>(count * width));
     DeviceBuffer<Bf16> dgathered16(gathered16.size());
@@ -721,12 +723,14 @@ TEST_CASE("CUDA bf16 GEMM matches the CPU bf16 GEMM for all transposes, padded l
   auto dc16 = sentinel_bf16_buffer(8);
   gemm_bf16_async(f.ctx, false, false, 1.0f, ConstBf16MatrixView{nullptr, 2, 0, 1},
                   ConstBf16MatrixView{nullptr, 0, 3, 3}, 0.0f, make_view(dc16.data(), 2, 3, 4));
-  CHECK(dc16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
-  const DeviceBuffer<Bf16> ones(std::vector<Bf16>(6, 0x3f80));
+  CHECK(dc16.to_host() == std::vector<Bf16>{Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel,
+                                            Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel});
+  const DeviceBuffer<Bf16> ones(std::vector<Bf16>(6, Bf16::from_bits(0x3f80)));
   auto dz16 = sentinel_bf16_buffer(8);
   gemm_bf16_async(f.ctx, false, false, 0.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3), 0.0f,
                   make_view(dz16.data(), 2, 3, 4));
-  CHECK(dz16.to_host() == std::vector<Bf16>{0, 0, 0, kBf16Sentinel, 0, 0, 0, kBf16Sentinel});
+  CHECK(dz16.to_host() == std::vector<Bf16>{Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel,
+                                            Bf16{}, Bf16{}, Bf16{}, kBf16Sentinel});
   CHECK_THROWS_AS(gemm_bf16_async(f.ctx, false, false, 1.0f, make_view(ones.data(), 2, 2), make_view(ones.data(), 2, 3),
                                   1.0f, make_view(dz16.data(), 2, 3, 4)),
                   InvalidInput);
@@ -746,7 +750,7 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
     std::vector<NodeId> ids(static_cast<std::size_t>(rows));
     for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(5 * i + 1);
     auto x16 = host_bf16(z);
-    for (std::size_t i = 0; i < x16.size(); i += 7) x16[i] = 0;  // zeros: blocks without a draw
+    for (std::size_t i = 0; i < x16.size(); i += 7) x16[i] = Bf16{};  // zeros: blocks without a draw
     const DeviceBuffer<float> dz(z), dbias(bias);
     const DeviceBuffer<Bf16> dx16(x16);
     const DeviceBuffer<NodeId> dids(ids);
