@@ -30,6 +30,8 @@ gcnpart_install_missing() {
 gcnpart_build() {
   local preset=$1; shift
   export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/gcnpart-ccache}
+  # Paths inside the checkout hash relative to it, so clones in other folders (CI, worktrees) share the cache.
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$GCNPART_ROOT}
   # Build with all cores but keep memory in check (nvcc is hungry).
   local jobs
   jobs=$(nproc)
