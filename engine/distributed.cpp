@@ -166,7 +166,7 @@ bool link_collective(partition::Strategy s, CollectiveKind& kind) {
 /// when there are more.
 std::size_t first_measured_epoch(std::size_t epochs) { return epochs > 1 ? 1 : 0; }
 
-/// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
+/// What the loop carries from epoch to epoch (and a checkpoint restores).
 struct LoopState {
   int start = 0;
   double best_valid = std::numeric_limits<double>::infinity();
@@ -174,6 +174,7 @@ struct LoopState {
   std::vector<double> train_loss, valid_loss;
 };
 
+/// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
 LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {
   LoopState st;
   if (!config.resume || config.checkpoint_dir.empty()) return st;
@@ -252,11 +253,7 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
   auto mean = [](double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; };
 
   LoopState st = resume_from_checkpoint(config, rank, parts, model);
-  if (rank == 0) {
-    report.train_loss = st.train_loss;
-    report.valid_loss = st.valid_loss;
-    report.epochs_run = report.resumed_at = st.start;
-  }
+  if (rank == 0) report.resumed_at = st.start;
   const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
   const bool checkpoints = !config.checkpoint_dir.empty() && config.checkpoint_every > 0;
   for (int epoch = st.start; epoch < config.epochs; ++epoch) {
@@ -285,12 +282,7 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
       (void)take_tallies();  // evaluation's calls are not the train step's
       st.valid_loss.push_back(vloss);
     }
-    if (rank == 0) {
-      report.train_loss = st.train_loss;
-      report.valid_loss = st.valid_loss;
-      report.epochs_run = epoch + 1;
-      if (on_epoch) on_epoch(epoch, st.train_loss.back(), vloss, vacc);
-    }
+    if (rank == 0 && on_epoch) on_epoch(epoch, st.train_loss.back(), vloss, vacc);
     bool stop = false;
     if (config.early_stopping > 0) {
       if (vloss < st.best_valid) {
@@ -323,6 +315,9 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
     mc.libraries = res.library_bytes();
   }
   if (rank == 0) {
+    report.epochs_run = static_cast<int>(st.train_loss.size());  // restored history included
+    report.train_loss = std::move(st.train_loss);
+    report.valid_loss = std::move(st.valid_loss);
     const std::int64_t totals[3] = {problem.global_train, problem.global_valid, problem.global_test};
     for (int s = 0; s < 3; ++s) {
       report.accuracy[s] = mean(static_cast<double>(ev.correct[s]), totals[s]);
@@ -401,7 +396,7 @@ void fill_report(TrainReport& report, const std::vector<RankResult>& results) {
     const std::size_t from = first_measured_epoch(res.step_seconds.size());
     report.epoch_ms_per_epoch[r] = 1e3 * mean_of(res.step_seconds, from);
     const double in_calls = 1e3 * mean_of(res.comm_seconds, from);
-    report.comm_ms_per_epoch[r] = 1e3 * mean_of(std::vector<double>(least.begin(), least.begin() + static_cast<std::ptrdiff_t>(res.comm_seconds.size())), from);
+    report.comm_ms_per_epoch[r] = 1e3 * mean_of(least, from);  // every device runs the same epochs
     report.wait_ms_per_epoch[r] = in_calls - report.comm_ms_per_epoch[r];
     report.compute_ms_per_epoch[r] = report.epoch_ms_per_epoch[r] - in_calls;
     report.memory_check[r] = res.memory_check;

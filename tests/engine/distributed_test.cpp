@@ -457,7 +457,7 @@ TEST_CASE("time a fast device spends blocked on a straggler is waiting, not comm
   CHECK(dist.wait_ms_per_epoch[0] >= 30.0);  // the fast device waits for the straggler's 40 ms
   CHECK(dist.wait_ms_per_epoch[1] <= 0.25 * dist.wait_ms_per_epoch[0]);
   CHECK(dist.compute_ms_per_epoch[1] >= dist.compute_ms_per_epoch[0] + 30.0);
-  CHECK(dist.comm_ms_per_epoch[0] == doctest::Approx(dist.comm_ms_per_epoch[1]));  // the same least time
+  CHECK(dist.comm_ms_per_epoch[0] < dist.wait_ms_per_epoch[0]);  // the 40 ms went to waiting, not communication
   CHECK(dist.compute_imbalance() > 1.2);
   CHECK(dist.exposed_communication() >= 0.0);
   CHECK(dist.exposed_communication() < 1.0);
