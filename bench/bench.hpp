@@ -19,6 +19,7 @@
 #include "engine/link_benchmark.hpp"
 #include "engine/memory.hpp"
 #include "engine/resources.hpp"
+#include "kernels/op_profiler.hpp"
 
 namespace gcnpart::bench {
 
@@ -63,6 +64,7 @@ struct SpmmBenchConfig {
   std::string device = "cuda";  ///< cuda or cuda:N
   std::vector<std::int64_t> widths{16, 64, 128, 256};
   kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's long-row threshold and segment (--spmm-long-row, --spmm-segment)
+  Reorder reorder = Reorder::kDegree; ///< locality reordering applied to the graph first (--reorder), timed apart
   std::string precision = "fp32";  ///< fp32, tf32 (no SpMM effect) or bf16 (adds own-bf16 beside the fp32 peers)
   std::string spmm = "all";        ///< own, cusparse or all
   int warmup = 5;
@@ -108,6 +110,7 @@ struct SpmmBenchReport {
   GpuInfo gpu;
   nlohmann::json dataset;  ///< engine::dataset_json
   std::int64_t rows = 0, entries = 0, self_loops_added = 0;  ///< of Â with self loops
+  double reorder_seconds[2] = {0, 0};  ///< computing the locality order, applying it (config.reorder)
   std::int64_t copy_bytes = 0;
   Summary copy_ms;
   double copy_gbs = 0;  ///< device-to-device copy bandwidth, bytes read + written
@@ -129,6 +132,7 @@ SpmmBenchReport bench_spmm(const datasets::Dataset& data, const SpmmBenchConfig&
 struct EpochBenchConfig {
   std::string device = "cuda";
   kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's long-row threshold and segment (--spmm-long-row, --spmm-segment)
+  Reorder reorder = Reorder::kDegree; ///< locality reordering applied to the graph first (--reorder), timed apart
   std::string precision = "fp32";  ///< fp32, tf32 or bf16
   std::string spmm = "all";        ///< own, cusparse, auto or all
   int warmup = 5;
@@ -152,6 +156,10 @@ struct EpochRun {
   double setup_seconds = 0;
   engine::MemoryStats memory;
   std::int64_t driver_after_setup = 0, driver_after_training = 0;
+  /// One more epoch after the timed ones with every operation timed by class (kernels/op_profiler.hpp): its total
+  /// (slightly above the unprofiled median: one event pair per operation) and the time per class.
+  double profiled_epoch_ms = 0;
+  kernels::OpProfile profile;
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
@@ -162,6 +170,7 @@ struct EpochBenchReport {
   nlohmann::json dataset;  ///< engine::dataset_json
   engine::GcnConfig model;
   std::vector<std::int64_t> dims;
+  double reorder_seconds[2] = {0, 0};  ///< computing the locality order, applying it (config.reorder)
   std::vector<EpochRun> runs;
   std::optional<double> speedup_own_vs_cusparse;  ///< cuSPARSE median / own median, when both ran
   [[nodiscard]] nlohmann::json to_json() const;

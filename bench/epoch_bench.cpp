@@ -6,6 +6,7 @@
 #include "bench/detail/timing.hpp"
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"
+#include "partition/reorder.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::bench {
@@ -44,6 +45,16 @@ EpochRun run_epochs(const engine::Device& device, const engine::LocalProblem& pr
     event_ms.push_back(detail::elapsed_ms(start, stop));
     wall_ms.push_back(wall);
   }
+  // One profiled epoch: every operation timed by class.
+  kernels::OpProfiler profiler;
+  res.set_profiler(&profiler);
+  start.record(stream);
+  (void)gcn.train_step(c.warmup + c.repeats);
+  stop.record(stream);
+  stop.synchronize();
+  res.set_profiler(nullptr);
+  run.profiled_epoch_ms = detail::elapsed_ms(start, stop);
+  run.profile = profiler.summary();
   run.memory = res.memory().stats();
   run.driver_after_training = res.driver_used_bytes();
   run.epoch_ms = Summary::of(event_ms);
@@ -76,7 +87,7 @@ void EpochBenchConfig::validate() const {
     throw InvalidInput::parameter("--spmm", "cusparse", "own, auto or all with --precision bf16 (own kernel only)");
 }
 
-EpochBenchReport bench_epoch(const datasets::Dataset& data, const EpochBenchConfig& config) {
+EpochBenchReport bench_epoch(const datasets::Dataset& user_data, const EpochBenchConfig& config) {
   config.validate();
   const engine::Device device = cuda_device(config.device);
   EpochBenchReport report;
@@ -84,8 +95,14 @@ EpochBenchReport bench_epoch(const datasets::Dataset& data, const EpochBenchConf
   report.config.log = nullptr;
   report.date = detail::now_iso();
   report.commit = detail::commit();
-  report.dataset = engine::dataset_json(data);
+  report.dataset = engine::dataset_json(user_data);
   report.model = config.model();
+  partition::Reordering reordering = partition::locality_order(user_data.graph, config.reorder);
+  datasets::Dataset reordered;
+  if (!reordering.identity()) reordered = partition::permute(user_data, reordering);
+  const datasets::Dataset& data = reordering.identity() ? user_data : reordered;
+  report.reorder_seconds[0] = reordering.order_seconds;
+  report.reorder_seconds[1] = reordering.apply_seconds;
   const engine::LocalProblem problem = engine::single_device_problem(data, config.normalize_features);
   report.dims = report.model.dims(problem.num_features, problem.num_classes);
   if (config.log) {
@@ -129,6 +146,16 @@ nlohmann::json EpochRun::to_json() const {
   run["wall_ms"] = wall_ms.to_json();
   run["train_loss"] = train_loss;
   run["setup_seconds"] = setup_seconds;
+  nlohmann::json classes = nlohmann::json::object();
+  for (std::size_t k = 0; k < kernels::kOpClassNames.size(); ++k)
+    classes[kernels::kOpClassNames[k]] = {{"ms", profile.ms[k]},
+                                          {"calls", profile.calls[k]},
+                                          {"share", profiled_epoch_ms > 0 ? profile.ms[k] / profiled_epoch_ms : 0.0}};
+  run["breakdown"] = {{"profiled_epoch_ms", profiled_epoch_ms},
+                      {"classes", classes},
+                      {"unattributed_ms", profiled_epoch_ms - profile.total_ms()},
+                      {"note", "one extra epoch with CUDA events around every kernels:: operation; unattributed = "
+                               "launch gaps, host work and operations outside kernels:: (cuSPARSE plans)"}};
   run["memory"] = engine::to_json(memory);
   run["peak_tracked_bytes"] = memory.peak;
   run["driver_used_bytes"] = {{"after_setup", driver_after_setup}, {"after_training", driver_after_training},
@@ -153,6 +180,9 @@ nlohmann::json EpochBenchReport::to_json() const {
                 {"optimizer", "Adam"},
                 {"normalize_features", config.normalize_features}};
   j["precision"] = config.precision;
+  j["reorder"] = {{"method", to_string(config.reorder)},
+                  {"order_seconds", reorder_seconds[0]},
+                  {"apply_seconds", reorder_seconds[1]}};
   j["settings"] = {{"warmup", config.warmup},
                    {"repeats", config.repeats},
                    {"timing", "CUDA events around GcnModel::train_step (forward, backward, Adam; it synchronises), "

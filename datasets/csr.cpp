@@ -23,6 +23,7 @@ CsrView Csr::view() const noexcept {
   v.row_offsets = row_offsets.data();
   v.col_ids = col_ids.data();
   v.values = values.empty() ? nullptr : values.data();
+  v.entries_bound = num_edges();
   return v;
 }
 

@@ -41,6 +41,10 @@ void Dataset::validate() const {
     }
   }
 
+  if (!user_ids.empty() && static_cast<std::int64_t>(user_ids.size()) != n)
+    throw InvalidInput(at(*this, "user_ids"), "user id count", std::to_string(user_ids.size()),
+                       std::to_string(n) + " (one per node, or none)");
+
   if (!labels.empty()) {
     if (static_cast<std::int64_t>(labels.size()) != n)
       throw InvalidInput(at(*this, "labels"), "label count", std::to_string(labels.size()),

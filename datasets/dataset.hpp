@@ -22,6 +22,9 @@ struct Dataset {
   std::int32_t num_classes = 0;
   std::map<std::string, std::vector<NodeId>> splits;  ///< "train", "valid", "test" (any names allowed)
   BuildStats build_stats;                             ///< what building the CSR removed
+  /// Empty: node i is the user's node i. Else the user's id of each node, after a locality reordering
+  /// (partition/reorder.hpp): dropout masks are drawn by it, and outputs are reported in that order.
+  std::vector<NodeId> user_ids;
 
   [[nodiscard]] std::int64_t num_nodes() const noexcept { return graph.num_nodes; }
   [[nodiscard]] bool has_features() const noexcept { return num_features > 0; }

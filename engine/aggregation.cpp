@@ -25,7 +25,7 @@ struct DeviceCsr {
             const datasets::Csr& g, std::int64_t num_cols) {
     offsets = upload_planned(res, plan, offsets_name, g.row_offsets);
     cols = upload_planned(res, plan, cols_name, g.col_ids);
-    view = CsrView{g.num_nodes, num_cols, offsets.data(), cols.data(), nullptr};
+    view = CsrView{g.num_nodes, num_cols, offsets.data(), cols.data(), nullptr, g.num_edges()};
   }
 };
 
@@ -435,7 +435,8 @@ class BoundaryAggregation final : public Aggregation {
  private:
   /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns).
   static CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end, std::int64_t cols = -1) {
-    return CsrView{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr};
+    return CsrView{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr,
+                   m.entries_bound};
   }
 
   /// Blocks of `rows` rows of `row_bytes` each, per device.

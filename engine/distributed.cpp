@@ -81,6 +81,9 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   p.labels.resize(static_cast<std::size_t>(n_local));
   for (std::int64_t i = 0; i < n_local; ++i) p.labels[i] = ds.labels[p.global_ids[i]];
   p.num_classes = ds.num_classes;
+  // From here on a row's global id is the user's (dropout masks are keyed by it; see partition/reorder.hpp).
+  if (!ds.user_ids.empty())
+    for (auto& id : p.global_ids) id = ds.user_ids[id];
 
   // Split rows: own nodes only, so that every node's loss is counted exactly once over the devices.
   std::vector<std::int32_t> local_of(static_cast<std::size_t>(ds.num_nodes()), -1);

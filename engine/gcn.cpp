@@ -65,6 +65,7 @@ partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int s
   m.sparse_features_below = c.sparse_features_below;
   m.precision = c.precision;
   m.spmm = c.spmm;
+  m.spmm_pad = c.spmm_tuning.pad;
   m.stages = c.pipeline_stages;
   m.stage = stage;
   return m;
@@ -282,8 +283,8 @@ void GcnModel::upload_sparse_features(const AllocationPlan& plan) {
   xt_offsets_ = upload_planned(res_, plan, "xt_offsets", t_offsets);
   xt_cols_ = upload_planned(res_, plan, "xt_columns", t_cols);
   xt_vals_ = upload_planned(res_, plan, "xt_values", t_vals);
-  x_view_ = CsrView{n, f, x_offsets_.data(), x_cols_.data(), x_vals_.data()};
-  xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data()};
+  x_view_ = CsrView{n, f, x_offsets_.data(), x_cols_.data(), x_vals_.data(), nnz};
+  xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data(), nnz};
 }
 
 kernels::Dropout GcnModel::layer_dropout(int epoch, int layer, float p) const {

@@ -82,7 +82,8 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   p.labels = ds.labels;
   p.num_classes = ds.num_classes;
   p.global_ids.resize(static_cast<std::size_t>(p.num_cols));
-  for (std::int64_t u = 0; u < p.num_cols; ++u) p.global_ids[u] = static_cast<NodeId>(u);
+  for (std::int64_t u = 0; u < p.num_cols; ++u)
+    p.global_ids[u] = ds.user_ids.empty() ? static_cast<NodeId>(u) : ds.user_ids[u];
   p.train_rows = ds.split("train");
   auto optional = [&](const char* name) {
     const auto it = ds.splits.find(name);

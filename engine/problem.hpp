@@ -23,7 +23,8 @@ struct LocalProblem {
   /// Labels of the rows (num_rows), -1 = none.
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
-  /// Global node id of every local column (rows are columns 0..num_rows-1), for dropout masks.
+  /// The user's id (Dataset::user_ids, else the dataset id) of every local column (rows are columns
+  /// 0..num_rows-1): dropout masks are keyed by it.
   std::vector<NodeId> global_ids;
   /// Local rows of each split that this device is responsible for (loss / accuracy counted here).
   std::vector<NodeId> train_rows, valid_rows, test_rows;

@@ -43,6 +43,9 @@ class Resources {
   /// The device's stream, on which its buffers are allocated and freed (null for CPU). Creates the handles like
   /// context().
   [[nodiscard]] cudaStream_t stream() { return context().stream; }
+  /// Times every kernels:: operation on this device by class from now on (null: stop). The profiler must outlive
+  /// its use; see kernels/op_profiler.hpp.
+  void set_profiler(kernels::OpProfiler* profiler) noexcept { ctx_.profiler = profiler; }
   /// Makes this device current for the calling thread (CUDA).
   void activate() const;
   /// Blocks until the stream is idle.

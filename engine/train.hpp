@@ -13,6 +13,7 @@
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
+#include "partition/reorder.hpp"
 
 namespace gcnpart::engine {
 
@@ -25,6 +26,10 @@ struct TrainRequest {
   /// single: the device; strategies: its backend (virtual CPU devices 0..K-1, or GPUs 0..K-1 / one per MPI rank).
   Device device;
   LaunchOptions launch;  ///< backend is taken from `device`
+  /// Locality reordering of the nodes before anything else (partition/reorder.hpp): exact, reported separately.
+  /// Degree order by default: on the H200 it was the fastest order measured on RMAT and the shared real graphs
+  /// (bench/README.md, issue 15).
+  Reorder reorder = Reorder::kDegree;
   /// With several runs, run r checkpoints into config.checkpoint_dir/run-r; the folder is created.
   void validate() const;
 };
@@ -43,6 +48,7 @@ struct TrainSummary {
   MeanStd accuracy[3];                          ///< train / valid / test over the runs
   MeanStd epoch_seconds;                        ///< over every run's epochs after its first (warm-up)
   double epoch_median_seconds = 0;              ///< median of the same (slowest device's step)
+  double reorder_seconds[2] = {0, 0};           ///< computing the locality order, applying it to the dataset
   /// The whole report: request (model, strategy, partition), dataset, summary, every run, and run 1's per-device
   /// figures at the top level (memory, time split, memory checks, link). Provenance (command, date, commit) is
   /// the front-end's to add.

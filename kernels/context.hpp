@@ -14,6 +14,8 @@ typedef struct cusparseContext* cusparseHandle_t;
 
 namespace gcnpart::kernels {
 
+class OpProfiler;
+
 /// Execution context of one device. For kCpu, stream and handles are null and work runs on OpenMP threads
 /// synchronously. For kCuda, every call is asynchronous on `stream` unless its name says otherwise.
 struct Context {
@@ -24,6 +26,7 @@ struct Context {
   cusparseHandle_t cusparse = nullptr;
   Allocator* allocator = nullptr;   ///< workspaces come from here (tracked)
   Precision precision = Precision::kFp32;  ///< float GEMMs on TF32 tensor cores when traits(precision).tf32_gemm
+  OpProfiler* profiler = nullptr;  ///< when set, every operation is timed by class (kernels/op_profiler.hpp)
 
   [[nodiscard]] bool is_cuda() const noexcept { return backend == Backend::kCuda; }
 };

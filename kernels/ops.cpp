@@ -6,6 +6,7 @@
 #include "kernels/core/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/dropout_mask.hpp"
+#include "kernels/op_profiler.hpp"
 
 namespace gcnpart::kernels {
 namespace {
@@ -76,10 +77,29 @@ void expect_cuda_handles(const Context& ctx) {
 
 }  // namespace
 
-#define GCNPART_DISPATCH(call) \
-  (ctx.is_cuda() ? detail::cuda::call : detail::cpu::call)
+/// Times the operation when the context has a profiler (its class from the backend function's name).
+class ProfileScope {
+ public:
+  ProfileScope(const Context& ctx, OpClass op) : ctx_(ctx) {
+    if (ctx_.profiler != nullptr) ctx_.profiler->begin(op, ctx_.is_cuda(), ctx_.stream);
+  }
+  ~ProfileScope() {
+    if (ctx_.profiler != nullptr) ctx_.profiler->end(ctx_.is_cuda(), ctx_.stream);
+  }
+  ProfileScope(const ProfileScope&) = delete;
+  ProfileScope& operator=(const ProfileScope&) = delete;
 
-void synchronize(const Context& ctx) { GCNPART_DISPATCH(synchronize(ctx)); }
+ private:
+  const Context& ctx_;
+};
+
+#define GCNPART_DISPATCH(call)                                        \
+  do {                                                                \
+    const ProfileScope gcnpart_profile_scope(ctx, op_class(#call));   \
+    ctx.is_cuda() ? detail::cuda::call : detail::cpu::call;           \
+  } while (false)
+
+void synchronize(const Context& ctx) { ctx.is_cuda() ? detail::cuda::synchronize(ctx) : detail::cpu::synchronize(ctx); }
 
 void copy_async(const Context& ctx, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
@@ -112,9 +132,12 @@ bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<cons
 }
 
 void SpmmTuning::validate() const {
-  if (long_row < 1) throw InvalidInput::parameter("--spmm-long-row", std::to_string(long_row), ">= 1");
+  if (long_row < 0)
+    throw InvalidInput::parameter("--spmm-long-row", std::to_string(long_row), ">= 1, or 0 for the width's default");
   if (segment < 1) throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1");
+  if (slab < 0) throw InvalidInput::parameter("--spmm-slab", std::to_string(slab), ">= 0 (0: the whole width)");
 }
+
 
 void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
                 MatrixView y, SpmmAlgo algo, const SpmmTuning& tuning) {

@@ -21,10 +21,23 @@ struct SpmmTuning {
   /// A row with more stored entries than this is not left to one lane group: it is cut into segments of
   /// `segment` entries that warps all over the grid take in turn, adding their partial sums with atomics. Rows at
   /// or below it cost one group at most this many iterations, so this bounds the tail of power-law graphs.
-  std::int64_t long_row = 128;
+  /// 0 (the default): by width, the best measured on H200 (issue 15: RMAT reddit- and products-sized graphs): 512
+  /// for widths up to 32, 4096 above (bench/README.md). A row split into segments costs atomics; a row left whole
+  /// costs one lane group its whole length, which matters less the more lanes a wide row keeps busy.
+  std::int64_t long_row = 0;
   std::int64_t segment = 256;  ///< entries per segment of a long row
-  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` unless both are >= 1.
+  /// Columns per slab: the product is computed slab by slab over all rows, so that one slab of X (rows x slab)
+  /// stays in L2 while every row gathers from it. 0: the whole width at once. Rounded to the vector width.
+  std::int64_t slab = 0;
+  /// X whose rows do not start on a vector boundary (ld not a multiple of 4 floats / 4 bf16, e.g. a class count
+  /// of 41) is first copied into a padded workspace (x.rows x padded width) so that every lane loads whole vectors.
+  bool pad = true;
+  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` for values out of range.
   void validate() const;
+  /// The long-row threshold in force for a product of `width` columns.
+  [[nodiscard]] std::int64_t long_row_for(std::int64_t width) const noexcept {
+    return long_row > 0 ? long_row : width <= 32 ? 512 : 4096;
+  }
 };
 
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).
@@ -33,6 +46,8 @@ struct SpmmTuning {
 /// graph plus self loops and both scales are D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
 /// @throws InvalidInput when x.rows != a.num_cols, y.rows != a.num_rows, x.cols != y.cols, for negative sizes,
 /// ld < cols or missing buffers. Does not synchronise.
+/// The own CUDA kernel may read X's leading-dimension padding (never writes it): a view must lie in an allocation
+/// of x.rows x x.ld elements.
 void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,
                 MatrixView y, SpmmAlgo algo = SpmmAlgo::kAuto, const SpmmTuning& tuning = {});
 
@@ -47,6 +62,7 @@ void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scal
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, Bf16* out);
+
 /// out[i] = float(x[i]) for i < n (exact). Does not synchronise.
 void convert_from_bf16_async(const Context& ctx, const Bf16* x, std::int64_t n, float* out);
 

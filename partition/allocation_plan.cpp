@@ -5,6 +5,7 @@
 #include <set>
 
 #include "kernels/core/error.hpp"
+#include "kernels/core/spmm_padding.hpp"
 
 namespace gcnpart::partition {
 
@@ -210,6 +211,23 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
         transient("cusparse_candidate", "cuSPARSE candidate plan while autotuning",
                   s.graph_entries * kFloatBytes + indices + buffer);
     }
+  }
+
+  // The own CUDA SpMM's padded copy of an X whose rows do not start on a vector (a class count such as 41), per
+  // aggregation width; X has the rows of the matrix's columns: the table (gather), own and received rows
+  // (boundary), or the local graph. Backward's X (own rows) is never larger.
+  if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kCusparse) {
+    const std::int64_t x_rows = s.gather ? s.table_block * s.parts : s.boundary ? r + s.recv_rows : r;
+    const std::set<std::int64_t> distinct(widths.begin(), widths.end());
+    for (auto w : distinct) {
+      const std::int64_t bytes = kernels::spmm_padding_bytes(x_rows, w, w, bf16 ? 2 : 4, m.spmm_pad);
+      if (bytes > 0) transient(indexed("spmm_padding", w), "SpMM padded input (width " + std::to_string(w) + ")", bytes);
+    }
+    // Sparse input features: X W (X = W, f rows) and X^T dP (X = dP, r rows), float32, width d[1].
+    const std::int64_t sparse_bytes = sparse && first == 0
+                                          ? kernels::spmm_padding_bytes(std::max(f, r), d[1], d[1], 4, m.spmm_pad)
+                                          : 0;
+    if (sparse_bytes > 0) transient("spmm_padding_sparse_input", "SpMM padded input (sparse features)", sparse_bytes);
   }
 
   // Per-call workspaces of one training step and the evaluation (the largest one sets the peak).

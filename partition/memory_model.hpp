@@ -38,6 +38,7 @@ struct ModelSpec {
   double sparse_features_below = 0.1;  ///< GcnConfig::sparse_features_below (0 = never sparse)
   Precision precision = Precision::kFp32;
   SpmmAlgo spmm = SpmmAlgo::kAuto;
+  bool spmm_pad = true;  ///< kernels::SpmmTuning::pad: the own CUDA SpMM copies X of unaligned rows into padding
   /// Pipeline (GcnConfig::pipeline_stages): this device is stage `stage` of `stages` and holds layers
   /// [stage L / stages, (stage + 1) L / stages). 1 stage: every layer.
   int stages = 1;

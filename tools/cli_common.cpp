@@ -14,12 +14,29 @@ namespace gcnpart::cli {
 
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
   cmd.add_option("--spmm-long-row", tuning.long_row,
-                 "Own SpMM: rows with more entries than this are split into segments over the whole GPU")
-      ->check(CLI::PositiveNumber)
+                 "Own SpMM: rows with more entries than this are split into segments over the whole GPU (0: by "
+                 "width, 512 up to 32 columns, 4096 above)")
+      ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-segment", tuning.segment, "Own SpMM: entries per segment of a long row")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd.add_option("--spmm-slab", tuning.slab,
+                 "Own SpMM: columns per slab, computed over all rows before the next slab (L2 reuse); 0 = whole width")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd.add_option("--spmm-pad", tuning.pad,
+                 "Own SpMM: copy X whose rows do not start on 4 elements (e.g. 41 classes) into a padded workspace "
+                 "so that lanes load whole vectors (true|false)")
+      ->capture_default_str();
+}
+
+void add_reorder_option(CLI::App& cmd, std::string& reorder) {
+  std::string help = "Renumber nodes for memory locality first (exact; outputs stay in your node order; time "
+                     "reported apart):";
+  for (const auto& r : kReorders) help += std::string(" ") + r.name + " (" + r.description + ");";
+  help.back() = '.';
+  cmd.add_option("--reorder", reorder, help)->check(CLI::IsMember(enum_names<Reorder>()))->capture_default_str();
 }
 
 void add_data_options(CLI::App& cmd, DataOptions& opts) {

@@ -30,6 +30,9 @@ struct DataOptions {
 /// Adds DATA (positional, default "demo") and the loader options to a subcommand.
 void add_data_options(CLI::App& cmd, DataOptions& opts);
 
+/// Adds --reorder (none, degree, rcm, metis) writing the name into `reorder`.
+void add_reorder_option(CLI::App& cmd, std::string& reorder);
+
 /// Adds --spmm-long-row and --spmm-segment (the own SpMM's tuning, defaults as SpmmTuning) to a subcommand.
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning);
 

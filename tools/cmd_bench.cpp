@@ -26,7 +26,8 @@ struct BenchOptions {
   int repeats = 20;
   std::string json;
   bool no_flush_l2 = false;
-  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment
+  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment, --spmm-slab, --spmm-pad
+  std::string reorder = "degree";
   // epoch
   int layers = 2;
   std::int64_t hidden = 256;
@@ -63,6 +64,7 @@ bench::SpmmBenchConfig spmm_config(const BenchOptions& o) {
   c.widths = parse_widths(o.widths);
   c.precision = o.precision;
   c.spmm_tuning = o.spmm_tuning;
+  c.reorder = from_string<Reorder>(o.reorder, "--reorder");
   c.spmm = o.spmm;
   c.warmup = o.warmup;
   c.repeats = o.repeats;
@@ -104,6 +106,9 @@ void run_bench_spmm(const BenchOptions& o) {
   std::printf("%-6s %-14s %10s %10s %10s %9s %7s %9s %11s\n", "width", "spmm", "median ms", "min ms", "p90 ms", "GB/s",
               "% copy", "GFLOP/s", "rel error");
   for (const auto& width : report.widths) print_spmm_width(width, report.copy_gbs);
+  if (report.config.reorder != Reorder::kNone)
+    std::printf("reorder %s: order %.3f s, apply %.3f s\n", to_string(report.config.reorder),
+                report.reorder_seconds[0], report.reorder_seconds[1]);
   std::printf("copy bandwidth %.1f GB/s (D2D, read + write); Â %s rows, %s entries; %s\n", report.copy_gbs,
               with_commas(report.rows).c_str(), with_commas(report.entries).c_str(),
               report.all_verified ? "outputs agree" : "OUTPUTS DISAGREE");
@@ -121,6 +126,7 @@ void run_bench_epoch(const BenchOptions& o) {
   config.device = o.device;
   config.precision = o.precision;
   config.spmm_tuning = o.spmm_tuning;
+  config.reorder = from_string<Reorder>(o.reorder, "--reorder");
   config.spmm = o.spmm;
   config.warmup = o.warmup;
   config.repeats = o.repeats;
@@ -143,6 +149,17 @@ void run_bench_epoch(const BenchOptions& o) {
                 human_bytes(static_cast<double>(run.memory.peak)).c_str(),
                 human_bytes(static_cast<double>(std::max(run.driver_after_setup, run.driver_after_training))).c_str());
   }
+  for (const auto& run : report.runs) {
+    if (run.status != "ok" || run.profiled_epoch_ms <= 0) continue;
+    std::printf("%-9s profiled epoch %.3f ms:", run.spmm.c_str(), run.profiled_epoch_ms);
+    for (std::size_t k = 0; k < kernels::kOpClassNames.size(); ++k)
+      std::printf(" %s %.3f ms (%.1f%%, %lld calls)", kernels::kOpClassNames[k], run.profile.ms[k],
+                  100 * run.profile.ms[k] / run.profiled_epoch_ms, static_cast<long long>(run.profile.calls[k]));
+    std::printf(", unattributed %.3f ms\n", run.profiled_epoch_ms - run.profile.total_ms());
+  }
+  if (report.config.reorder != Reorder::kNone)
+    std::printf("reorder %s: order %.3f s, apply %.3f s (not in the epoch times)\n",
+                to_string(report.config.reorder), report.reorder_seconds[0], report.reorder_seconds[1]);
   if (report.speedup_own_vs_cusparse) std::printf("own vs cuSPARSE epoch: %.2fx\n", *report.speedup_own_vs_cusparse);
   if (!o.json.empty()) write_json(o.json, report.to_json());
 }
@@ -157,6 +174,7 @@ void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::s
       ->capture_default_str();
   cmd.add_option("--spmm", o.spmm, "Which SpMM to measure")->check(CLI::IsMember(spmm_choices))->capture_default_str();
   add_spmm_tuning_options(cmd, o.spmm_tuning);
+  add_reorder_option(cmd, o.reorder);
   cmd.add_option("--warmup", o.warmup, "Untimed runs first")->capture_default_str();
   cmd.add_option("--repeats", o.repeats, "Timed runs (the median is reported)")->capture_default_str();
   cmd.add_option("--seed", o.seed, "Seed (random X for spmm, weights and dropout for epoch)")->capture_default_str();

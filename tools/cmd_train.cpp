@@ -44,6 +44,7 @@ struct TrainOptions {
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
   double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
+  std::string reorder = "degree";
 };
 
 /// The request `gcnpart train` makes of the library, from its options. @throws InvalidInput.
@@ -71,6 +72,7 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   q.runs = o.runs;
   q.device = engine::Device::parse(o.device);
   q.strategy = from_string<partition::Strategy>(o.strategy, "--strategy");
+  q.reorder = from_string<Reorder>(o.reorder, "--reorder");
   q.launch.mpi = engine::launched_under_mpi();
   q.launch.nccl_timeout_s = o.nccl_timeout;
   q.launch.link = o.link_bench == "on"    ? engine::LaunchOptions::Link::kAlways
@@ -190,6 +192,9 @@ void run_train(TrainOptions& o) {
   progress.finish();
   if (request.strategy == partition::Strategy::kSingle) print_single(summary, device);
   else print_distributed(summary, request.launch.mpi ? "rank " : device.is_cuda() ? "cuda:" : "cpu:", o.partitioner);
+  if (request.reorder != Reorder::kNone)
+    std::printf("reorder      %s: order %.3f s, applying it %.3f s (before training; not in the epoch times)\n",
+                to_string(request.reorder), summary.reorder_seconds[0], summary.reorder_seconds[1]);
   if (!root) return;
   if (!o.save.empty()) {
     engine::save_weights(o.save, summary.dims, summary.runs.front().parameters);
@@ -257,6 +262,7 @@ Command register_train(CLI::App& app) {
       ->group("");  // hidden
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
+  add_reorder_option(*cmd, o->reorder);
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices:\n" +
                                                  partition::strategies_help())
       ->check(CLI::IsMember(enum_names<partition::Strategy>()))->capture_default_str();

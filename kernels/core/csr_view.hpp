@@ -19,6 +19,9 @@ struct CsrView {
   const RowOffset* row_offsets = nullptr;
   const NodeId* col_ids = nullptr;
   const float* values = nullptr;
+  /// At least row_offsets[num_rows] - row_offsets[0], as the host knows it (it cannot read device offsets); -1:
+  /// unknown (the own CUDA SpMM then reads it from the device, a synchronising copy).
+  std::int64_t entries_bound = -1;
 
   GCNPART_HD std::int64_t num_entries() const { return num_rows == 0 ? 0 : row_offsets[num_rows]; }
   GCNPART_HD std::int64_t degree(std::int64_t row) const { return row_offsets[row + 1] - row_offsets[row]; }

@@ -85,4 +85,31 @@ struct EnumNames<SpmmAlgo> {
 };
 static_assert(table_in_enum_order<SpmmAlgo>());
 
+// ---------------------------------------------------------------------------------------------------------
+/// How nodes are renumbered for memory locality before training (partition/reorder.hpp). Exact: a permutation
+/// applied once; every output is reported in the user's node order.
+enum class Reorder {
+  kNone,    ///< the input order
+  kDegree,  ///< by degree, largest first (hubs together; rows of like degree share warps)
+  kRcm,     ///< reverse Cuthill-McKee: breadth-first from a low-degree node, neighbours by degree
+  kMetis,   ///< METIS nested dissection (METIS_NodeND)
+};
+
+struct ReorderTraits {
+  Reorder value;
+  const char* name;
+  const char* description;  ///< one line for --help
+};
+inline constexpr std::array<ReorderTraits, 4> kReorders{{
+    {Reorder::kNone, "none", "the input order"},
+    {Reorder::kDegree, "degree", "by degree, largest first"},
+    {Reorder::kRcm, "rcm", "reverse Cuthill-McKee (breadth-first, neighbours by degree)"},
+    {Reorder::kMetis, "metis", "METIS nested dissection (slowest to compute)"},
+}};
+template <>
+struct EnumNames<Reorder> {
+  static constexpr const auto& table = kReorders;
+};
+static_assert(table_in_enum_order<Reorder>());
+
 }  // namespace gcnpart

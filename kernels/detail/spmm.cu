@@ -9,16 +9,27 @@
 // at the end and each output element is written exactly once: no atomics, deterministic.
 //
 // Long rows. A row with more than SpmmTuning::long_row entries would leave one group working long after the rest
-// of the grid (power-law hubs). The row kernel only zeroes such rows and records how many segments of
-// SpmmTuning::segment entries they have; a scan numbers the segments, and a grid-stride kernel hands them to warps
-// all over the GPU, which add their partial sums with atomics. Long rows are therefore summed in a varying order.
+// of the grid (power-law hubs). The row kernel only zeroes such rows and lists their segments of
+// SpmmTuning::segment entries (an atomic counter hands out the list's slots), and a grid-stride kernel hands the
+// segments to warps all over the GPU, which add their partial sums with atomics: three launches in all (the
+// counter's reset, the row kernel, the segment kernel), which matters on small graphs. Long rows are therefore
+// summed in a varying order.
+//
+// Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
+// long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
+// row's padding and only the columns below the width are stored. X whose rows do not start on 4 elements is
+// first copied (cudaMemcpy2DAsync) into a workspace with the width rounded up to 4 (SpmmTuning::pad); Y needs no
+// alignment (unaligned rows are stored element by element).
+//
+// Slabs. With SpmmTuning::slab > 0 the product runs slab by slab of columns over all rows: a slab of X (rows x
+// slab columns) is what every row gathers from while it runs, so more of it stays in L2 (X of a reddit-sized
+// graph at width 256 is 5x the H200's L2). Each slab re-reads the sparse structure (4 bytes per entry).
 //
 // bf16 storage. The same kernels, templated on X's element type, also read X as bfloat16 bits (spmm_bf16):
-// a lane loads 8 values in 16 bytes (uint4) when the width is a multiple of 8 and at least kBf16Vec8MinWidth,
-// 4 in 8 bytes (uint2) when a multiple of 4, else one. Each value is widened exactly by a 16-bit shift and
+// a lane loads 8 values in 16 bytes (uint4) when X's rows start on 8 values and the width is at least
+// kBf16Vec8MinWidth, 4 in 8 bytes (uint2) when they start on 4, else one. Each value is widened exactly by a 16-bit shift and
 // everything after the load is the fp32 code (fp32 weights, FMAs, accumulators and output). Halving the bytes
 // per gathered X row is the point: those gathers are almost all of the traffic.
-#include <cub/device/device_scan.cuh>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -29,6 +40,7 @@
 #include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/spmm_tuning.hpp"
+#include "kernels/core/spmm_padding.hpp"
 #include "kernels/detail/workspace.hpp"
 
 namespace gcnpart::kernels::detail::cuda {
@@ -42,6 +54,19 @@ using Bf16Bits = std::uint16_t;
 static_assert(sizeof(Bf16) == sizeof(Bf16Bits) && alignof(Bf16) == alignof(Bf16Bits));
 inline const Bf16Bits* as_bits(const Bf16* p) { return reinterpret_cast<const Bf16Bits*>(p); }
 inline Bf16Bits* as_bits(Bf16* p) { return reinterpret_cast<Bf16Bits*>(p); }
+
+/// One segment of a long row: its first entry and its row.
+struct Segment {
+  std::int64_t begin;
+  std::int64_t row;
+};
+
+/// The long rows' segments, listed by the row kernel (in no particular order) for the segment kernel.
+struct SegmentList {
+  Segment* items;
+  int* count;             // number listed; zeroed before the row kernel
+  bool fill;              // the row kernel lists segments (the first slab's launch only)
+};
 
 template <class Elem>
 struct SpmmArgs {
@@ -58,6 +83,7 @@ struct SpmmArgs {
   std::int64_t width;
   std::int64_t long_row;  // rows with more entries are split into segments over the whole grid
   std::int64_t segment;   // entries per segment of a long row
+  bool y_vec;             // y rows start on 16 bytes and ldy % 4 == 0: whole vectors may be stored at once
 };
 
 /// Loads, stores and arithmetic on one lane's slice of a row of kVec consecutive columns: X elements of type Elem
@@ -73,7 +99,6 @@ struct Lanes<float, 1> {
   __device__ __forceinline__ static void store(float* p, Type v) { *p = v; }
   __device__ __forceinline__ static void fma(Type& acc, float w, Type v) { acc = fmaf(w, v, acc); }
   __device__ __forceinline__ static Type scale(Type v, float s) { return v * s; }
-  __device__ __forceinline__ static void atomic_add(float* p, Type v) { atomicAdd(p, v); }
 };
 
 template <>
@@ -90,12 +115,6 @@ struct Lanes<float, 4> {
   }
   __device__ __forceinline__ static Type scale(Type v, float s) {
     return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
-  }
-  __device__ __forceinline__ static void atomic_add(float* p, Type v) {
-    atomicAdd(p, v.x);
-    atomicAdd(p + 1, v.y);
-    atomicAdd(p + 2, v.z);
-    atomicAdd(p + 3, v.w);
   }
 };
 
@@ -140,11 +159,36 @@ struct Lanes<Bf16Bits, 8> {
     Half::fma(acc.hi, w, v.hi);
   }
   __device__ __forceinline__ static Type scale(Type v, float s) { return {Half::scale(v.lo, s), Half::scale(v.hi, s)}; }
-  __device__ __forceinline__ static void atomic_add(float* p, Type v) {
-    Half::atomic_add(p, v.lo);
-    Half::atomic_add(p + 4, v.hi);
-  }
 };
+
+/// Element i of a lane's vector.
+__device__ __forceinline__ float element(float v, int) { return v; }
+__device__ __forceinline__ float element(const float4& v, int i) {
+  return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
+}
+__device__ __forceinline__ float element(const Float8& v, int i) { return i < 4 ? element(v.lo, i) : element(v.hi, i - 4); }
+
+/// Stores the lane's kVec values at columns [c, c + kVec) of a Y row, keeping to the first `width` columns: one
+/// vector store when the whole vector is inside and Y allows it, else element by element (the last, partial
+/// vector of a padded width, or a Y that is not vector-aligned).
+template <class Elem, int kVec>
+__device__ __forceinline__ void store_columns(float* yr, std::int64_t c, std::int64_t width, bool y_vec,
+                                              const typename Lanes<Elem, kVec>::Type& v) {
+  if (c >= width) return;
+  if (c + kVec <= width && y_vec) return Lanes<Elem, kVec>::store(yr + c, v);
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (c + i < width) yr[c + i] = element(v, i);
+}
+
+/// The same with atomic additions (long-row segments).
+template <class Elem, int kVec>
+__device__ __forceinline__ void add_columns(float* yr, std::int64_t c, std::int64_t width,
+                                            const typename Lanes<Elem, kVec>::Type& v) {
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (c + i < width) atomicAdd(yr + c + i, element(v, i));
+}
 
 /// The lanes of the calling thread's group within its warp (groups are aligned, power-of-two sized).
 template <int kGroup>
@@ -194,7 +238,7 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem>& s, std::int64_t
 }
 
 template <class Elem, int kVec, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<Elem> s, int* segments) {
+__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<Elem> s, SegmentList list) {
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
@@ -210,12 +254,17 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<
   const std::int64_t beg = __ldg(s.offsets + row), end = __ldg(s.offsets + row + 1);
   float* yr = s.y + row * s.ldy;
   if (end - beg > s.long_row) {
-    // A long row: zero its output here; the segment kernel adds its pieces with atomics.
-    if (lane == 0) segments[row] = static_cast<int>((end - beg + s.segment - 1) / s.segment);
+    // A long row: zero its output here; list its segments for the segment kernel, which adds them with atomics.
+    if (list.fill) {
+      const int n = static_cast<int>((end - beg + s.segment - 1) / s.segment);
+      int first = 0;
+      if (lane == 0) first = atomicAdd(list.count, n);
+      if constexpr (kGroup > 1) first = __shfl_sync(mask, first, 0, kGroup);
+      for (int i = lane; i < n; i += kGroup) list.items[first + i] = Segment{beg + static_cast<std::int64_t>(i) * s.segment, row};
+    }
     for (std::int64_t c = lane; c < s.width; c += kGroup) yr[c] = 0.0f;
     return;
   }
-  if (lane == 0) segments[row] = 0;
   const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
   for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
     T acc[kChunks];
@@ -225,52 +274,66 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<
 #pragma unroll
     for (int ch = 0; ch < kChunks; ++ch) {
       const std::int64_t c = col0 + ch * kChunkStride + static_cast<std::int64_t>(lane) * kVec;
-      if (c < s.width) L::store(yr + c, L::scale(acc[ch], rs));
+      store_columns<Elem, kVec>(yr, c, s.width, s.y_vec, L::scale(acc[ch], rs));
     }
   }
 }
 
-/// Long rows, balanced over the whole grid: segment g (of `s.segment` entries) belongs to the row r with
-/// first[r] <= g < first[r + 1]; each warp takes segments g = warp, warp + warps, ... and adds its partial sums
-/// into y with atomics (y's long rows were zeroed by the row kernel).
-template <class Elem, int kVec, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem> s, const int* first) {
+/// Sum of a lane's vector over the warp's kSubgroups lane groups of kGroup lanes (lanes l, l + kGroup, ...):
+/// every lane ends with the sum of its column slot. All 32 lanes must call it.
+__device__ __forceinline__ float xor_sum(float v, int offset) { return v + __shfl_xor_sync(0xffffffffu, v, offset); }
+__device__ __forceinline__ float4 xor_sum(float4 v, int offset) {
+  return make_float4(xor_sum(v.x, offset), xor_sum(v.y, offset), xor_sum(v.z, offset), xor_sum(v.w, offset));
+}
+__device__ __forceinline__ Float8 xor_sum(Float8 v, int offset) { return {xor_sum(v.lo, offset), xor_sum(v.hi, offset)}; }
+
+/// Long rows, balanced over the whole grid: the row kernel listed every segment (`s.segment` entries of one long
+/// row); each warp takes list items g = warp, warp + warps, ... and adds its partial sums into y with atomics (y's
+/// long rows were zeroed by the row kernel). A narrow row (kGroup < 32 lanes cover its width) splits the segment
+/// between the warp's 32 / kGroup lane groups, which sum their parts with shuffles before the first group adds the
+/// result: every lane loads, whatever the width.
+template <class Elem, int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem> s, const Segment* items,
+                                                                     const int* count) {
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
-  constexpr int kSpan = 32 * kVec * kChunks;
-  const int lane = static_cast<int>(threadIdx.x) % 32;
+  constexpr int kSubgroups = 32 / kGroup;
+  constexpr int kSpan = kGroup * kVec * kChunks;
+  const int lane = static_cast<int>(threadIdx.x) % kGroup;
+  const int subgroup = static_cast<int>(threadIdx.x % 32) / kGroup;
+  const unsigned mask = group_mask<kGroup>();
   const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x) / 32;
   const std::int64_t warps = static_cast<std::int64_t>(gridDim.x) * kBlockThreads / 32;
-  const std::int64_t total = first[s.num_rows];
+  const std::int64_t total = *count;
   for (std::int64_t g = warp; g < total; g += warps) {
-    // The row: the last r with first[r] <= g (rows without segments share their successor's first).
-    std::int64_t lo = 0, hi = s.num_rows;  // invariant: first[lo] <= g < first[hi]
-    while (hi - lo > 1) {
-      const std::int64_t mid = (lo + hi) / 2;
-      if (__ldg(first + mid) <= g) lo = mid; else hi = mid;
-    }
-    const std::int64_t row = lo;
-    const std::int64_t row_beg = __ldg(s.offsets + row), row_end = __ldg(s.offsets + row + 1);
-    const std::int64_t beg = row_beg + (g - __ldg(first + row)) * s.segment;
-    const std::int64_t end = min(row_end, beg + s.segment);
+    const Segment seg = items[g];
+    const std::int64_t row = seg.row;
+    const std::int64_t seg_beg = seg.begin;
+    const std::int64_t seg_end = min(__ldg(s.offsets + row + 1), seg_beg + s.segment);
+  // This lane group's share of the segment.
+    const std::int64_t share = (seg_end - seg_beg + kSubgroups - 1) / kSubgroups;
+    const std::int64_t beg = min(seg_end, seg_beg + subgroup * share);
+    const std::int64_t end = min(seg_end, beg + share);
     const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
     float* yr = s.y + row * s.ldy;
     for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
       T acc[kChunks];
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
-      accumulate<Elem, kVec, 32, kChunks>(s, beg, end, col0, lane, 0xffffffffu, acc);
+      accumulate<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
-        const std::int64_t c = col0 + ch * 32 * kVec + static_cast<std::int64_t>(lane) * kVec;
-        if (c < s.width) L::atomic_add(yr + c, L::scale(acc[ch], rs));
+#pragma unroll
+        for (int offset = kGroup; offset < 32; offset *= 2) acc[ch] = xor_sum(acc[ch], offset);
+        const std::int64_t c = col0 + ch * kGroup * kVec + static_cast<std::int64_t>(lane) * kVec;
+        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, L::scale(acc[ch], rs));
       }
     }
   }
 }
 
 template <class Elem, int kVec, int kGroup, int kChunks>
-void launch(const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
+void launch(const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
   constexpr int kGroups = kBlockThreads / kGroup;
   const std::int64_t blocks = (s.num_rows + kGroups - 1) / kGroups;
   spmm_row_kernel<Elem, kVec, kGroup, kChunks>
@@ -280,7 +343,7 @@ void launch(const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
 
 /// Picks the lane group and the number of accumulators from the number of vectors per row.
 template <class Elem, int kVec>
-void launch_for_width(const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
+void launch_for_width(const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
   static_assert(spmm_tuning::kMaxChunks == 4, "launch_for_width instantiates chunks 1, 2 and 4");
   const std::int64_t vectors = (s.width + kVec - 1) / kVec;
   if (vectors <= 1) return launch<Elem, kVec, 1, 1>(s, segments, stream);
@@ -294,36 +357,39 @@ void launch_for_width(const SpmmArgs<Elem>& s, int* segments, cudaStream_t strea
 }
 
 template <class Elem, int kVec>
-void launch_segments(const SpmmArgs<Elem>& s, const int* first, int blocks, cudaStream_t stream) {
+void launch_segments(const SpmmArgs<Elem>& s, const Segment* first, const int* count, int blocks,
+                     cudaStream_t stream) {
+  // Lane groups as the row kernel sizes them (launch_for_width), the warp's groups sharing each segment.
   const std::int64_t vectors = (s.width + kVec - 1) / kVec;
-  if (vectors <= 32) {
-    spmm_segment_kernel<Elem, kVec, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first);
-  } else if (vectors <= 64) {
-    spmm_segment_kernel<Elem, kVec, 2><<<blocks, kBlockThreads, 0, stream>>>(s, first);
-  } else {
-    spmm_segment_kernel<Elem, kVec, 4><<<blocks, kBlockThreads, 0, stream>>>(s, first);
-  }
+  if (vectors <= 1) spmm_segment_kernel<Elem, kVec, 1, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 2) spmm_segment_kernel<Elem, kVec, 2, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 4) spmm_segment_kernel<Elem, kVec, 4, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 8) spmm_segment_kernel<Elem, kVec, 8, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 16) spmm_segment_kernel<Elem, kVec, 16, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 32) spmm_segment_kernel<Elem, kVec, 32, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else if (vectors <= 64) spmm_segment_kernel<Elem, kVec, 32, 2><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
+  else spmm_segment_kernel<Elem, kVec, 32, 4><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
   GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
 
-/// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes and kVec
-/// floats of Y in float4 stores, so width and both leading dimensions must be multiples of it and the pointers
-/// aligned (every lane's offset is then a multiple of the vector too). 1 always works.
+/// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes, so X's
+/// leading dimension must be a multiple of it and x aligned to it (every row then starts on a vector). The width
+/// need not be: the last vector of a row reads into the row's padding (ldx >= the width rounded up), and only
+/// columns below the width are stored. 1 always works.
 /// bf16 takes 8 per lane only for rows of kBf16Vec8MinWidth or more (see there).
 template <class Elem>
 int vector_width(const SpmmArgs<Elem>& s) {
-  const bool y_vec4 = s.ldy % 4 == 0 && aligned(s.y, 16);
   for (const int vec : {8, 4}) {
     if (vec == 8 && (!std::is_same_v<Elem, Bf16Bits> || s.width < spmm_tuning::kBf16Vec8MinWidth)) continue;
-    if (y_vec4 && s.width % vec == 0 && s.ldx % vec == 0 && aligned(s.x, vec * sizeof(Elem))) return vec;
+    if (s.ldx % vec == 0 && aligned(s.x, vec * sizeof(Elem))) return vec;
   }
   return 1;
 }
 
 template <class Elem>
-void launch_rows(int vec, const SpmmArgs<Elem>& s, int* segments, cudaStream_t stream) {
+void launch_rows(int vec, const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
     if (vec == 8) return launch_for_width<Elem, 8>(s, segments, stream);
   }
@@ -332,42 +398,70 @@ void launch_rows(int vec, const SpmmArgs<Elem>& s, int* segments, cudaStream_t s
 }
 
 template <class Elem>
-void launch_long_rows(int vec, const SpmmArgs<Elem>& s, const int* first, int blocks, cudaStream_t stream) {
+void launch_long_rows(int vec, const SpmmArgs<Elem>& s, const SegmentList& list, int blocks, cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_segments<Elem, 8>(s, first, blocks, stream);
+    if (vec == 8) return launch_segments<Elem, 8>(s, list.items, list.count, blocks, stream);
   }
-  if (vec == 4) return launch_segments<Elem, 4>(s, first, blocks, stream);
-  launch_segments<Elem, 1>(s, first, blocks, stream);
+  if (vec == 4) return launch_segments<Elem, 4>(s, list.items, list.count, blocks, stream);
+  launch_segments<Elem, 1>(s, list.items, list.count, blocks, stream);
 }
 
-/// The row kernel, a scan of the long rows' segment counts, then the segment kernel (see the file comment).
+/// The row kernel, a scan of the long rows' segment counts, then the segment kernel (see the file comment), per
+/// slab of columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
+/// first copied into a padded workspace when SpmmTuning::pad (see kernels::spmm_padding_bytes).
 template <class Elem>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
               std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning) {
-  const SpmmArgs<Elem> s{a.num_rows, a.row_offsets, a.col_ids, a.values, row_scale,     col_scale,     x,
-                         ldx,        y,             ldy,       width,    tuning.long_row, tuning.segment};
-  const int vec = vector_width(s);
-  // segments[r]: segment count of row r (0 for rows the row kernel finishes), scanned into first[r].
-  const std::size_t n1 = static_cast<std::size_t>(a.num_rows) + 1;
-  std::size_t scan_bytes = 0;
-  GCNPART_CUDA_TRY(cub::DeviceScan::ExclusiveSum(nullptr, scan_bytes, static_cast<int*>(nullptr),
-                                                 static_cast<int*>(nullptr), static_cast<int>(n1), ctx.stream));
-  const std::size_t ints = Workspace::align_up(n1 * sizeof(int));
-  Workspace scratch(ctx, 2 * ints + scan_bytes);
-  int* segments = static_cast<int*>(scratch.get());
-  int* first = reinterpret_cast<int*>(static_cast<char*>(scratch.get()) + ints);
-  void* scan_temp = static_cast<char*>(scratch.get()) + 2 * ints;
-  GCNPART_CUDA_TRY(cudaMemsetAsync(segments + a.num_rows, 0, sizeof(int), ctx.stream));
-  launch_rows(vec, s, segments, ctx.stream);
-  GCNPART_CUDA_TRY(
-      cub::DeviceScan::ExclusiveSum(scan_temp, scan_bytes, segments, first, static_cast<int>(n1), ctx.stream));
+  Workspace padded;
+  const auto padding = spmm_padding_bytes(a.num_cols, width, ldx, static_cast<int>(sizeof(Elem)), tuning.pad);
+  if (padding > 0) {
+    const std::int64_t padded_ld = padding / (a.num_cols * static_cast<std::int64_t>(sizeof(Elem)));
+    padded = Workspace(ctx, static_cast<std::size_t>(padding));
+    GCNPART_CUDA_TRY(cudaMemcpy2DAsync(padded.get(), padded_ld * sizeof(Elem), x, ldx * sizeof(Elem),
+                                       width * sizeof(Elem), a.num_cols, cudaMemcpyDeviceToDevice, ctx.stream));
+    x = padded.as<Elem>();
+    ldx = padded_ld;
+  }
+  const bool y_vec = ldy % 4 == 0 && aligned(y, 16);
+  const SpmmArgs<Elem> whole{a.num_rows, a.row_offsets, a.col_ids,       a.values,       row_scale, col_scale, x,
+                             ldx,        y,             ldy,             width,          tuning.long_row_for(width),
+                             tuning.segment, y_vec};
+  // Slabs start on multiples of 8 columns, so every slab keeps the whole product's alignment; the vector width
+  // is the one a slab's width calls for.
+  std::int64_t slab = tuning.slab > 0 ? (tuning.slab + 7) / 8 * 8 : width;
+  if (slab >= width) slab = width;
+  SpmmArgs<Elem> first_slab = whole;
+  first_slab.width = slab;
+  const int vec = vector_width(first_slab);
+  // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
+  // at most nnz / (long_row + 1) such rows.
+  const std::int64_t long_row = whole.long_row;
+  std::int64_t entries = a.entries_bound;
+  if (entries < 0) {  // not given: read the last offset (synchronises the stream)
+    RowOffset last = 0;
+    GCNPART_CUDA_TRY(cudaMemcpyAsync(&last, a.row_offsets + a.num_rows, sizeof last, cudaMemcpyDeviceToHost, ctx.stream));
+    GCNPART_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
+    entries = last;
+  }
+  const std::int64_t capacity = entries / tuning.segment + entries / (long_row + 1) + 1;
+  Workspace scratch(ctx, Workspace::align_up(sizeof(int)) + static_cast<std::size_t>(capacity) * sizeof(Segment));
+  SegmentList list{scratch.as<Segment>(Workspace::align_up(sizeof(int))), scratch.as<int>(), true};
+  GCNPART_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(int), ctx.stream));
   static const int blocks = [] {
     int device = 0, sms = 0;
     cudaGetDevice(&device);
     cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
     return std::max(1, sms) * spmm_tuning::kSegmentBlocksPerSm;
   }();
-  launch_long_rows(vec, s, first, blocks, ctx.stream);
+  for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
+    SpmmArgs<Elem> s = whole;
+    s.x = x + c0;
+    s.y = y + c0;
+    s.width = std::min(slab, width - c0);
+    list.fill = c0 == 0;  // later slabs reuse the first slab's list
+    launch_rows(vec, s, list, ctx.stream);
+    launch_long_rows(vec, s, list, blocks, ctx.stream);
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ bf16 conversion

@@ -457,7 +457,7 @@ TEST_CASE("a bf16 run resumed from a checkpoint ends with the same weights and l
   CHECK(resumed.parameters == whole.parameters);
 }
 
-TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning below 1 is refused naming its option") {
+TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is refused naming its option") {
   GcnConfig cfg;
   cfg.validate();
   for (int chunks : {0, -1, kMaxGatherChunks + 1}) {
@@ -466,11 +466,19 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning below 1 is refuse
   }
   cfg.gather_chunks = kMaxGatherChunks;
   cfg.validate();
-  cfg.spmm_tuning.long_row = 0;
+  cfg.spmm_tuning.long_row = 0;  // by width
+  cfg.validate();
+  CHECK(cfg.spmm_tuning.long_row_for(32) == 512);
+  CHECK(cfg.spmm_tuning.long_row_for(33) == 4096);
+  cfg.spmm_tuning.long_row = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-long-row"), InvalidInput);
   cfg.spmm_tuning.long_row = 1;
+  CHECK(cfg.spmm_tuning.long_row_for(300) == 1);
   cfg.spmm_tuning.segment = 0;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-segment"), InvalidInput);
+  cfg.spmm_tuning.segment = 1;
+  cfg.spmm_tuning.slab = -1;
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-slab"), InvalidInput);
 }
 
 TEST_CASE("bf16 is refused with pipeline stages and the cuSPARSE SpMM") {

@@ -6,6 +6,7 @@
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <stdexcept>
@@ -28,6 +29,7 @@ class CudaTestAllocator final : public Allocator {
       throw OutOfMemory("test allocator: cudaMalloc of " + std::to_string(bytes) + " bytes failed");
     }
     in_use_ += bytes;
+    peak_ = std::max(peak_, in_use_);
     return p;
   }
   void deallocate(void* p, std::size_t bytes, MemoryCategory, cudaStream_t) noexcept override {
@@ -36,9 +38,12 @@ class CudaTestAllocator final : public Allocator {
   }
   [[nodiscard]] MemorySpace space() const noexcept override { return MemorySpace::kDevice; }
   [[nodiscard]] std::size_t in_use() const noexcept { return in_use_; }
+  /// The most bytes in use at once since construction or reset_peak().
+  [[nodiscard]] std::size_t peak() const noexcept { return peak_; }
+  void reset_peak() noexcept { peak_ = in_use_; }
 
  private:
-  std::size_t in_use_ = 0;
+  std::size_t in_use_ = 0, peak_ = 0;
 };
 
 /// Device 0 with a stream and library handles bound to it.

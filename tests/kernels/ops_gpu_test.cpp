@@ -16,6 +16,7 @@
 #include "device_fixture.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "kernels/core/spmm_padding.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"
 
@@ -37,7 +38,8 @@ struct DeviceCsr {
   explicit DeviceCsr(const HostCsr& a)
       : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols) {}
   [[nodiscard]] CsrView view(bool with_values = true) const {
-    return CsrView{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr};
+    return CsrView{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr,
+                   static_cast<std::int64_t>(cols.size())};
   }
 };
 
@@ -225,6 +227,45 @@ TEST_CASE("CUDA SpMM and bf16 SpMM follow their tuning: every row long, segments
     }
   }
   CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA SpMM by slabs of columns and with padded copies of unaligned X agrees with the CPU kernel") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(2500, 2000, 9, 77, 0.05, {{17, 3000}});
+  const DeviceCsr da(a);
+  for (const std::int64_t slab : {0, 8, 24, 64}) {
+    for (const bool pad : {true, false}) {
+      const SpmmTuning tuning{128, 256, slab, pad};
+      CAPTURE(slab);
+      CAPTURE(pad);
+      for (std::int64_t width : {5, 41, 47, 100, 256}) {
+        CAPTURE(width);
+        compare_spmm(f, a, da, width, true, true, 0, 51 + width, SpmmCase::kOwn, tuning);   // ld = width
+        compare_spmm(f, a, da, width, true, true, 3, 52 + width, SpmmCase::kOwn, tuning);   // ld = width + 3
+        compare_spmm_bf16(f, a, da, width, true, true, 0, 0, 53 + width, tuning);
+        compare_spmm_bf16(f, a, da, width, true, true, 1, 0, 54 + width, tuning);
+      }
+    }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA SpMM of an unaligned X takes exactly the padded workspace the memory model prices") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(3000, 2000, 6, 5, 0.0);
+  const DeviceCsr da(a);
+  for (const std::int64_t width : {41, 64}) {
+    CAPTURE(width);
+    // X and Y of compare_spmm come from cudaMalloc directly; the allocator sees the kernel's workspaces only.
+    f.allocator.reset_peak();
+    const auto before = static_cast<std::int64_t>(f.allocator.peak());
+    compare_spmm(f, a, da, width, true, true, 0, 9, SpmmCase::kOwn);
+    const std::int64_t priced = spmm_padding_bytes(a.cols, width, width, 4, true);
+    const auto taken = static_cast<std::int64_t>(f.allocator.peak()) - before;
+    CHECK(priced == (width == 41 ? a.cols * 44 * 4 : 0));
+    CHECK(taken >= priced);
+    CHECK(taken < priced + 64 * 1024);  // plus the long-row scan's two ints per row
+  }
 }
 
 TEST_CASE("CUDA SpMM on an empty matrix and an all-empty-rows matrix") {

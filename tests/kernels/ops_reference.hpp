@@ -21,7 +21,8 @@ struct HostCsr {
 
   [[nodiscard]] std::int64_t nnz() const { return offsets.empty() ? 0 : offsets.back(); }
   [[nodiscard]] CsrView view(bool with_values = true) const {
-    return CsrView{rows, cols, offsets.data(), col_ids.data(), with_values ? values.data() : nullptr};
+    return CsrView{rows, cols, offsets.data(), col_ids.data(), with_values ? values.data() : nullptr,
+                   static_cast<std::int64_t>(col_ids.size())};
   }
 };
 

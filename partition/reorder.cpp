@@ -1,0 +1,203 @@
+#include "partition/reorder.hpp"
+
+#include <metis.h>
+
+#include <algorithm>
+#include <chrono>
+#include <limits>
+#include <type_traits>
+#include <numeric>
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::partition {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+/// Largest degree first; ties by id (a stable order): a counting sort by degree, O(nodes + largest degree).
+std::vector<NodeId> degree_order(const datasets::Csr& g) {
+  const std::int64_t n = g.num_nodes;
+  std::int64_t max_degree = 0;
+#pragma omp parallel for reduction(max : max_degree)
+  for (std::int64_t u = 0; u < n; ++u) max_degree = std::max(max_degree, g.degree(u));
+  // start[d]: the first position of degree d, degrees descending.
+  std::vector<std::int64_t> start(static_cast<std::size_t>(max_degree) + 2, 0);
+  for (std::int64_t u = 0; u < n; ++u) ++start[static_cast<std::size_t>(max_degree - g.degree(u)) + 1];
+  for (std::size_t d = 1; d < start.size(); ++d) start[d] += start[d - 1];
+  std::vector<NodeId> order(static_cast<std::size_t>(n));
+  for (std::int64_t u = 0; u < n; ++u) order[start[static_cast<std::size_t>(max_degree - g.degree(u))]++] = static_cast<NodeId>(u);
+  return order;
+}
+
+/// Reverse Cuthill-McKee: per connected component, breadth-first from its lowest-degree node (ties by id), each
+/// node's unvisited neighbours in ascending degree; the whole sequence reversed.
+std::vector<NodeId> rcm_order(const datasets::Csr& g) {
+  const std::int64_t n = g.num_nodes;
+  std::vector<NodeId> by_degree(static_cast<std::size_t>(n));
+  std::iota(by_degree.begin(), by_degree.end(), 0);
+  std::stable_sort(by_degree.begin(), by_degree.end(), [&](NodeId a, NodeId b) { return g.degree(a) < g.degree(b); });
+  std::vector<char> seen(static_cast<std::size_t>(n), 0);
+  std::vector<NodeId> order;
+  order.reserve(static_cast<std::size_t>(n));
+  std::vector<NodeId> next;
+  for (NodeId start : by_degree) {
+    if (seen[start]) continue;
+    seen[start] = 1;
+    std::size_t head = order.size();
+    order.push_back(start);
+    while (head < order.size()) {
+      const NodeId u = order[head++];
+      next.clear();
+      for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e) {
+        const NodeId v = g.col_ids[e];
+        if (!seen[v]) {
+          seen[v] = 1;
+          next.push_back(v);
+        }
+      }
+      std::stable_sort(next.begin(), next.end(), [&](NodeId a, NodeId b) { return g.degree(a) < g.degree(b); });
+      order.insert(order.end(), next.begin(), next.end());
+    }
+  }
+  std::reverse(order.begin(), order.end());
+  return order;
+}
+
+/// METIS_NodeND on the graph without self loops (METIS rejects them).
+std::vector<NodeId> metis_order(const datasets::Csr& g) {
+  static_assert(std::is_same_v<idx_t, NodeId>, "gcnpart expects METIS built with IDXTYPEWIDTH 32");
+  const std::int64_t n = g.num_nodes;
+  std::vector<idx_t> xadj(static_cast<std::size_t>(n) + 1, 0), adjncy;
+  adjncy.reserve(static_cast<std::size_t>(g.num_edges()));
+  for (std::int64_t u = 0; u < n; ++u) {
+    for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e)
+      if (g.col_ids[e] != u) adjncy.push_back(g.col_ids[e]);
+    if (adjncy.size() > static_cast<std::size_t>(std::numeric_limits<idx_t>::max()))
+      throw InvalidInput::parameter("--reorder", "metis",
+                                    "a graph of at most 2^31 - 1 entries (METIS 32-bit indices); use degree or rcm");
+    xadj[u + 1] = static_cast<idx_t>(adjncy.size());
+  }
+  idx_t nvtxs = static_cast<idx_t>(n);
+  idx_t options[METIS_NOPTIONS];
+  METIS_SetDefaultOptions(options);
+  options[METIS_OPTION_NUMBERING] = 0;
+  std::vector<idx_t> perm(static_cast<std::size_t>(n)), iperm(static_cast<std::size_t>(n));
+  const int status = METIS_NodeND(&nvtxs, xadj.data(), adjncy.data(), nullptr, options, perm.data(), iperm.data());
+  if (status == METIS_ERROR_MEMORY) throw OutOfMemory("METIS_NodeND ran out of host memory ordering the graph");
+  if (status != METIS_OK)
+    throw InvalidInput::parameter("--reorder", "metis", "a graph METIS_NodeND accepts (status " +
+                                                            std::to_string(status) + ")");
+  // METIS manual: row i of the permuted matrix is row perm[i] of the original (perm: new -> old).
+  return {perm.begin(), perm.end()};
+}
+
+}  // namespace
+
+std::vector<float> Reordering::to_user_order(const std::vector<float>& rows, std::int64_t width) const {
+  if (identity()) return rows;
+  GCNPART_EXPECTS(static_cast<std::int64_t>(rows.size()) == static_cast<std::int64_t>(order.size()) * width,
+                  "to_user_order: rows x width values");
+  std::vector<float> out(rows.size());
+  const auto n = static_cast<std::int64_t>(order.size());
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i)
+    std::copy_n(rows.begin() + i * width, width, out.begin() + static_cast<std::int64_t>(order[i]) * width);
+  return out;
+}
+
+Reordering locality_order(const datasets::Csr& graph, Reorder method) {
+  Reordering r;
+  r.method = method;
+  const auto t0 = Clock::now();
+  switch (method) {
+    case Reorder::kNone: return r;
+    case Reorder::kDegree: r.order = degree_order(graph); break;
+    case Reorder::kRcm: r.order = rcm_order(graph); break;
+    case Reorder::kMetis: r.order = metis_order(graph); break;
+  }
+  r.rank.assign(r.order.size(), 0);
+  for (std::size_t i = 0; i < r.order.size(); ++i) r.rank[r.order[i]] = static_cast<NodeId>(i);
+  r.order_seconds = seconds_since(t0);
+  return r;
+}
+
+datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r) {
+  if (r.identity()) return g;
+  const std::int64_t n = g.num_nodes;
+  GCNPART_EXPECTS(static_cast<std::int64_t>(r.order.size()) == n, "permute_graph: an order of the graph's nodes");
+  datasets::Csr h;
+  h.num_nodes = n;
+  h.row_offsets.assign(static_cast<std::size_t>(n) + 1, 0);
+  for (std::int64_t i = 0; i < n; ++i) h.row_offsets[i + 1] = h.row_offsets[i] + g.degree(r.order[i]);
+  h.col_ids.resize(g.col_ids.size());
+  if (g.weighted()) h.values.resize(g.values.size());
+  if (!g.weighted()) {
+#pragma omp parallel for schedule(dynamic, 256)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const NodeId old = r.order[i];
+      NodeId* out = h.col_ids.data() + h.row_offsets[i];
+      RowOffset o = 0;
+      for (RowOffset e = g.row_offsets[old]; e < g.row_offsets[old + 1]; ++e) out[o++] = r.rank[g.col_ids[e]];
+      std::sort(out, out + o);
+    }
+    return h;
+  }
+#pragma omp parallel
+  {
+    std::vector<std::pair<NodeId, float>> row;
+#pragma omp for schedule(dynamic, 256)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const NodeId old = r.order[i];
+      row.clear();
+      for (RowOffset e = g.row_offsets[old]; e < g.row_offsets[old + 1]; ++e)
+        row.emplace_back(r.rank[g.col_ids[e]], g.values[e]);
+      std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      RowOffset o = h.row_offsets[i];
+      for (const auto& [c, v] : row) {
+        h.col_ids[o] = c;
+        h.values[o] = v;
+        ++o;
+      }
+    }
+  }
+  return h;
+}
+
+datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r) {
+  if (r.identity()) return ds;
+  const auto t0 = Clock::now();
+  const std::int64_t n = ds.num_nodes();
+  GCNPART_EXPECTS(static_cast<std::int64_t>(r.order.size()) == n, "permute: an order of the dataset's nodes");
+  datasets::Dataset out;
+  out.name = ds.name;
+  out.provenance = ds.provenance + ", reordered (" + to_string(r.method) + ")";
+  out.build_stats = ds.build_stats;
+  out.num_features = ds.num_features;
+  out.num_classes = ds.num_classes;
+
+  out.graph = permute_graph(ds.graph, r);
+  const std::int64_t f = ds.num_features;
+  out.features.resize(ds.features.size());
+  if (!ds.labels.empty()) out.labels.resize(ds.labels.size());
+  out.user_ids.resize(static_cast<std::size_t>(n));
+#pragma omp parallel for schedule(static)
+  for (std::int64_t i = 0; i < n; ++i) {
+    const NodeId old = r.order[i];
+    if (f > 0) std::copy_n(ds.features.begin() + static_cast<std::int64_t>(old) * f, f, out.features.begin() + i * f);
+    if (!ds.labels.empty()) out.labels[i] = ds.labels[old];
+    out.user_ids[i] = ds.user_ids.empty() ? old : ds.user_ids[old];
+  }
+  for (const auto& [name, ids] : ds.splits) {
+    std::vector<NodeId> mapped(ids.size());
+    for (std::size_t k = 0; k < ids.size(); ++k) mapped[k] = r.rank[ids[k]];
+    out.splits.emplace(name, std::move(mapped));
+  }
+  r.apply_seconds = seconds_since(t0);
+  return out;
+}
+
+}  // namespace gcnpart::partition

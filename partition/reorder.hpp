@@ -1,0 +1,38 @@
+// Locality reordering: renumber a graph's nodes so that rows processed at the same time gather from nearby rows
+// (L2 reuse in the SpMM) and rows of like degree share warps. Exact: a permutation applied once to the dataset;
+// the node keeps its user id (Dataset::user_ids), by which dropout masks are drawn, so a reordered run trains the
+// same model up to summation order, and outputs go back to the user's order with Reordering::to_user_order.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "datasets/dataset.hpp"
+#include "kernels/core/enums.hpp"
+
+namespace gcnpart::partition {
+
+struct Reordering {
+  Reorder method = Reorder::kNone;
+  std::vector<NodeId> order;  ///< new id -> old id (empty: the identity)
+  std::vector<NodeId> rank;   ///< old id -> new id (empty: the identity)
+  double order_seconds = 0;   ///< computing the order
+  double apply_seconds = 0;   ///< permuting the dataset (permute())
+  [[nodiscard]] bool identity() const noexcept { return order.empty(); }
+  /// Rows of a node-major matrix (rows x width, in the reordered node order) back in the old order.
+  [[nodiscard]] std::vector<float> to_user_order(const std::vector<float>& rows, std::int64_t width) const;
+};
+
+/// The order `method` gives `graph` (symmetric CSR, as datasets build it). kNone gives the identity.
+/// Deterministic. @throws OutOfMemory from METIS.
+Reordering locality_order(const datasets::Csr& graph, Reorder method);
+
+/// `g` with its nodes renumbered by `r`: row i is old row r.order[i], columns mapped through r.rank and sorted.
+datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r);
+
+/// `ds` with its nodes renumbered by `r` (new node i = old node r.order[i]): graph rows and columns (rows sorted
+/// again), features, labels, split ids (each split's list order kept) and user_ids (composed with the input's).
+/// Records the time in r.apply_seconds. The identity returns a copy.
+datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r);
+
+}  // namespace gcnpart::partition

@@ -1,0 +1,150 @@
+#include "partition/reorder.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <set>
+#include <utility>
+
+#include "datasets/generators.hpp"
+#include "engine/train.hpp"
+#include "dataset_fixtures.hpp"
+
+using namespace gcnpart;
+using namespace gcnpart::partition;
+
+namespace {
+
+constexpr Reorder kMethods[] = {Reorder::kDegree, Reorder::kRcm, Reorder::kMetis};
+
+std::set<std::pair<NodeId, NodeId>> edge_set(const datasets::Csr& g) {
+  std::set<std::pair<NodeId, NodeId>> s;
+  for (std::int64_t u = 0; u < g.num_nodes; ++u)
+    for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e) s.emplace(static_cast<NodeId>(u), g.col_ids[e]);
+  return s;
+}
+
+/// The largest |new(u) - new(v)| over the edges: what RCM keeps small.
+std::int64_t bandwidth(const datasets::Csr& g) {
+  std::int64_t b = 0;
+  for (std::int64_t u = 0; u < g.num_nodes; ++u)
+    for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e) b = std::max<std::int64_t>(b, std::abs(u - g.col_ids[e]));
+  return b;
+}
+
+/// A path 0 - 1 - ... - (n-1) with its ids scrambled (node i at position (i * 7919) mod n).
+datasets::Csr scrambled_path(std::int64_t n) {
+  datasets::EdgeList el;
+  el.num_nodes = n;
+  auto id = [&](std::int64_t i) { return static_cast<NodeId>((i * 7919) % n); };
+  for (std::int64_t i = 0; i + 1 < n; ++i) {
+    el.src.push_back(id(i));
+    el.dst.push_back(id(i + 1));
+  }
+  return datasets::build_csr(el, {});
+}
+
+}  // namespace
+
+TEST_CASE("every locality order is a permutation with its inverse, deterministic, and none is the identity") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  CHECK(locality_order(ds.graph, Reorder::kNone).identity());
+  for (const Reorder m : kMethods) {
+    CAPTURE(to_string(m));
+    const Reordering r = locality_order(ds.graph, m);
+    REQUIRE(static_cast<std::int64_t>(r.order.size()) == ds.num_nodes());
+    std::vector<NodeId> sorted = r.order;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<NodeId> ids(sorted.size());
+    std::iota(ids.begin(), ids.end(), 0);
+    CHECK(sorted == ids);
+    for (std::size_t i = 0; i < r.order.size(); ++i) REQUIRE(r.rank[r.order[i]] == static_cast<NodeId>(i));
+    CHECK(locality_order(ds.graph, m).order == r.order);
+  }
+}
+
+TEST_CASE("degree order puts the largest degrees first and RCM recovers a scrambled path's bandwidth of 1") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  const Reordering by_degree = locality_order(ds.graph, Reorder::kDegree);
+  for (std::size_t i = 1; i < by_degree.order.size(); ++i)
+    REQUIRE(ds.graph.degree(by_degree.order[i - 1]) >= ds.graph.degree(by_degree.order[i]));
+
+  const datasets::Csr path = scrambled_path(1000);
+  CHECK(bandwidth(path) > 100);
+  const Reordering rcm = locality_order(path, Reorder::kRcm);
+  CHECK(bandwidth(permute_graph(path, rcm)) == 1);
+  // METIS nested dissection cannot do as well as a path's order, but far better than the scramble.
+  CHECK(bandwidth(permute_graph(path, locality_order(path, Reorder::kMetis))) < bandwidth(path));
+}
+
+TEST_CASE("a permuted dataset is the same graph, features, labels and splits under the new ids") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  for (const Reorder m : kMethods) {
+    CAPTURE(to_string(m));
+    Reordering r = locality_order(ds.graph, m);
+    const datasets::Dataset p = permute(ds, r);
+    p.validate();
+    CHECK(p.graph.is_symmetric());
+    // Edges: (u, v) in the input iff (rank u, rank v) in the output.
+    std::set<std::pair<NodeId, NodeId>> mapped;
+    for (const auto& [u, v] : edge_set(ds.graph)) mapped.emplace(r.rank[u], r.rank[v]);
+    CHECK(mapped == edge_set(p.graph));
+    const std::int64_t f = ds.num_features;
+    bool rows_match = true;
+    for (std::int64_t i = 0; i < p.num_nodes(); ++i) {
+      const NodeId old = r.order[i];
+      rows_match = rows_match && p.labels[i] == ds.labels[old] && p.user_ids[i] == old &&
+                   std::equal(p.features.begin() + i * f, p.features.begin() + (i + 1) * f,
+                              ds.features.begin() + static_cast<std::int64_t>(old) * f);
+    }
+    CHECK(rows_match);
+    for (const auto& [name, ids] : ds.splits) {
+      const auto& got = p.splits.at(name);
+      REQUIRE(got.size() == ids.size());
+      for (std::size_t k = 0; k < ids.size(); ++k) REQUIRE(r.order[got[k]] == ids[k]);
+    }
+    // Rows back in the user's order.
+    std::vector<float> rows(static_cast<std::size_t>(p.num_nodes() * 2));
+    for (std::int64_t i = 0; i < p.num_nodes(); ++i) rows[2 * i] = rows[2 * i + 1] = static_cast<float>(r.order[i]);
+    const auto back = r.to_user_order(rows, 2);
+    bool in_order = true;
+    for (std::int64_t u = 0; u < p.num_nodes(); ++u) in_order = in_order && back[2 * u] == static_cast<float>(u);
+    CHECK(in_order);
+    // A second reordering composes the user ids.
+    Reordering again = locality_order(p.graph, Reorder::kDegree);
+    const datasets::Dataset pp = permute(p, again);
+    bool composed = true;
+    for (std::int64_t i = 0; i < pp.num_nodes(); ++i) composed = composed && pp.user_ids[i] == p.user_ids[again.order[i]];
+    CHECK(composed);
+  }
+}
+
+TEST_CASE("training a reordered graph gives the same losses and accuracy as the user's order (same dropout masks)") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  engine::TrainRequest q;
+  q.config.epochs = 15;
+  q.config.model.seed = 4;
+  q.config.model.dropout = 0.5f;
+  const engine::TrainSummary plain = engine::train(ds, q);
+  for (const Reorder m : kMethods) {
+    CAPTURE(to_string(m));
+    q.reorder = m;
+    const engine::TrainSummary re = engine::train(ds, q);
+    CHECK(re.reorder_seconds[0] > 0);
+    const auto& a = plain.runs.front().train_loss;
+    const auto& b = re.runs.front().train_loss;
+    REQUIRE(a.size() == b.size());
+    double worst = 0;
+    for (std::size_t e = 0; e < a.size(); ++e) worst = std::max(worst, std::abs(a[e] - b[e]) / std::abs(a[e]));
+    CHECK(worst < 1e-4);  // summation order only
+    CHECK(re.accuracy[2].mean == doctest::Approx(plain.accuracy[2].mean).epsilon(0.01));
+    CHECK(re.to_json()["reorder"]["method"] == to_string(m));
+  }
+  // Different masks would show: another seed's losses differ by far more.
+  q.reorder = Reorder::kNone;
+  q.config.model.seed = 5;
+  const engine::TrainSummary other = engine::train(ds, q);
+  CHECK(std::abs(other.runs.front().train_loss.back() - plain.runs.front().train_loss.back()) > 1e-3);
+}
