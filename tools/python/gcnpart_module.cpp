@@ -22,6 +22,7 @@
 
 #include "datasets/csr.hpp"
 #include "datasets/dataset.hpp"
+#include "datasets/generators.hpp"
 #include "engine/compare.hpp"
 #include "engine/report_html.hpp"
 #include "engine/report_json.hpp"
@@ -553,6 +554,17 @@ NB_MODULE(_core, m) {
         return run_interruptible([&](Interrupts&) { return gcnpart::cli::load_data(o); });
       },
       "path"_a, "format"_a, "split"_a, "symmetrize"_a, "synthetic_features"_a, "synthetic_classes"_a, "seed"_a);
+
+  m.def("rmat", [](int scale, double edge_factor, std::int64_t features, std::int32_t classes, std::uint64_t seed) {
+    gcnpart::datasets::RmatParams p;
+    p.scale = scale;
+    p.edge_factor = edge_factor;
+    p.features = features;
+    p.classes = classes;
+    p.seed = seed;
+    if (scale < 1 || scale > 30) throw InvalidInput::parameter("scale", std::to_string(scale), "1..30");
+    return run_interruptible([&](Interrupts&) { return gcnpart::datasets::generate_rmat(p); });
+  }, "scale"_a, "edge_factor"_a, "features"_a, "classes"_a, "seed"_a);
 
   m.def("from_arrays", &dataset_from_arrays, "name"_a, "num_nodes"_a, "src"_a, "dst"_a, "x"_a.none(), "y"_a.none(),
         "splits"_a, "symmetrize"_a);

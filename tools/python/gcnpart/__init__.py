@@ -27,7 +27,7 @@ from . import _arrays, _core
 from ._core import Cancelled, DeviceError, Error, InvalidInput, IoError, LogicError, OutOfMemory
 
 __all__ = [
-    "Dataset", "load", "from_pyg", "fit", "compare", "train", "FitReport", "CompareReport", "TrainReport",
+    "Dataset", "load", "from_pyg", "rmat", "fit", "compare", "train", "FitReport", "CompareReport", "TrainReport",
     "cuda_available", "Error", "InvalidInput", "IoError", "OutOfMemory", "DeviceError", "LogicError", "Cancelled",
 ]
 __version__ = "0.1.0"
@@ -226,6 +226,16 @@ def from_pyg(data: Any, *, name: str = "pyg", symmetrize: bool = True) -> Datase
             splits[ours] = mask
     return Dataset.from_arrays(data.edge_index, num_nodes=data.num_nodes, x=getattr(data, "x", None),
                                y=getattr(data, "y", None), splits=splits, name=name, symmetrize=symmetrize)
+
+
+def rmat(scale: int, *, edge_factor: float = 16, features: int = 0, classes: int = 0, seed: int = 1) -> Dataset:
+    """A Graph500 RMAT graph of 2^scale nodes (``gcnpart generate rmat``), symmetrised, deduplicated; with
+    features > 0 and classes >= 2, synthetic class-dependent features, labels and a 60/20/20 split.
+
+    Example:
+        >>> ds = gcnpart.rmat(16, features=128, classes=40)
+    """
+    return Dataset(_core.rmat(scale, edge_factor, features, classes, seed))
 
 
 # ---------------------------------------------------------------------------------------------------- progress
