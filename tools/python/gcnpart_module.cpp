@@ -45,7 +45,7 @@ namespace nb = nanobind;
 using namespace nb::literals;
 using gcnpart::InvalidInput;
 using gcnpart::datasets::Dataset;
-using gcnpart::datasets::NodeId;
+using gcnpart::NodeId;
 using json = nlohmann::json;
 
 namespace {
