@@ -3,6 +3,7 @@
 // engine::predict, partition::advise) with the GIL released, and converts the reports back. No engine logic here.
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
+#include <nanobind/stl/optional.h>
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>

@@ -49,7 +49,7 @@ def test_id_beyond_int32_is_refused_not_truncated():
 def test_nan_features_are_invalid_input_naming_the_node():
     x = np.ones((3, 2), np.float32)
     x[1, 1] = np.nan
-    with pytest.raises(gcnpart.InvalidInput, match="feature"):
+    with pytest.raises(gcnpart.InvalidInput, match=r"features node 1 column 1: non-finite feature"):
         gcnpart.Dataset.from_arrays(ring(), x=x, y=[0, 1, 0])
 
 

@@ -404,7 +404,7 @@ class TrainReport:
             run: which run's weights (0 = run 1).
         """
         if device is None:
-            device = "cuda" if self._device.startswith("cuda") else "cpu"
+            device = self._device if self._device.startswith("cuda") else "cpu"
         return _core.predict(self._dataset._core, self._result, run, device)
 
     def to_dict(self) -> dict:

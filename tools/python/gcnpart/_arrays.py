@@ -64,12 +64,16 @@ def edge_index(a: Any) -> tuple[np.ndarray, np.ndarray]:
     return ids(arr[0], "edge_index", "(2, E)"), ids(arr[1], "edge_index", "(2, E)")
 
 
+def _rows(num_nodes: int) -> str:
+    return "N" if num_nodes < 0 else str(num_nodes)
+
+
 def features(a: Any, num_nodes: int) -> np.ndarray:
     arr = to_numpy(a, "x")
     if arr.ndim == 1:
         arr = arr.reshape(-1, 1)
     if arr.ndim != 2 or arr.dtype.kind not in "fiub" or arr.dtype.kind == "c":
-        _invalid("x", _describe(arr), f"a real array of shape ({num_nodes}, F)")
+        _invalid("x", _describe(arr), f"a real array of shape ({_rows(num_nodes)}, F)")
     return np.ascontiguousarray(arr, dtype=np.float32)
 
 
@@ -78,7 +82,7 @@ def labels(a: Any, num_nodes: int) -> np.ndarray:
     if arr.ndim == 2 and arr.shape[1] == 1:
         arr = arr[:, 0]
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
-        _invalid("y", _describe(arr), f"an integer array of shape ({num_nodes},), -1 for unlabelled nodes")
+        _invalid("y", _describe(arr), f"an integer array of shape ({_rows(num_nodes)},), -1 for unlabelled nodes")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
