@@ -108,3 +108,24 @@ def test_pyg_round_trip():
     np.testing.assert_array_equal(back.edge_index, ds.edge_index)
     np.testing.assert_array_equal(back.x, ds.x)
     np.testing.assert_array_equal(back.splits["test"], ds.splits["test"])
+
+
+class DLPackOnly:
+    """An array reachable only through DLPack (as JAX, CuPy on the host, or other frameworks hand them over)."""
+
+    def __init__(self, a):
+        self._a = a
+
+    def __dlpack__(self, **kwargs):
+        return self._a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self._a.__dlpack_device__()
+
+
+def test_dlpack_objects_are_read_like_arrays():
+    ei, x, y = small(np.int32)
+    ds = gcnpart.Dataset.from_arrays(DLPackOnly(ei), x=DLPackOnly(x), y=DLPackOnly(y))
+    ref = gcnpart.Dataset.from_arrays(ei, x=x, y=y)
+    np.testing.assert_array_equal(ds.edge_index, ref.edge_index)
+    np.testing.assert_array_equal(ds.x, x)
