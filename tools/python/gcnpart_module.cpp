@@ -283,9 +283,10 @@ std::string metis_sample_text(Options& o) {
   return nb::isinstance<nb::str>(v) ? nb::cast<std::string>(v) : nb::cast<std::string>(nb::str(v));
 }
 
-/// The model options train and compare share (GcnConfig, names as the CLI's options with underscores).
-void read_model(Options& o, gcnpart::engine::GcnConfig& m) {
-  o.get("layers", m.layers, "an int");
+/// The model options train and compare share (GcnConfig, names as the CLI's options with underscores); compare
+/// reads `layers` as a list itself.
+void read_model(Options& o, gcnpart::engine::GcnConfig& m, bool layers = true) {
+  if (layers) o.get("layers", m.layers, "an int");
   o.get("hidden", m.hidden, "an int");
   o.get("dropout", m.dropout, "a float");
   o.get("lr", m.lr, "a float");
@@ -359,7 +360,7 @@ gcnpart::engine::CompareRequest compare_request(const Dataset& ds, Options& o) {
   o.get("train", q.train, "a bool");
   o.get("epochs", q.config.epochs, "an int");
   o.get("measure_epochs", q.measure_epochs, "an int");
-  read_model(o, q.config.model);
+  read_model(o, q.config.model, false);
   const std::string device = o.value<std::string>("device", "cpu", "'cpu' or 'cuda'");
   if (device != "cpu" && device != "cuda") throw InvalidInput::parameter("device", device, "cpu or cuda");
   if (device == "cuda") (void)parse_device("cuda:0");
