@@ -260,6 +260,8 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
   const bool eval = config.evaluate_every_epoch || config.early_stopping > 0;
   const bool checkpoints = !config.checkpoint_dir.empty() && config.checkpoint_every > 0;
   for (int epoch = st.start; epoch < config.epochs; ++epoch) {
+    if (config.cancel != nullptr && config.cancel->load(std::memory_order_relaxed))
+      throw Cancelled("training cancelled before epoch " + std::to_string(epoch + 1));
     const std::int64_t sent_before = bytes_sent();
     const auto t0 = std::chrono::steady_clock::now();
     if (config.fault.kind == FaultInjection::Kind::kSlow && config.fault.rank == rank)

@@ -16,6 +16,10 @@ nlohmann::json to_json(const MemoryStats& m);
 nlohmann::json to_json(const MemoryCheck& m);
 /// {name, provenance, nodes, edges_directed, features, classes}: a dataset as every report gives it.
 nlohmann::json dataset_json(const datasets::Dataset& ds);
+/// What `gcnpart info` reports of a dataset (and the Python package's Dataset.info()): name, provenance, nodes,
+/// edges (directed; undirected when symmetric), weighted, degree statistics, isolated nodes, features, classes,
+/// labelled nodes, splits (train, valid, test first), bytes and what building the CSR removed.
+nlohmann::json dataset_info_json(const datasets::Dataset& ds);
 /// A run's per-device figures added to `j`: memory (one per device), bytes_sent_per_epoch, driver_bytes,
 /// comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms, memory_check (one per device) and link (null when
 /// not measured).

@@ -6,6 +6,8 @@
 #include <numeric>
 
 #include "engine/distributed.hpp"
+#include "engine/gcn.hpp"
+#include "engine/problem.hpp"
 #include "engine/report_json.hpp"
 #include "kernels/core/error.hpp"
 
@@ -169,6 +171,17 @@ nlohmann::json TrainSummary::to_json() const {
                    {"epoch_seconds", rep.epoch_seconds}});
   j["runs"] = all;
   return j;
+}
+
+std::vector<float> predict(const datasets::Dataset& ds, const GcnConfig& model, bool normalize_features,
+                           const std::vector<std::vector<float>>& parameters, const Device& device) {
+  model.validate();
+  const LocalProblem problem = single_device_problem(ds, normalize_features);
+  Resources res(device);
+  GcnModel gcn(res, problem, model);
+  gcn.set_parameters(parameters);
+  (void)gcn.evaluate();  // the forward without dropout
+  return gcn.logits();
 }
 
 }  // namespace gcnpart::engine

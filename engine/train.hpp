@@ -62,4 +62,11 @@ using TrainProgress = std::function<void(int, int, double, double, double)>;
 /// OutOfMemory, DeviceError, IoError (checkpoints, weights).
 TrainSummary train(const datasets::Dataset& ds, const TrainRequest& request, const TrainProgress& progress = {});
 
+/// Logits of every node (num_nodes x classes, row-major, in the dataset's node order) of the GCN `model` with
+/// `parameters` (W0, b0, W1, b1, ...: TrainReport::parameters) over the whole graph of `ds`, dropout off, on
+/// `device`: what the Python package's TrainResult.predict() returns. Synchronises. @throws InvalidInput (data
+/// without features, labels or a train split; parameters of another shape), OutOfMemory, DeviceError.
+std::vector<float> predict(const datasets::Dataset& ds, const GcnConfig& model, bool normalize_features,
+                           const std::vector<std::vector<float>>& parameters, const Device& device);
+
 }  // namespace gcnpart::engine

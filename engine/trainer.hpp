@@ -2,6 +2,7 @@
 // train_step, evaluation, early stopping, checkpoints, timing, memory and communication reporting.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -48,6 +49,10 @@ struct TrainConfig {
   int checkpoint_every = 0;
   bool resume = false;               ///< continue from the generation DIR/checkpoint.latest names, when it exists
   FaultInjection fault;              ///< tests only
+  /// Cancellation (the Python package's Ctrl-C): when it points to a flag that becomes true, every device throws
+  /// Cancelled before its next epoch (the others then see an aborted collective, as with any device error). Not
+  /// owned; must outlive the call. Null: never cancelled.
+  const std::atomic<bool>* cancel = nullptr;
   void validate() const;
 };
 
@@ -146,6 +151,12 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
 
 /// Thrown by the device that FaultInjection::kThrow names.
 class FaultInjected : public Error {
+ public:
+  using Error::Error;
+};
+
+/// Thrown by every device that sees TrainConfig::cancel set before an epoch.
+class Cancelled : public Error {
  public:
   using Error::Error;
 };

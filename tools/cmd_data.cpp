@@ -14,36 +14,7 @@ namespace gcnpart::cli {
 namespace {
 
 nlohmann::json dataset_summary(const datasets::Dataset& ds, double load_seconds) {
-  const auto deg = datasets::degree_stats(ds.graph);
-  nlohmann::json j;
-  j["name"] = ds.name;
-  j["provenance"] = ds.provenance;
-  j["nodes"] = ds.num_nodes();
-  j["edges_directed"] = ds.graph.num_edges();
-  const bool symmetric = ds.graph.is_symmetric();
-  j["symmetric"] = symmetric;
-  if (symmetric) j["edges_undirected"] = ds.graph.num_edges() / 2;
-  j["weighted"] = ds.graph.weighted();
-  j["degree"] = {{"min", deg.min}, {"mean", deg.mean}, {"median", deg.median}, {"p99", deg.p99}, {"max", deg.max}};
-  j["isolated_nodes"] = deg.isolated;
-  j["features"] = ds.num_features;
-  j["classes"] = ds.num_classes;
-  std::int64_t labelled = 0;
-  for (auto l : ds.labels) labelled += l >= 0 ? 1 : 0;
-  j["labelled_nodes"] = labelled;
-  nlohmann::json splits = nlohmann::json::array();  // train, valid, test first, then any others
-  for (const char* name : {"train", "valid", "test"})
-    if (auto it = ds.splits.find(name); it != ds.splits.end()) splits.push_back({{"name", name}, {"size", it->second.size()}});
-  for (const auto& [name, ids] : ds.splits)
-    if (name != "train" && name != "valid" && name != "test") splits.push_back({{"name", name}, {"size", ids.size()}});
-  j["splits"] = splits;
-  j["bytes"] = {{"csr", ds.graph.bytes()}, {"features", ds.feature_bytes()},
-                {"labels", static_cast<std::int64_t>(ds.labels.size() * sizeof(std::int32_t))}};
-  j["build"] = {{"input_edges", ds.build_stats.input_edges},
-                {"self_loops_removed", ds.build_stats.self_loops_removed},
-                {"after_symmetrize", ds.build_stats.after_symmetrize},
-                {"duplicates_removed", ds.build_stats.duplicates_removed},
-                {"output_edges", ds.build_stats.output_edges}};
+  nlohmann::json j = engine::dataset_info_json(ds);
   j["load_seconds"] = load_seconds;
   return j;
 }

@@ -8,9 +8,10 @@ gcnpart_packages=(cmake ninja-build g++ ccache pkg-config zlib1g-dev libmetis-de
                   nlohmann-json3-dev libopenmpi-dev openmpi-bin python3
                   clang libclang-rt-14-dev libomp-dev)  # the last three for tools/fuzz
 
-gcnpart_install_missing() {
+# gcnpart_install_list PACKAGE...: apt-get installs those of the Debian packages that are missing.
+gcnpart_install_list() {
   local missing=()
-  for p in "${gcnpart_packages[@]}"; do
+  for p in "$@"; do
     dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
   done
   if [ ${#missing[@]} -gt 0 ]; then
@@ -20,6 +21,10 @@ gcnpart_install_missing() {
     $sudo apt-get update -qq
     DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
   fi
+}
+
+gcnpart_install_missing() {
+  gcnpart_install_list "${gcnpart_packages[@]}"
   if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
     echo "tools: nvcc not found: install the CUDA toolkit (13.x) at /usr/local/cuda" >&2
     exit 1
@@ -39,4 +44,21 @@ gcnpart_build() {
     cmake --preset "$preset" >&2
   fi
   cmake --build --preset "$preset" -j "$jobs" "$@" >&2
+}
+
+# gcnpart_python_env: the Python package installed from this tree into .venv (what docs/python.md's
+# `python3 -m venv .venv && .venv/bin/pip install .` does), with numpy from Debian and nanobind, scikit-build-core
+# and pytest from PyPI, or from .deps/wheels when that folder exists (machines without a registry). The build
+# folder build/python persists and goes through ccache, so a second call recompiles only what changed.
+gcnpart_python_env() {
+  gcnpart_install_list python3-venv python3-dev python3-numpy
+  [ -x .venv/bin/python ] || /usr/bin/python3 -m venv --system-site-packages .venv
+  local pip=(.venv/bin/pip install -q --disable-pip-version-check)
+  [ -d .deps/wheels ] && pip+=(--no-index --find-links .deps/wheels)
+  .venv/bin/python -c 'import nanobind, scikit_build_core, pytest' 2>/dev/null ||
+    "${pip[@]}" nanobind scikit-build-core pytest >&2
+  export CCACHE_DIR=${CCACHE_DIR:-$HOME/.cache/gcnpart-ccache}
+  export CCACHE_BASEDIR=${CCACHE_BASEDIR:-$GCNPART_ROOT}
+  CMAKE_BUILD_PARALLEL_LEVEL=${CMAKE_BUILD_PARALLEL_LEVEL:-$(nproc)} \
+    CMAKE_ARGS="${CMAKE_ARGS:--DCMAKE_CUDA_ARCHITECTURES=90}" "${pip[@]}" --no-build-isolation . >&2
 }

@@ -3,11 +3,13 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <filesystem>
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
+#include "engine/train.hpp"
 #include "kernels/core/error.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
@@ -473,4 +475,40 @@ TEST_CASE("boundary gives the same losses with and without overlapping the inter
   CHECK(with.train_loss == without.train_loss);  // row by row the same sums: bit-identical
   CHECK(with.parameters == without.parameters);
   CHECK(with.bytes_sent_per_epoch == without.bytes_sent_per_epoch);
+}
+
+TEST_CASE("a cancel flag set during training stops single and multi-device runs at the next epoch with Cancelled") {
+  auto cfg = twenty_epochs(2);
+  std::atomic<bool> cancel{false};
+  cfg.cancel = &cancel;
+  int epochs_seen = 0;
+  const EpochCallback stop_after_three = [&](int epoch, double, double, double) {
+    ++epochs_seen;
+    if (epoch == 2) cancel = true;
+  };
+  CHECK_THROWS_AS(train_single(single_device_problem(cora(), true), Device{}, cfg, stop_after_three), Cancelled);
+  CHECK(epochs_seen == 3);
+  cancel = false;
+  epochs_seen = 0;
+  const auto plan = partition::make_plan(cora().graph, Strategy::kHalo, 2, 2);
+  CHECK_THROWS_AS(train_distributed(cora(), plan, cfg, stop_after_three), Cancelled);
+  CHECK(epochs_seen == 3);
+  cancel = false;
+  CHECK(train_single(single_device_problem(cora(), true), Device{}, cfg).epochs_run == 20);
+}
+
+TEST_CASE("predict gives every node's logits in dataset order, whose argmax reproduces the trained accuracy") {
+  TrainRequest q;
+  q.config = twenty_epochs(2);
+  const auto s = train(cora(), q);
+  const auto logits = predict(cora(), q.config.model, true, s.runs.front().parameters, Device{});
+  const auto classes = static_cast<std::size_t>(cora().num_classes);
+  REQUIRE(logits.size() == static_cast<std::size_t>(cora().num_nodes()) * classes);
+  std::int64_t correct = 0;
+  const auto& test = cora().split("test");
+  for (auto v : test) {
+    const float* row = logits.data() + static_cast<std::size_t>(v) * classes;
+    correct += std::max_element(row, row + classes) - row == cora().labels[v] ? 1 : 0;
+  }
+  CHECK(static_cast<double>(correct) / static_cast<double>(test.size()) == doctest::Approx(s.accuracy[2].mean));
 }

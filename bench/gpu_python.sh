@@ -1,0 +1,29 @@
+#!/usr/bin/env bash
+# On the GPU machine (after `. .deps/env.sh`): install the Python package from this tree into a virtual
+# environment that also sees the machine's torch and torch_geometric (--system-site-packages), offline from
+# .deps/wheels; run its pytest suite (the tests comparing with the CLI are deselected: no CLI is built here), then
+# bench/python_side_by_side.py (PyG and gcnpart in one process on the GPU). Everything goes to ${OUT:-bench/out}.
+# About 5-8 minutes: the pip build compiles the libraries once (sm_90 only).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/out}
+mkdir -p "$out"
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
+venv=${VENV:-/tmp/gcnpart-venv}
+python3 -m venv --system-site-packages "$venv"
+# When python3 is itself a virtual environment (the GPU image's torch venv), --system-site-packages reaches only its
+# base interpreter: a .pth file makes that environment's packages (torch, torch_geometric, numpy) visible too.
+python3 -c 'import site; print("\n".join(site.getsitepackages()))' > "$("$venv/bin/python" -c 'import site; print(site.getsitepackages()[0])')/gcnpart-host-packages.pth"
+pip=("$venv/bin/pip" install --disable-pip-version-check --no-index --find-links .deps/wheels)
+"$venv/bin/python" -c 'import nanobind, scikit_build_core, pytest' 2>/dev/null ||
+  "${pip[@]}" nanobind scikit-build-core pytest > "$out/pip-deps.log" 2>&1 || { tail -20 "$out/pip-deps.log"; exit 1; }
+t0=$(date +%s)
+CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+  "${pip[@]}" --no-build-isolation -v . > "$out/pip-build.log" 2>&1 || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
+echo "pip install .: $(( $(date +%s) - t0 )) s"
+cd /tmp  # import the installed package, not the source folder
+"$venv/bin/python" -c 'import gcnpart, torch, torch_geometric; print("gcnpart", gcnpart.__version__, "cuda devices:", gcnpart._core.cuda_device_count(), "torch", torch.__version__, "pyg", torch_geometric.__version__)'
+"$venv/bin/python" -m pytest -q -m "not cli" -p no:cacheprovider --rootdir "$OLDPWD" "$OLDPWD/tests/tools/python" 2>&1 |
+  tee "$out/pytest.log" | tail -15
+cd "$OLDPWD"
+"$venv/bin/python" bench/python_side_by_side.py --json "$out/python-side-by-side.json" 2>&1 | tee "$out/side-by-side.log"
