@@ -604,10 +604,11 @@ json calibration_json(const Calibration& cal) {
   for (const auto& p : cal.points)
     points.push_back({{"what", p.what}, {"measured_seconds", p.measured_seconds},
                       {"predicted_seconds", p.predicted_seconds}, {"relative_error", p.error()}});
-  auto table = [](const WidthTable& t) {
+  auto table = [](const SpmmEfficiency& t) {
     json a = json::array();
-    for (const auto& [w, e] : t.points) a.push_back({{"width", w}, {"efficiency", e}});
-    return a;
+    for (const auto& [w, e] : t.dram.points)
+      a.push_back({{"width", w}, {"dram_efficiency", e}, {"l2_bytes_per_second_per_sm", t.l2_per_sm.at(w)}});
+    return json{{"by_width", a}, {"fixed_seconds", t.fixed_seconds}};
   };
   json prov = json::object();
   for (const auto& [k, v] : cal.provenance) prov[k] = v;
@@ -619,9 +620,9 @@ json calibration_json(const Calibration& cal) {
           {"held_out_worst_recomputed", cal.max_error()},
           {"provenance", prov},
           {"factors",
-           {{"spmm_own_efficiency", cal.spmm_own.at(256)},
-            {"spmm_cusparse_efficiency", cal.spmm_cusparse.at(256)},
-            {"spmm_bf16_efficiency", cal.spmm_bf16.at(256)},
+           {{"spmm_own_efficiency", cal.spmm_own.dram.at(256)},
+            {"spmm_cusparse_efficiency", cal.spmm_cusparse.dram.at(256)},
+            {"spmm_bf16_efficiency", cal.spmm_bf16.dram.at(256)},
             {"spmm_own_by_width", table(cal.spmm_own)},
             {"spmm_cusparse_by_width", table(cal.spmm_cusparse)},
             {"spmm_bf16_by_width", table(cal.spmm_bf16)},

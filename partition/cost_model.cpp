@@ -4,6 +4,7 @@
 #include <cmath>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -39,11 +40,24 @@ double l2_hit_fraction(double cached_rows, double rows, double degree_ratio) {
   return std::pow(p, (alpha - 1) / alpha);
 }
 
-double spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, double degree_ratio) {
+SpmmBytes spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, double degree_ratio) {
   const double row = c.width * act;
   const double hit = l2_bytes > 0 ? l2_hit_fraction(static_cast<double>(l2_bytes) / row, c.cols_in, degree_ratio) : 0;
   const double gathered = std::max(c.cols_in * row, c.entries * row * (1 - hit));
-  return c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row + gathered;
+  return {c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row + gathered,
+          c.entries * row * hit};
+}
+
+namespace {
+constexpr int kDefaultSms = 100;  // a card without an SM count in the catalogue
+}  // namespace
+
+double spmm_call_seconds(const SpmmTerm& call, double act, double degree_ratio, const Card& card,
+                         const SpmmEfficiency& eff) {
+  const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, degree_ratio);
+  const double sms = card.sms > 0 ? card.sms : kDefaultSms;
+  return eff.fixed_seconds + b.dram / (card.memory_bandwidth_gbs * 1e9 * eff.dram.at(call.width)) +
+         b.l2 / (sms * eff.l2_per_sm.at(call.width));
 }
 
 double Calibration::max_error() const {
@@ -191,13 +205,12 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops, gemm_eff = cal.gemm_tf32_efficiency;
   if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_eff = cal.gemm_bf16_efficiency;
   const double flops = tflops * kTera;
-  const WidthTable& spmm_eff = cal.spmm(cusparse, math.bf16_storage);
+  const SpmmEfficiency& spmm_eff = cal.spmm(cusparse, math.bf16_storage);
   const double ratio = w.degree_ratio > 0 ? w.degree_ratio : 1.0;
   if (!w.spmms.empty()) {
-    for (const auto& call : w.spmms)
-      t.spmm += spmm_call_bytes(call, w.element_bytes, card.l2_bytes, ratio) / (bw * spmm_eff.at(call.width));
+    for (const auto& call : w.spmms) t.spmm += spmm_call_seconds(call, w.element_bytes, ratio, card, spmm_eff);
   } else {
-    t.spmm = w.spmm_bytes / (bw * spmm_eff.at(64));
+    t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
   for (const auto& [fl, by] : w.gemms)
@@ -387,10 +400,30 @@ std::vector<CalibrationMeasurement> h200_measurements() { return builtin_calibra
 
 namespace {
 
-double geometric_mean(const std::vector<double>& v) {
-  double s = 0;
-  for (double x : v) s += std::log(x);
-  return std::exp(s / static_cast<double>(v.size()));
+/// Least squares for x in rows [a_0 .. a_{n-1} | y] through the normal equations (Gaussian elimination with
+/// partial pivoting); none when they are singular.
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& rows, std::size_t n) {
+  std::vector<std::vector<double>> m(n, std::vector<double>(n + 1, 0.0));
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) m[i][j] += r[i] * r[j];
+      m[i][n] += r[i] * r[n];
+    }
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
+    if (std::fabs(m[pivot][c]) < 1e-300) return std::nullopt;
+    std::swap(m[c], m[pivot]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c] / m[c][c];
+      for (std::size_t j = c; j <= n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = m[i][n] / m[i][i];
+  return x;
 }
 
 EpochWork work_of(const CalibrationMeasurement& m) {
@@ -415,24 +448,53 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   const Link none{"none", 0};
   const double bw = card.memory_bandwidth_gbs * kGiga;
   auto note = [&](const std::string& factor, const std::string& where) { cal.provenance.emplace_back(factor, where); };
-  // SpMM: per kind and width, the efficiency each timed call implies; the geometric mean over the graphs.
+  // SpMM, per kind: t = fixed + a_w DRAM / bandwidth + b_w L2 bytes / SMs, by least squares on the relative error
+  // (each row divided by its time); the DRAM efficiency is 1 / a_w, the L2 rate per SM 1 / b_w.
+  const double sms = card.sms > 0 ? card.sms : kDefaultSms;
   for (int kind = 0; kind < 3; ++kind) {
-    std::map<double, std::vector<double>> by_width;
-    for (const auto& x : data.spmm) {
-      if ((kind == 2) != x.bf16 || (kind == 1) != x.cusparse) continue;
-      const double bytes = spmm_call_bytes(x.call, x.bf16 ? 2.0 : 4.0, card.l2_bytes, x.degree_ratio);
-      by_width[x.call.width].push_back(bytes / (bw * x.seconds));
-    }
-    WidthTable table;
-    for (const auto& [width, effs] : by_width) table.points.emplace_back(width, geometric_mean(effs));
+    std::vector<const SpmmSample*> rows;
+    std::vector<double> widths;
+    for (const auto& x : data.spmm)
+      if ((kind == 2) == x.bf16 && (kind == 1) == x.cusparse) {
+        rows.push_back(&x);
+        if (std::find(widths.begin(), widths.end(), x.call.width) == widths.end()) widths.push_back(x.call.width);
+      }
+    std::sort(widths.begin(), widths.end());
     const char* name = kind == 2 ? "spmm_bf16" : kind == 1 ? "spmm_cusparse" : "spmm_own";
-    if (table.points.empty()) {
-      note(name, "default: not measured");
+    const std::size_t nw = widths.size(), n = 2 * nw + 1;
+    if (rows.size() < n) {  // too few calls to separate the terms: keep the defaults
+      note(name, rows.empty() ? "default: not measured" : "default: too few timed calls to fit");
       continue;
     }
-    (kind == 2 ? cal.spmm_bf16 : kind == 1 ? cal.spmm_cusparse : cal.spmm_own) = table;
-    note(name, "measured: " + std::to_string(by_width.begin()->second.size()) + " graph(s) x " +
-                   std::to_string(table.points.size()) + " widths, SpMM calls timed on " + card.name);
+    std::vector<std::vector<double>> a;
+    for (const SpmmSample* x : rows) {
+      const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, x->degree_ratio);
+      const auto i = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), x->call.width) - widths.begin());
+      std::vector<double> row(n + 1, 0.0);
+      row[i] = b.dram / bw / x->seconds;
+      row[nw + i] = b.l2 / sms / x->seconds;
+      row[2 * nw] = 1 / x->seconds;
+      row[n] = 1;
+      a.push_back(std::move(row));
+    }
+    const std::optional<std::vector<double>> coef = least_squares(a, n);
+    bool ok = coef.has_value();
+    for (std::size_t i = 0; ok && i < n; ++i) ok = (*coef)[i] >= 0 && std::isfinite((*coef)[i]);
+    if (!ok) {
+      note(name, "default: the timed calls gave no positive fit");
+      continue;
+    }
+    SpmmEfficiency eff;
+    eff.dram.points.clear();
+    eff.l2_per_sm.points.clear();
+    for (std::size_t i = 0; i < nw; ++i) {
+      eff.dram.points.emplace_back(widths[i], 1 / std::max((*coef)[i], 1e-9));
+      eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
+    }
+    eff.fixed_seconds = (*coef)[2 * nw];
+    (kind == 2 ? cal.spmm_bf16 : kind == 1 ? cal.spmm_cusparse : cal.spmm_own) = eff;
+    note(name, "measured: " + std::to_string(rows.size()) + " SpMM calls (" + std::to_string(nw) +
+                   " widths) timed on " + card.name);
   }
   if (data.copy_gbs > 0) {
     cal.stream_efficiency = std::min(1.0, data.copy_gbs / card.memory_bandwidth_gbs);

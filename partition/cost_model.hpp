@@ -48,12 +48,20 @@ struct WidthTable {
   [[nodiscard]] double at(double width) const;
 };
 
+/// One SpMM kind's measured terms: t = fixed + DRAM bytes / (bandwidth x dram(width)) + L2-served bytes /
+/// (SMs x l2_per_sm(width)).
+struct SpmmEfficiency {
+  WidthTable dram{{{16, 0.5}}};          ///< fraction of the card's DRAM bandwidth, by width
+  WidthTable l2_per_sm{{{16, 40e9}}};    ///< bytes per second per SM served from L2, by width
+  double fixed_seconds = 0;              ///< per call (grid set-up, the kernel's tail)
+};
+
 /// The efficiencies of the per-kernel terms, measured on one card (`card`), with where each came from.
 struct Calibration {
   std::string card = "h200";              ///< the card the efficiencies were measured on
-  WidthTable spmm_own{{{16, 0.5}}};       ///< fraction of peak bandwidth gcnpart's fp32 SpMM reaches, by width
-  WidthTable spmm_cusparse{{{16, 0.5}}};  ///< cuSPARSE CSR ALG2, fp32
-  WidthTable spmm_bf16{{{16, 0.5}}};      ///< gcnpart's SpMM on bf16 rows
+  SpmmEfficiency spmm_own;                ///< gcnpart's fp32 SpMM
+  SpmmEfficiency spmm_cusparse;           ///< cuSPARSE CSR ALG2, fp32
+  SpmmEfficiency spmm_bf16;               ///< gcnpart's SpMM on bf16 rows
   double stream_efficiency = 0.8;         ///< element-wise kernels, copies: fraction of peak bandwidth
   double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
   double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
@@ -83,8 +91,8 @@ struct Calibration {
   [[nodiscard]] double max_error() const;
   /// The band: held_out_residual.
   [[nodiscard]] double band() const { return held_out_residual; }
-  /// The SpMM table for a kind.
-  [[nodiscard]] const WidthTable& spmm(bool cusparse, bool bf16) const {
+  /// The SpMM terms of a kind.
+  [[nodiscard]] const SpmmEfficiency& spmm(bool cusparse, bool bf16) const {
     return bf16 ? spmm_bf16 : cusparse ? spmm_cusparse : spmm_own;
   }
 };
@@ -97,10 +105,17 @@ struct SpmmTerm {
   double entries = 0;   ///< non-zeros walked
 };
 
-/// Bytes one SpMM call moves through DRAM: row offsets, column ids, the two scale vectors, the output rows, and the
-/// gathered input rows less those an L2 of `l2_bytes` serves (at least every input row once). `degree_ratio` is
-/// E[d^2] / E[d]^2 of the graph (1: uniform access). `element_bytes`: 4 (fp32) or 2 (bf16).
-double spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, double degree_ratio);
+/// Bytes of one SpMM call: `dram` through DRAM (row offsets, column ids, the two scale vectors, the output rows,
+/// the gathered input rows an L2 of `l2_bytes` does not serve, at least every input row once) and `l2` served from
+/// L2 (the gathered rows it holds). `degree_ratio` is E[d^2] / E[d]^2 of the graph (1: uniform access).
+/// `element_bytes`: 4 (fp32) or 2 (bf16).
+struct SpmmBytes {
+  double dram = 0, l2 = 0;
+};
+SpmmBytes spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, double degree_ratio);
+/// Seconds of one SpMM call on `card` with the terms `eff` (the card's bandwidth, L2 size and SM count).
+double spmm_call_seconds(const SpmmTerm& call, double element_bytes, double degree_ratio, const Card& card,
+                         const SpmmEfficiency& eff);
 /// Fraction of the gathered entries an L2 holding `cached_rows` of `rows` serves when the hottest rows stay cached:
 /// the Lorenz curve of a Pareto degree distribution whose E[d^2] / E[d]^2 is `degree_ratio` (the share of entry
 /// endpoints on the top p of the rows is p^((alpha-1)/alpha), alpha = 1 + sqrt(1 + 1 / (ratio - 1))); uniform
@@ -197,8 +212,8 @@ CalibrationData load_calibration(const std::string& file);
 std::vector<CalibrationMeasurement> h200_measurements();
 /// The epochs of a calibration document.
 std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin);
-/// The efficiencies from the measured kernels: per SpMM kind and width the geometric mean over graphs of
-/// spmm_call_bytes / (bandwidth x time); the stream efficiency from the copy bandwidth; per math the GEMM
+/// The efficiencies from the measured kernels: per SpMM kind, the fixed cost and per width the DRAM efficiency and
+/// L2 rate per SM by least squares on the relative error over the timed calls; the stream efficiency from the copy bandwidth; per math the GEMM
 /// efficiency (median over shapes); the launch cost by least squares on the launch-role epochs. Then every
 /// held-out epoch is predicted (Calibration::points). `card` is the GPU they were measured on.
 Calibration calibrate(const Card& card, const CalibrationData& data);

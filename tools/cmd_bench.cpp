@@ -185,7 +185,8 @@ void run_bench_calibrate(CalibrateOptions& o) {
   std::printf("calibration of %s (%s)\n", card.id.c_str(), card.name.c_str());
   for (const auto* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
     std::printf("%-14s", t == &cal.spmm_own ? "spmm own" : t == &cal.spmm_cusparse ? "spmm cusparse" : "spmm own-bf16");
-    for (const auto& [w, e] : t->points) std::printf(" w%g %.3f", w, e);
+    for (const auto& [w, e] : t->dram.points) std::printf(" w%g %.2f/%.0fGB/s/SM", w, e, t->l2_per_sm.at(w) / 1e9);
+    std::printf(" fixed %.1f us", t->fixed_seconds * 1e6);
     std::printf("\n");
   }
   std::printf("stream %.3f, gemm fp32 %.3f tf32 %.3f bf16 %.3f, launch %.2f us\n", cal.stream_efficiency,

@@ -147,12 +147,10 @@ void print_header(const FitReport& r, const FitOptions& o) {
               with_commas(r.model.parameters()).c_str(), r.model.dropout ? "on" : "off",
               to_string(r.model.precision), o.spmm.c_str(),
               r.model.precision == Precision::kBf16 ? " (bf16 is a projection: the engine trains in fp32)" : "");
-  std::fprintf(g_out, "epoch time   per-kernel terms (SpMM by width and L2 locality, GEMM, element-wise, launches, collectives)\n"
-              "             with efficiencies measured on the %s; band +-%s = worst residual on held-out epochs (%s).\n"
-              "             Times on the %s are marked measured, on other cards extrapolated (their bandwidth, L2, SMs\n"
-              "             and tensor rates with the %s's efficiencies)\n",
-              r.calibration.card.c_str(), pct(r.calibration.band(), 0).c_str(), r.calibration.held_out_source.c_str(),
-              r.calibration.card.c_str(), r.calibration.card.c_str());
+  std::fprintf(g_out, "epoch time   per-kernel terms (SpMM by width and L2 locality, GEMM, element-wise, launches,\n"
+              "             collectives), efficiencies measured on the %s; +-%s = worst residual on %s;\n"
+              "             other cards: extrapolated from their bandwidth, L2, SMs and tensor rates\n",
+              r.calibration.card.c_str(), pct(r.calibration.band(), 0).c_str(), r.calibration.held_out_source.c_str());
   std::fprintf(g_out, "memory       per card = tracked peak + fixed per-GPU overhead (CUDA context, library handles): the one\n"
               "             figure printed everywhere below\n");
   if (!r.split_method.empty()) std::fprintf(g_out, "split        %s\n", r.split_method.c_str());
