@@ -336,10 +336,11 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
                    << " ms (" << p.error() * 100 << " %)");
   }
   CHECK(cal.max_error() == doctest::Approx(worst));
-  // The band gcnpart fit prints (and the README quotes) is the stored figure: it must be the held-out worst, to the
-  // percent, so a recalibration that moves the residual fails here until calibration.json says so.
+  // The band gcnpart fit prints (and the README quotes) is the stored figure: it covers every held-out epoch of the
+  // file, to the percent (bench/gpu_fit_validate.sh may raise it from its own held-out runs, never below these), so
+  // a recalibration that moves the residual past it fails here until calibration.json says so.
   CHECK(cal.band() == doctest::Approx(data.held_out_residual));
-  CHECK(std::round(100 * cal.band()) == std::round(100 * worst));
+  CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
   // The SpMM terms are measured per width, for each kind, and the DRAM efficiency grows with the width (wider rows,
   // fuller sectors); the fit reproduces every timed call within 20 %.
   for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
