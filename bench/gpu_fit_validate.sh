@@ -73,7 +73,7 @@ for row in "${rows[@]}"; do
   fi
   start=$(date +%s)
   $g -q train "$data" "${train_args[@]}" --json "$work/train-$tag.json" > "$work/train-$tag.log" 2>&1 || { echo "$tag: train failed"; tail -3 "$work/train-$tag.log"; continue; }
-  $g -q fit "$data" "${fit_args[@]}" "${calib[@]}" --json "$work/fit-$tag.json" > "$work/fit-$tag.log" 2>&1 || { echo "$tag: fit failed"; tail -3 "$work/fit-$tag.log"; continue; }
+  $g -q fit "$data" "${fit_args[@]}" ${calib[@]+"${calib[@]}"} --json "$work/fit-$tag.json" > "$work/fit-$tag.log" 2>&1 || { echo "$tag: fit failed"; tail -3 "$work/fit-$tag.log"; continue; }
   python3 - "$work/train-$tag.json" "$work/fit-$tag.json" "$row" >> "$results" <<'PY'
 import json, sys
 t = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
