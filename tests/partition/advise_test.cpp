@@ -204,7 +204,8 @@ TEST_CASE("when a configuration does not fit, advise names the smallest change o
   for (const auto& ch : one.would_fit) by_kind[ch.kind] = ch;
   for (const char* kind : {"hidden", "layers", "precision", "gpus", "card"}) CHECK_MESSAGE(by_kind.count(kind), kind);
   // Each change really fits the card, and the narrower width is the widest that does.
-  const Card& card = builtin_cards().find("rtx3080");
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& card = catalogue.find("rtx3080");
   for (const auto& ch : one.would_fit) {
     INFO(ch.change);
     if (ch.kind != "card") CHECK(ch.per_card_bytes <= card.memory_bytes);

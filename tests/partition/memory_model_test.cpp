@@ -322,7 +322,8 @@ TEST_CASE("count model stays within the error it reports of exact random-split h
 }
 
 TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the band it stores") {
-  const Card& h200 = builtin_cards().find("h200");
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& h200 = catalogue.find("h200");
   const CalibrationData data = builtin_calibration();
   const Calibration cal = calibrate(h200, data);
   std::size_t held_out = 0;
