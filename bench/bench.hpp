@@ -210,4 +210,26 @@ struct NcclBenchReport {
 /// mpirun (joins MPI when launched so). @throws InvalidInput for a bad config or no GPU.
 NcclBenchReport bench_nccl(const NcclBenchConfig& config);
 
+// ------------------------------------------------------------------------------------------------ calibrate
+
+struct CalibrateConfig {
+  std::string device = "cuda";
+  std::string card = "h200";  ///< the catalogue id of the GPU measured (the document's "card")
+  std::vector<std::pair<int, double>> graphs{{20, 16}, {18, 64}};  ///< RMAT (scale, edge factor) for the SpMMs
+  std::vector<std::int64_t> widths{16, 32, 64, 128, 256, 512};
+  int warmup = 3;
+  int repeats = 10;
+  bool gemm = true;
+  std::uint64_t seed = 1;
+  Log log;
+  /// @throws InvalidInput naming --graphs, --card or --repeats.
+  void validate() const;
+};
+
+/// Measures what gcnpart fit's time model needs on this GPU: SpMM calls by width and kind (own fp32, cuSPARSE ALG2,
+/// own bf16) on RMAT graphs with their degree ratio, cuBLAS GEMMs by shape and math, copy bandwidth, and small
+/// launch-bound epochs. Returns a calibration document (partition/calibration.json's shape) for
+/// `gcnpart fit --calibration`. @throws InvalidInput for a bad config or no GPU; OutOfMemory.
+nlohmann::json bench_calibrate(const CalibrateConfig& config);
+
 }  // namespace gcnpart::bench

@@ -37,7 +37,31 @@ struct Context {
   Calibration cal;
   std::map<int, std::vector<StrategyFit>> splits;  ///< per K > 1
   StrategyFit single;
+  double degree_ratio = 1;  ///< E[d^2] / E[d]^2 (the SpMM's L2 locality); Poisson 1 + 1 / mean when unknown
 };
+
+/// The pipeline over `stages` cards: every card holds the whole graph and its stage's layers.
+StrategyFit pipeline_fit(const DeviceShape& whole, int stages, const ModelSpec& model) {
+  StrategyFit f;
+  f.strategy = Strategy::kPipeline;
+  f.parts = stages;
+  f.method = "layers split into stages over the whole graph";
+  f.metrics.replication_factor = stages;
+  for (int st = 0; st < stages; ++st) {
+    ModelSpec m = model;
+    m.stages = stages;
+    m.stage = st;
+    f.shapes.push_back(whole);
+    f.memory.push_back(estimate_device_memory(whole, m, Backend::kCuda));
+    if (f.memory.back().peak > f.peak) {
+      f.peak = f.memory.back().peak;
+      f.worst = st;
+    }
+    f.comm_bytes = std::max(f.comm_bytes, pipeline_send_bytes(whole, m));
+  }
+  f.halo_factor = stages;
+  return f;
+}
 
 StrategyFit fit_from_shapes(Strategy s, int parts, std::vector<DeviceShape> shapes, const ModelSpec& model) {
   StrategyFit f;
@@ -83,6 +107,11 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
   else if (r.samples > 0) est = estimate_split_sampled(c.ds->graph, *part, c.model.layers, r.samples, r.seed);
   std::vector<StrategyFit> out;
   for (Strategy s : r.strategies) {
+    if (s == Strategy::kPipeline) {  // splits layers, not nodes: priced when the stages can take the model
+      if (!strategy_refusal(s, k, c.model.layers, c.model.precision))
+        out.push_back(pipeline_fit(c.single.shapes.front(), k, c.model));
+      continue;
+    }
     PlanMetrics m;
     double halo_err = 0, entries_err = 0;
     std::string method;
@@ -110,22 +139,38 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
 }
 
 /// Predicted epoch of a fit on K cards: the slowest device; the SpMM as the engine would choose it.
-EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card) {
+EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card, const ModelSpec* changed = nullptr) {
+  const ModelSpec& base = changed != nullptr ? *changed : c.model;
   EpochTime worst;
   const auto link = link_for(card, f.parts);
-  const Precision math = c.req.tf32 && c.model.precision == Precision::kFp32 ? Precision::kTf32 : c.model.precision;
-  for (const auto& shape : f.shapes) {
-    const auto work = epoch_work(shape, c.model);
+  const Precision math = c.req.tf32 && base.precision == Precision::kFp32 ? Precision::kTf32 : base.precision;
+  const bool pipeline = f.strategy == Strategy::kPipeline;
+  EpochTime sum;  // pipeline: the stages run one after the other (full batch: forward down, backward up)
+  for (std::size_t d = 0; d < f.shapes.size(); ++d) {
+    const auto& shape = f.shapes[d];
+    ModelSpec model = base;
+    if (pipeline) {
+      model.stages = f.parts;
+      model.stage = static_cast<int>(d);
+    }
+    auto work = epoch_work(shape, model);
+    work.degree_ratio = c.degree_ratio;
     EpochTime t;
     const bool own_only = shape.gather || shape.boundary;  // their aggregations run gcnpart's SpMM only
-    if (c.model.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
-    else if (c.model.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
+    if (base.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
+    else if (base.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
     else {
       const auto a = predict_epoch(work, card, c.cal, link, false, math);
       const auto b = predict_epoch(work, card, c.cal, link, true, math);
       t = a.seconds <= b.seconds ? a : b;  // autotuning keeps the faster
     }
     if (t.seconds > worst.seconds) worst = t;
+    sum.seconds += t.seconds, sum.spmm += t.spmm, sum.stream += t.stream, sum.gemm += t.gemm;
+    sum.launch += t.launch, sum.comm += t.comm, sum.measured = t.measured;
+  }
+  if (pipeline) {
+    sum.bound = worst.bound;
+    return sum;
   }
   return worst;
 }
@@ -162,6 +207,7 @@ FitOption option_of(const Context& c, const Card& card, int gpus, const Strategy
   o.peak = f.peak;
   o.comm_bytes = f.comm_bytes;
   o.lost_fraction = f.metrics.lost_fraction;
+  o.measured = card.id == c.cal.card;
   return o;
 }
 
@@ -170,6 +216,15 @@ FitOption option_of(const Context& c, const Card& card, int gpus, const Strategy
 FitOption best_option(const Context& c, const Card& card, int gpus) {
   if (gpus == 1) return option_of(c, card, 1, c.single, c.single.fits(card));
   const auto& list = c.splits.at(gpus);
+  if (list.empty()) {  // no strategy asked for takes this many cards (pipeline beyond the layers, or bf16)
+    FitOption o;
+    o.card = card;
+    o.gpus = gpus;
+    o.strategy = c.req.strategies.front();
+    o.priced = false;
+    o.link = link_for(card, gpus).kind;
+    return o;
+  }
   const StrategyFit* best = nullptr;
   double best_t = 0;
   for (bool exact : {true, false}) {
@@ -192,13 +247,38 @@ FitOption best_option(const Context& c, const Card& card, int gpus) {
 
 }  // namespace
 
-bool priced_for_many(Strategy s) { return traits(s).memory_model && traits(s).parts != PartsRule::kOne; }
+// Pipeline's row says the plan-based memory model does not cover it (it splits no nodes); fit prices it per stage
+// from the whole-graph shape (pipeline_fit).
+bool priced_for_many(Strategy s) {
+  return s == Strategy::kPipeline || (traits(s).memory_model && traits(s).parts != PartsRule::kOne);
+}
+
+std::int64_t largest_hidden_within(const std::vector<DeviceShape>& shapes, ModelSpec model, std::int64_t budget,
+                                   std::int64_t fixed, Backend backend) {
+  auto fits = [&](std::int64_t hidden) {
+    model.hidden = hidden;
+    for (std::size_t d = 0; d < shapes.size(); ++d) {
+      ModelSpec m = model;
+      if (model.stages > 1) m.stage = static_cast<int>(d);
+      if (estimate_device_memory(shapes[d], m, backend).peak + fixed > budget) return false;
+    }
+    return true;
+  };
+  std::int64_t lo = 0, hi = std::int64_t{1} << 24;
+  while (lo < hi) {
+    const std::int64_t mid = (lo + hi + 1) / 2;
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}
 
 namespace {
 
 Context resolve(const FitRequest& r) {
   Context c(r);
-  c.cal = calibrate(r.catalogue.find("h200", "the calibration card (h200)"), h200_measurements());
+  const CalibrationData data = r.calibration ? *r.calibration : builtin_calibration();
+  c.cal = calibrate(r.catalogue.find(data.card, "the calibration card (" + data.card + ")"), data);
   if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
   const auto priced = [](const StrategyTraits& t) { return priced_for_many(t.value); };
   for (Strategy s : r.strategies)
@@ -225,6 +305,10 @@ Context resolve(const FitRequest& r) {
   c.model.features = c.stats.features;
   c.model.classes = c.stats.classes;
   c.model.validate();
+  const double mean = c.stats.degree_mean;
+  c.degree_ratio = c.stats.degree_second_moment > 0 && mean > 0 ? c.stats.degree_second_moment / (mean * mean)
+                   : mean > 0                                   ? 1 + 1 / mean
+                                                                : 1;
   return c;
 }
 
@@ -241,6 +325,113 @@ std::vector<std::pair<const Card*, int>> configurations(const FitRequest& r) {
   return configs;
 }
 
+/// The same split priced for a changed model (the shapes stay: hidden width and precision do not move them).
+StrategyFit refit(const StrategyFit& f, const ModelSpec& m) {
+  if (f.strategy == Strategy::kPipeline) return pipeline_fit(f.shapes.front(), f.parts, m);
+  StrategyFit g = fit_from_shapes(f.strategy, f.parts, f.shapes, m);
+  g.metrics = f.metrics;
+  g.method = f.method;
+  g.halo_factor = f.halo_factor;
+  return g;
+}
+
+/// The fastest fitting exact strategy of `fits` (else drop), as (fit, seconds); nullptr when none fits.
+std::pair<const StrategyFit*, double> fastest_fitting(const Context& c, const std::vector<StrategyFit>& fits,
+                                                      const Card& card, const ModelSpec& m) {
+  const StrategyFit* best = nullptr;
+  double best_t = 0;
+  for (bool exact : {true, false}) {
+    for (const auto& f : fits) {
+      if (traits(f.strategy).exact != exact || !f.fits(card)) continue;
+      const double t = epoch_of(c, f, card, &m).seconds;
+      if (best == nullptr || t < best_t) best = &f, best_t = t;
+    }
+    if (best != nullptr) break;
+  }
+  return {best, best_t};
+}
+
+std::string gpus_label(int gpus, const Card& card, const StrategyFit& f) {
+  std::string s = std::to_string(gpus) + " x " + card.id;
+  if (gpus > 1) s += " (" + std::string(to_string(f.strategy)) + ")";
+  return s;
+}
+
+/// What would make `gpus` x `card` fit: the widest hidden, the most layers, bf16, the fewest more cards (with the
+/// strategy), the smallest larger card; each with its memory and epoch.
+std::vector<FitChange> would_fit(const Context& c, const Card& card, int gpus) {
+  std::vector<FitChange> out;
+  const std::vector<StrategyFit> one{c.single};
+  const std::vector<StrategyFit>& here = gpus == 1 ? one : c.splits.at(gpus);
+  auto add_best = [&](const char* kind, std::string change, const std::vector<StrategyFit>& fits, const ModelSpec& m) {
+    const auto [best, t] = fastest_fitting(c, fits, card, m);
+    if (best == nullptr) return false;
+    out.push_back({kind, std::move(change), best->peak + card.fixed_overhead_bytes, t});
+    return true;
+  };
+  // Narrower: the widest hidden any strategy of this configuration fits.
+  {
+    std::int64_t widest = 0;
+    for (const auto& f : here) {
+      ModelSpec m = c.model;
+      if (f.strategy == Strategy::kPipeline) m.stages = f.parts;
+      widest = std::max(widest, largest_hidden_within(f.shapes, m, card.memory_bytes, card.fixed_overhead_bytes,
+                                                      Backend::kCuda));
+    }
+    widest = std::min(widest, c.model.hidden - 1);
+    if (widest >= 1) {
+      ModelSpec m = c.model;
+      m.hidden = widest;
+      std::vector<StrategyFit> fits;
+      for (const auto& f : here) fits.push_back(refit(f, m));
+      add_best("hidden", "hidden " + std::to_string(widest) + " (from " + std::to_string(c.model.hidden) + ")" +
+                             (gpus > 1 ? " on " + std::to_string(gpus) + " x " + card.id : ""),
+               fits, m);
+    }
+  }
+  // Fewer layers (halo's rings depend on the layers: it is left out here).
+  for (int layers = c.model.layers - 1; layers >= 1; --layers) {
+    ModelSpec m = c.model;
+    m.layers = layers;
+    std::vector<StrategyFit> fits;
+    for (const auto& f : here)
+      if (f.strategy != Strategy::kHalo && (f.strategy != Strategy::kPipeline || f.parts <= layers)) fits.push_back(refit(f, m));
+    if (add_best("layers",
+                 std::to_string(layers) + (layers == 1 ? " layer" : " layers") + " (from " +
+                     std::to_string(c.model.layers) + ")" + (gpus > 1 ? " on " + std::to_string(gpus) + " x " + card.id : ""),
+                 fits, m))
+      break;
+  }
+  // bf16 storage (pipeline trains fp32 only).
+  if (c.model.precision == Precision::kFp32) {
+    ModelSpec m = c.model;
+    m.precision = Precision::kBf16;
+    std::vector<StrategyFit> fits;
+    for (const auto& f : here)
+      if (traits(f.strategy).bf16) fits.push_back(refit(f, m));
+    add_best("precision", "--precision bf16" + (gpus > 1 ? " on " + std::to_string(gpus) + " x " + card.id
+                                                            : std::string(" on one ") + card.id),
+             fits, m);
+  }
+  // More cards of this kind: the fewest (2, 4, 8, 16) with the fastest strategy that fits.
+  for (int k : {2, 4, 8, 16}) {
+    if (k <= gpus || k > c.stats.nodes) continue;
+    const std::vector<StrategyFit> fits = c.splits.count(k) != 0 ? c.splits.at(k) : split_fits(c, k);
+    const auto [best, t] = fastest_fitting(c, fits, card, c.model);
+    if (best == nullptr) continue;
+    out.push_back({"gpus", gpus_label(k, card, *best), best->peak + card.fixed_overhead_bytes, t});
+    break;
+  }
+  // A larger card: the smallest one in the catalogue the whole graph fits on.
+  const Card* larger = nullptr;
+  for (const auto& other : c.req.catalogue.cards)
+    if (c.single.fits(other) && (larger == nullptr || other.memory_bytes < larger->memory_bytes)) larger = &other;
+  if (larger != nullptr)
+    out.push_back({"card", "1 x " + larger->id + " (" + format_gib(static_cast<double>(larger->memory_bytes)) + ")",
+                   c.single.peak + larger->fixed_overhead_bytes, epoch_of(c, c.single, *larger).seconds});
+  return out;
+}
+
 FitConfiguration configuration(const Context& c, const Card& card, int gpus) {
   FitConfiguration cf;
   cf.card = card;
@@ -250,10 +441,16 @@ FitConfiguration configuration(const Context& c, const Card& card, int gpus) {
     cf.memory = c.single.memory.front();
     cf.epoch = epoch_of(c, c.single, card);
     std::tie(cf.largest_hidden, cf.largest_layers) = largest_single(c, card);
+    if (!cf.fits) cf.would_fit = would_fit(c, card, 1);
     return cf;
   }
-  for (const auto& f : c.splits.at(gpus)) cf.strategies.push_back({f, f.fits(card), epoch_of(c, f, card)});
+  bool any = false;
+  for (const auto& f : c.splits.at(gpus)) {
+    cf.strategies.push_back({f, f.fits(card), epoch_of(c, f, card)});
+    any = any || cf.strategies.back().fits;
+  }
   cf.link = link_for(card, gpus).kind;
+  if (!any) cf.would_fit = would_fit(c, card, gpus);
   return cf;
 }
 
@@ -261,11 +458,16 @@ std::string describe(const FitOption& op, double cal_err) {
   std::ostringstream s;
   const Card& card = op.card;
   s << op.gpus << " x " << card.name;
+  if (!op.priced) {
+    s << ": no strategy asked for runs on " << op.gpus << " cards";
+    return s.str();
+  }
   if (op.gpus > 1) s << " (" << to_string(op.strategy) << ")";
-  s << " needs " << format_gib(static_cast<double>(op.peak + card.fixed_overhead_bytes)) << " per card of "
+  s << " needs " << format_gib(static_cast<double>(op.per_card_bytes())) << " per card (CUDA context included) of "
     << format_gib(static_cast<double>(card.memory_bytes));
   if (op.fits) {
-    s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ")";
+    s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ", "
+      << (op.measured ? "measured card" : "extrapolated") << ")";
     if (op.gpus > 1)
       s << ", sending " << human_bytes(static_cast<double>(op.comm_bytes)) << " per epoch over " << op.link;
     if (!op.exact) s << ", but drop loses " << format_pct(op.lost_fraction) << " of the edges";
@@ -303,7 +505,7 @@ void verdict_both_fit(std::ostream& v, const FitOption& a, const FitOption& b, d
 }
 
 std::string verdict(const Context& c, const FitReport& rep, const std::vector<std::pair<const Card*, int>>& configs) {
-  const double cal_err = c.cal.max_error();
+  const double cal_err = c.cal.band();
   const FitOption* fastest = rep.by_epoch_time.empty() ? nullptr : &rep.options[rep.by_epoch_time.front()];
   const FitOption* cheapest =
       rep.by_epochs_per_dollar.empty() ? nullptr : &rep.options[rep.by_epochs_per_dollar.front()];
@@ -326,13 +528,21 @@ std::string verdict(const Context& c, const FitReport& rep, const std::vector<st
         if (cheapest != nullptr) v << "; the most epochs per dollar, " << cheapest->label();
         v << ".";
       } else {
-        v << " Nothing in the catalogue fits with " << join(rep.rank_gpus)
-          << " GPUs: reduce the hidden width or the layers, or try --rank-gpus with more GPUs.";
+        v << " Nothing in the catalogue fits with " << join(rep.rank_gpus) << " GPUs.";
       }
     }
   }
+  // Whatever does not fit: the smallest changes that would.
+  for (const auto& cf : rep.configurations) {
+    if (cf.would_fit.empty()) continue;
+    v << " " << cf.gpus << " x " << cf.card.id << " would fit with ";
+    for (std::size_t i = 0; i < cf.would_fit.size(); ++i)
+      v << (i == 0 ? "" : i + 1 == cf.would_fit.size() ? " or " : ", ") << cf.would_fit[i].change;
+    v << ".";
+  }
   if (configs.size() == 1) {
     v << ". Verdict: " << (a.fits ? "it fits" : "it does not fit");
+    if (!a.fits && rep.configurations.front().would_fit.empty()) v << " and no change fit tried helps";
     if (fastest != nullptr)
       v << "; the fastest option that fits is " << fastest->label() << " (" << format_ms(fastest->seconds) << ")";
     if (cheapest != nullptr) v << ", the most epochs per launch dollar " << cheapest->label();
@@ -343,7 +553,8 @@ std::string verdict(const Context& c, const FitReport& rep, const std::vector<st
 
 void rank(const Context& c, FitReport& rep) {
   for (const auto& card : c.req.catalogue.cards)
-    for (int k : rep.rank_gpus) rep.options.push_back(best_option(c, card, k));
+    for (int k : rep.rank_gpus)
+      if (FitOption op = best_option(c, card, k); op.priced) rep.options.push_back(std::move(op));
   const auto& ops = rep.options;
   for (std::size_t i = 0; i < ops.size(); ++i)
     if (ops[i].fits) {
@@ -376,11 +587,14 @@ json memory_json(const MemoryEstimate& m, const Card& card) {
           {"largest_workspace", {{"bytes", m.transient}, {"what", m.transient_what}}},
           {"cached_transient_bytes", m.cached},
           {"driver_used_bytes_predicted", m.peak - m.transient + m.cached + card.fixed_overhead_bytes},
+          {"per_card_bytes", m.peak + card.fixed_overhead_bytes},
+          {"per_card_bytes_includes_fixed_overhead", true},
           {"sparse_input_features", m.sparse_input}};
 }
 
 json epoch_json(const EpochTime& t, const Calibration& cal) {
-  return {{"seconds", t.seconds}, {"relative_error", cal.max_error()}, {"bound", t.bound},
+  return {{"seconds", t.seconds}, {"relative_error", cal.band()}, {"bound", t.bound},
+          {"source", t.measured ? "measured" : "extrapolated"},
           {"terms_seconds", {{"spmm", t.spmm}, {"elementwise", t.stream}, {"gemm", t.gemm}, {"launch", t.launch},
                              {"communication", t.comm}}}};
 }
@@ -390,14 +604,33 @@ json calibration_json(const Calibration& cal) {
   for (const auto& p : cal.points)
     points.push_back({{"what", p.what}, {"measured_seconds", p.measured_seconds},
                       {"predicted_seconds", p.predicted_seconds}, {"relative_error", p.error()}});
+  auto table = [](const SpmmEfficiency& t) {
+    json a = json::array();
+    for (const auto& [w, e] : t.dram.points)
+      a.push_back({{"width", w}, {"dram_efficiency", e}, {"l2_bytes_per_second_per_sm", t.l2_per_sm.at(w)}});
+    return json{{"by_width", a}, {"fixed_seconds", t.fixed_seconds}};
+  };
+  json prov = json::object();
+  for (const auto& [k, v] : cal.provenance) prov[k] = v;
   return {{"source", cal.source},
-          {"max_relative_error", cal.max_error()},
+          {"card", cal.card},
+          {"max_relative_error", cal.band()},
+          {"held_out_residual", cal.band()},
+          {"held_out_source", cal.held_out_source},
+          {"held_out_worst_recomputed", cal.max_error()},
+          {"provenance", prov},
           {"factors",
-           {{"spmm_own_efficiency", cal.spmm_own_efficiency},
-            {"spmm_cusparse_efficiency", cal.spmm_cusparse_efficiency},
-            {"spmm_bf16_efficiency", cal.spmm_bf16_efficiency},
+           {{"spmm_own_efficiency", cal.spmm_own.dram.at(256)},
+            {"spmm_cusparse_efficiency", cal.spmm_cusparse.dram.at(256)},
+            {"spmm_bf16_efficiency", cal.spmm_bf16.dram.at(256)},
+            {"spmm_own_by_width", table(cal.spmm_own)},
+            {"spmm_cusparse_by_width", table(cal.spmm_cusparse)},
+            {"spmm_bf16_by_width", table(cal.spmm_bf16)},
             {"stream_efficiency", cal.stream_efficiency},
-            {"gemm_efficiency", cal.gemm_efficiency},
+            {"gemm_efficiency", cal.gemm_fp32_efficiency},
+            {"gemm_fp32_efficiency", cal.gemm_fp32_efficiency},
+            {"gemm_tf32_efficiency", cal.gemm_tf32_efficiency},
+            {"gemm_bf16_efficiency", cal.gemm_bf16_efficiency},
             {"launch_seconds", cal.launch_seconds},
             {"step_seconds", cal.step_seconds},
             {"link_efficiency", cal.link_efficiency},
@@ -413,6 +646,7 @@ json strategy_json(const StrategyOnCard& s, const FitConfiguration& cf, const Ca
           {"fits", s.fits},
           {"split_source", f.method},
           {"per_card_peak_bytes", f.peak},
+          {"per_card_bytes", f.peak + cf.card.fixed_overhead_bytes},
           {"per_card_peak_error_bytes", f.peak_error},
           {"worst_device", f.worst},
           {"memory", memory_json(f.memory[worst], cf.card)},
@@ -438,13 +672,20 @@ json configuration_json(const FitConfiguration& cf, const Calibration& cal) {
     for (const auto& s : cf.strategies) opts.push_back(strategy_json(s, cf, cal));
     cj["strategies"] = opts;
   }
+  json wf = json::array();
+  for (const auto& ch : cf.would_fit)
+    wf.push_back({{"kind", ch.kind}, {"change", ch.change}, {"per_card_bytes", ch.per_card_bytes},
+                  {"epoch_seconds", ch.seconds}});
+  cj["would_fit"] = wf;
   return cj;
 }
 
 json option_json(const FitOption& op, double cal_err) {
   json oj = {{"option", op.label()}, {"card", op.card.id}, {"gpus", op.gpus},
              {"strategy", to_string(op.strategy)}, {"exact", op.exact}, {"fits", op.fits},
-             {"per_card_peak_bytes", op.peak}, {"epoch_seconds", op.seconds},
+             {"per_card_peak_bytes", op.peak}, {"per_card_bytes", op.per_card_bytes()},
+             {"per_card_bytes_includes_fixed_overhead", true}, {"epoch_seconds", op.seconds},
+             {"epoch_source", op.measured ? "measured" : "extrapolated"},
              {"epoch_relative_error", cal_err}, {"link", op.link}};
   oj["launch_price_usd"] = op.price() ? json(*op.price()) : json(nullptr);
   oj["epochs_per_second_per_1000_usd"] = op.per_kusd() ? json(*op.per_kusd()) : json(nullptr);
@@ -509,7 +750,9 @@ FitReport advise(const FitRequest& request) {
   rep.model = c.model;
   rep.tf32 = request.tf32;
   rep.calibration = c.cal;
-  if (!ks.empty()) rep.split_method = c.splits.begin()->second.front().method;
+  for (const auto& [k, fits] : c.splits)
+    for (const auto& f : fits)
+      if (rep.split_method.empty() && f.strategy != Strategy::kPipeline) rep.split_method = f.method;
   rep.rank_gpus = request.rank_gpus;
   for (const auto& [card, gpus] : configs) rep.configurations.push_back(configuration(c, *card, gpus));
   rank(c, rep);
@@ -542,7 +785,7 @@ nlohmann::json FitReport::to_json() const {
   json configs_json = json::array();
   for (const auto& cf : configurations) configs_json.push_back(configuration_json(cf, calibration));
   j["configurations"] = configs_json;
-  const double cal_err = calibration.max_error();
+  const double cal_err = calibration.band();
   json rank_time = json::array(), rank_dollar = json::array(), all = json::array();
   for (std::size_t i : by_epoch_time) rank_time.push_back(option_json(options[i], cal_err));
   for (std::size_t i : by_epochs_per_dollar) rank_dollar.push_back(option_json(options[i], cal_err));

@@ -40,7 +40,11 @@ struct FitRequest {
   /// rtx3080; none at all, or one with an empty id, means one rtx3090 against K (default 2) rtx3080.
   std::vector<std::pair<std::string, int>> configs;
   std::vector<int> rank_gpus{1, 2, 4};  ///< GPU counts every catalogue card is ranked at
-  std::vector<Strategy> strategies{Strategy::kDrop, Strategy::kHalo, Strategy::kGather};  ///< priced for K > 1
+  /// Priced for K > 1 (pipeline where K <= layers and the precision is fp32 / tf32).
+  std::vector<Strategy> strategies{Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline};
+  /// The calibration to use; none: the built-in one (partition/calibration.json, measured on the H200). The card
+  /// it names must be in the catalogue.
+  std::optional<CalibrationData> calibration;
   Partitioner partitioner = Partitioner::kMetis;  ///< with a dataset
   std::int64_t samples = 0;  ///< with a dataset: > 0 estimates halos by BFS from this many seeds (else exact)
   std::uint64_t seed = 1;    ///< partition and sampling seed
@@ -72,6 +76,14 @@ struct StrategyOnCard {
   EpochTime epoch;
 };
 
+/// A change that would make a configuration fit that does not: the smallest of its kind.
+struct FitChange {
+  std::string kind;     ///< "hidden", "layers", "precision", "gpus", "card"
+  std::string change;   ///< "hidden 180 (from 256)", "2 layers (from 3)", "bf16", "4 x rtx3080 (halo)", "1 x a100-80gb"
+  std::int64_t per_card_bytes = 0;  ///< memory per card after the change, fixed overhead included
+  double seconds = 0;   ///< predicted epoch after the change
+};
+
 /// One configuration asked for: `gpus` of `card`.
 struct FitConfiguration {
   Card card;
@@ -85,6 +97,9 @@ struct FitConfiguration {
   // gpus > 1: every strategy asked for, and how the cards talk.
   std::vector<StrategyOnCard> strategies;
   std::string link;
+  /// When it does not fit: the smallest change of each kind that would (narrower, fewer layers, bf16, more cards
+  /// with a strategy, a larger card); empty when it fits.
+  std::vector<FitChange> would_fit;
 };
 
 /// One option of the ranking: a card, a GPU count and the strategy that runs it best.
@@ -93,10 +108,14 @@ struct FitOption {
   int gpus = 1;
   Strategy strategy = Strategy::kSingle;
   bool fits = false, exact = true;
+  bool priced = true;               ///< false: no strategy asked for runs on this many cards (left out of rankings)
   double seconds = 0;               ///< predicted epoch
   std::string link;
   std::int64_t peak = 0;            ///< tracked peak per card
   std::int64_t comm_bytes = 0;      ///< per epoch
+  bool measured = false;            ///< the epoch time is on the calibration card (else extrapolated)
+  /// Memory per card as printed everywhere: tracked peak plus the card's fixed overhead (CUDA context, handles).
+  [[nodiscard]] std::int64_t per_card_bytes() const { return peak + card.fixed_overhead_bytes; }
   double lost_fraction = 0;         ///< of the edges (drop)
   /// Launch price of all the cards, USD; none when the card has no published price.
   [[nodiscard]] std::optional<double> price() const;
@@ -125,9 +144,16 @@ struct FitReport {
   [[nodiscard]] nlohmann::json to_json() const;
 };
 
+/// Widest hidden width (with `model`'s other settings) whose predicted tracked peak on `backend` plus
+/// `fixed_bytes` stays within `budget_bytes` for every shape (pipeline: every stage when model.stages > 1); 0 when
+/// none does. Searches 1..2^24.
+std::int64_t largest_hidden_within(const std::vector<DeviceShape>& shapes, ModelSpec model, std::int64_t budget_bytes,
+                                   std::int64_t fixed_bytes, Backend backend);
+
 /// Predicts memory and epoch time of the request's configurations and ranks the catalogue.
 /// @throws InvalidInput for bad statistics, a bad model, an unknown card id, a GPU count out of 1..1024 or above
-///         the number of nodes, or a strategy other than drop, halo, gather; whatever the partitioner throws.
+///         the number of nodes, or a strategy other than drop, halo, gather, pipeline; whatever the partitioner
+///         throws.
 FitReport advise(const FitRequest& request);
 
 /// The fit report's number formats: "12.3 ms" (3 decimals below 10 ms), "12.3 %", "1.23 GiB" (smaller: KiB/MiB).

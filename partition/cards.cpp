@@ -127,6 +127,8 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
       bad(origin, r.where("interconnect.nvlink_max_gpus"), std::to_string(c.nvlink_max_gpus),
           ">= 2 when nvlink_gbs > 0 (the GPUs one NVLink domain joins)");
     c.board_power_w = r.number(e, "board_power_w", 1, kMaxRate);
+    if (e.contains("l2_mib")) c.l2_bytes = static_cast<std::int64_t>(r.number(e, "l2_mib", 0, kMaxMib) * 1048576.0);
+    if (e.contains("sms")) c.sms = static_cast<int>(r.number(e, "sms", 0, 100000));
     const json& price = r.field(e, "launch_price_usd", "launch_price_usd");
     if (!price.is_null()) {
       if (!price.is_number() || !(price.get<double>() > 0) || !(price.get<double>() <= kMaxRate))

@@ -2,6 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <map>
+#include <optional>
+#include <sstream>
 #include <string>
 #include <utility>
 
@@ -13,6 +17,48 @@
 namespace gcnpart::partition {
 
 extern const char* const kBuiltinCalibrationJson;  // partition/calibration.json, compiled in (calibration_data.cpp.in)
+
+double WidthTable::at(double width) const {
+  if (points.empty()) return 0.5;
+  if (width <= points.front().first) return points.front().second;
+  if (width >= points.back().first) return points.back().second;
+  for (std::size_t i = 1; i < points.size(); ++i)
+    if (width <= points[i].first) {
+      const auto [w0, e0] = points[i - 1];
+      const auto [w1, e1] = points[i];
+      const double t = std::log2(width / w0) / std::log2(w1 / w0);
+      return e0 + t * (e1 - e0);
+    }
+  return points.back().second;
+}
+
+double l2_hit_fraction(double cached_rows, double rows, double degree_ratio) {
+  if (rows <= 0) return 0;
+  const double p = std::clamp(cached_rows / rows, 0.0, 1.0);
+  if (!(degree_ratio > 1.0 + 1e-9)) return p;
+  const double alpha = 1 + std::sqrt(1 + 1 / (degree_ratio - 1));
+  return std::pow(p, (alpha - 1) / alpha);
+}
+
+SpmmBytes spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, double degree_ratio) {
+  const double row = c.width * act;
+  const double hit = l2_bytes > 0 ? l2_hit_fraction(static_cast<double>(l2_bytes) / row, c.cols_in, degree_ratio) : 0;
+  const double gathered = std::max(c.cols_in * row, c.entries * row * (1 - hit));
+  return {c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row + gathered,
+          c.entries * row * hit};
+}
+
+namespace {
+constexpr int kDefaultSms = 100;  // a card without an SM count in the catalogue
+}  // namespace
+
+double spmm_call_seconds(const SpmmTerm& call, double act, double degree_ratio, const Card& card,
+                         const SpmmEfficiency& eff) {
+  const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, degree_ratio);
+  const double sms = card.sms > 0 ? card.sms : kDefaultSms;
+  return eff.fixed_seconds + b.dram / (card.memory_bandwidth_gbs * 1e9 * eff.dram.at(call.width)) +
+         b.l2 / (sms * eff.l2_per_sm.at(call.width));
+}
 
 double Calibration::max_error() const {
   double e = 0;
@@ -29,6 +75,7 @@ constexpr double kGiga = 1e9, kTera = 1e12;
 EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   m.validate();
   EpochWork w;
+  w.element_bytes = traits(m.precision).storage_bytes;
   const auto d = m.dims();
   const int L = m.layers;
   const double r = static_cast<double>(s.rows), nnz = static_cast<double>(s.graph_entries);
@@ -49,6 +96,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     const double rows_out = source && backward ? table : r;
     const double cols_in = source && !backward ? table : r;
     w.spmm_bytes += rows_out * 8 + nnz * 4 + nnz * width * act + rows_out * width * act + (rows_out + cols_in) * 4;
+    w.spmms.push_back({width, rows_out, cols_in, nnz});
     w.kernels += 1;
     if (s.gather) {  // staging copy and the all-gather / reduce-scatter
       w.stream_bytes += 2 * r * width * act;
@@ -75,7 +123,9 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   };
 
   // Forward.
-  for (int l = 0; l < L; ++l) {
+  // A pipeline stage runs its own layers [first, last); the loss on the last stage only.
+  const int first = m.first_layer(), last = m.last_layer();
+  for (int l = first; l < last; ++l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     if (l == 0 && sparse) {
       if (m.dropout) elementwise(nnz_x * 12);           // dropout on the stored values (columns, values, output)
@@ -91,10 +141,10 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   // Loss: zero the gradient, per-row softmax cross-entropy, reduction.
   const double classes = static_cast<double>(d[L]);
   const double train = static_cast<double>(s.split_rows[0]);
-  elementwise(r * classes * act + 2 * train * classes * act + train * 8, 3);
+  if (last == L) elementwise(r * classes * act + 2 * train * classes * act + train * 8, 3);
   if (comm) w.collectives += 1;
   // Backward.
-  for (int l = L - 1; l >= 0; --l) {
+  for (int l = last - 1; l >= first; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
     elementwise(r * out * act, 2);  // bias gradient (column sums over slabs, then their sum)
@@ -117,11 +167,25 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     if (l > 0) elementwise(3 * r * in * act);  // ReLU / dropout backward
   }
   // Gradient all-reduce and Adam (two kernels per layer: weights, bias).
-  const double params = static_cast<double>(m.parameters());
+  double params = 0;
+  for (int l = first; l < last; ++l) params += static_cast<double>(d[l] * d[l + 1] + d[l + 1]);
   if (comm) w.collectives += 1;
-  elementwise(params * 4 * 7, 2 * L);
+  elementwise(params * 4 * 7, 2 * (last - first));
   w.comm_bytes = static_cast<double>(comm_bytes_per_epoch(s, m));
+  if (m.stages > 1) {  // pipeline: activations to the next stage, their gradients back to the previous one
+    w.comm_bytes = static_cast<double>(pipeline_send_bytes(s, m));
+    w.collectives += (first > 0 ? 1 : 0) + (last < L ? 1 : 0);
+  }
   return w;
+}
+
+std::int64_t pipeline_send_bytes(const DeviceShape& s, const ModelSpec& m) {
+  if (m.stages <= 1) return 0;
+  const auto d = m.dims();
+  std::int64_t bytes = 0;
+  if (m.last_layer() < m.layers) bytes += s.rows * d[static_cast<std::size_t>(m.last_layer())] * traits(m.precision).storage_bytes;
+  if (m.first_layer() > 0) bytes += s.rows * d[static_cast<std::size_t>(m.first_layer())] * 4;
+  return bytes;
 }
 
 Link link_for(const Card& card, int gpus) {
@@ -134,19 +198,23 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
                         Precision precision) {
   GCNPART_EXPECTS(card.memory_bandwidth_gbs > 0 && card.fp32_tflops > 0, "a card with bandwidth and FP32 throughput");
   EpochTime t;
+  t.measured = card.id == cal.card;
   const double bw = card.memory_bandwidth_gbs * kGiga;
-  double tflops = card.fp32_tflops;
   const PrecisionTraits& math = traits(precision);
-  if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops;
-  if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops;
+  double tflops = card.fp32_tflops, gemm_eff = cal.gemm_fp32_efficiency;
+  if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops, gemm_eff = cal.gemm_tf32_efficiency;
+  if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_eff = cal.gemm_bf16_efficiency;
   const double flops = tflops * kTera;
-  const double spmm_eff = math.bf16_storage ? cal.spmm_bf16_efficiency
-                          : cusparse         ? cal.spmm_cusparse_efficiency
-                                             : cal.spmm_own_efficiency;
-  t.spmm = w.spmm_bytes / (bw * spmm_eff);
+  const SpmmEfficiency& spmm_eff = cal.spmm(cusparse, math.bf16_storage);
+  const double ratio = w.degree_ratio > 0 ? w.degree_ratio : 1.0;
+  if (!w.spmms.empty()) {
+    for (const auto& call : w.spmms) t.spmm += spmm_call_seconds(call, w.element_bytes, ratio, card, spmm_eff);
+  } else {
+    t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
+  }
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
   for (const auto& [fl, by] : w.gemms)
-    t.gemm += std::max(fl / (flops * cal.gemm_efficiency), by / (bw * cal.stream_efficiency));
+    t.gemm += std::max(fl / (flops * gemm_eff), by / (bw * cal.stream_efficiency));
   t.launch = static_cast<double>(w.kernels) * cal.launch_seconds + cal.step_seconds;
   if (w.collectives > 0) {
     const double link_bw = link.gbs * kGiga * cal.link_efficiency;
@@ -224,13 +292,14 @@ GraphStats calibration_graph(const CalibrationReader& in, const nlohmann::json& 
     s.split_sizes[i] = splits[i].get<std::int64_t>();
   }
   s.degree_mean = 2.0 * static_cast<double>(s.edges) / static_cast<double>(s.nodes);
+  if (g.contains("degree_second_moment")) s.degree_second_moment = in.number(g, "degree_second_moment", path, 0);
   s.validate();
   return s;
 }
 
 }  // namespace
 
-std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin) {
+CalibrationData parse_calibration_data(const std::string& text, const std::string& origin) {
   const CalibrationReader in(origin);
   nlohmann::json doc;
   try {
@@ -238,10 +307,13 @@ std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, c
   } catch (const nlohmann::json::exception& e) {
     in.bad("not valid JSON", e.what(), "a JSON document {\"graphs\": {...}, \"measurements\": [...]}");
   }
+  CalibrationData data;
+  data.origin = origin;
+  if (doc.is_object() && doc.contains("card")) data.card = in.text(doc, "card", "");
+  if (doc.is_object() && doc.contains("measured")) data.measured = in.text(doc, "measured", "");
   const nlohmann::json& graphs = in.field(doc, "graphs", "");
   const nlohmann::json& list = in.field(doc, "measurements", "");
   if (!list.is_array()) in.bad("measurements", list.dump().substr(0, 60), "an array");
-  std::vector<CalibrationMeasurement> out;
   for (std::size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& e = list[i];
     const std::string path = "measurements[" + std::to_string(i) + "].";
@@ -256,114 +328,242 @@ std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, c
     m.model.precision = in.name<Precision>(e, "precision", path);
     m.cusparse = in.name<SpmmAlgo>(e, "spmm", path) == SpmmAlgo::kCusparse;
     m.seconds = in.number(e, "seconds", path, 0);
+    if (e.contains("role")) {
+      const std::string role = in.text(e, "role", path);
+      if (role != "launch" && role != "held-out") in.bad(path + "role", role, "\"launch\" or \"held-out\"");
+      m.fixes_launch = role == "launch";
+    }
     m.model.validate();
-    out.push_back(std::move(m));
+    data.epochs.push_back(std::move(m));
   }
-  return out;
+  if (doc.contains("spmm")) {
+    const nlohmann::json& sp = doc.at("spmm");
+    if (!sp.is_array()) in.bad("spmm", sp.dump().substr(0, 60), "an array of timed SpMM calls");
+    for (std::size_t i = 0; i < sp.size(); ++i) {
+      const std::string path = "spmm[" + std::to_string(i) + "].";
+      SpmmSample x;
+      x.graph = in.text(sp[i], "graph", path);
+      x.call.rows_out = x.call.cols_in = static_cast<double>(in.count(sp[i], "rows", path));
+      x.call.entries = static_cast<double>(in.count(sp[i], "entries", path));
+      x.call.width = in.number(sp[i], "width", path, 1);
+      x.degree_ratio = in.number(sp[i], "degree_ratio", path, 0);
+      const std::string kind = in.text(sp[i], "kind", path);
+      if (kind != "own" && kind != "cusparse" && kind != "own-bf16") in.bad(path + "kind", kind, "own, cusparse or own-bf16");
+      x.cusparse = kind == "cusparse";
+      x.bf16 = kind == "own-bf16";
+      x.seconds = in.number(sp[i], "seconds", path, 1e-9);
+      data.spmm.push_back(x);
+    }
+  }
+  if (doc.contains("gemm")) {
+    const nlohmann::json& gm = doc.at("gemm");
+    if (!gm.is_array()) in.bad("gemm", gm.dump().substr(0, 60), "an array of timed GEMMs");
+    for (std::size_t i = 0; i < gm.size(); ++i) {
+      const std::string path = "gemm[" + std::to_string(i) + "].";
+      GemmSample g;
+      g.m = in.number(gm[i], "m", path, 1);
+      g.n = in.number(gm[i], "n", path, 1);
+      g.k = in.number(gm[i], "k", path, 1);
+      g.math = in.name<Precision>(gm[i], "math", path);
+      g.seconds = in.number(gm[i], "seconds", path, 1e-9);
+      data.gemm.push_back(g);
+    }
+  }
+  if (doc.contains("copy_gbs")) data.copy_gbs = in.number(doc, "copy_gbs", "", 0);
+  if (doc.contains("link_gbs")) data.link_gbs = in.number(doc, "link_gbs", "", 0);
+  if (doc.contains("collective_seconds")) data.collective_seconds = in.number(doc, "collective_seconds", "", 0);
+  if (doc.contains("held_out")) {
+    const nlohmann::json& h = doc.at("held_out");
+    data.held_out_residual = in.number(h, "residual", "held_out.", 0);
+    data.held_out_source = in.text(h, "source", "held_out.");
+  }
+  return data;
 }
 
-std::vector<CalibrationMeasurement> h200_measurements() {
-  return parse_calibration(kBuiltinCalibrationJson, kBuiltinCalibrationOrigin);
+std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin) {
+  return parse_calibration_data(text, origin).epochs;
 }
+
+CalibrationData builtin_calibration() {
+  return parse_calibration_data(kBuiltinCalibrationJson, kBuiltinCalibrationOrigin);
+}
+
+CalibrationData load_calibration(const std::string& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw IoError(file, "cannot open the calibration file");
+  std::ostringstream text;
+  text << in.rdbuf();
+  return parse_calibration_data(text.str(), file);
+}
+
+std::vector<CalibrationMeasurement> h200_measurements() { return builtin_calibration().epochs; }
+
+namespace {
+
+/// Least squares for x in rows [a_0 .. a_{n-1} | y] through the normal equations (Gaussian elimination with
+/// partial pivoting); none when they are singular.
+std::optional<std::vector<double>> least_squares(const std::vector<std::vector<double>>& rows, std::size_t n) {
+  std::vector<std::vector<double>> m(n, std::vector<double>(n + 1, 0.0));
+  for (const auto& r : rows)
+    for (std::size_t i = 0; i < n; ++i) {
+      for (std::size_t j = 0; j < n; ++j) m[i][j] += r[i] * r[j];
+      m[i][n] += r[i] * r[n];
+    }
+  for (std::size_t c = 0; c < n; ++c) {
+    std::size_t pivot = c;
+    for (std::size_t r = c + 1; r < n; ++r)
+      if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
+    if (std::fabs(m[pivot][c]) < 1e-300) return std::nullopt;
+    std::swap(m[c], m[pivot]);
+    for (std::size_t r = 0; r < n; ++r) {
+      if (r == c) continue;
+      const double f = m[r][c] / m[c][c];
+      for (std::size_t j = c; j <= n; ++j) m[r][j] -= f * m[c][j];
+    }
+  }
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = m[i][n] / m[i][i];
+  return x;
+}
+
+EpochWork work_of(const CalibrationMeasurement& m) {
+  EpochWork w = epoch_work(single_device_shape(m.graph), m.model);
+  if (m.graph.degree_second_moment > 0 && m.graph.degree_mean > 0)
+    w.degree_ratio = m.graph.degree_second_moment / (m.graph.degree_mean * m.graph.degree_mean);
+  return w;
+}
+
+}  // namespace
 
 Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement>& measurements) {
+  CalibrationData data;
+  data.card = card.id;
+  data.epochs = measurements;
+  return calibrate(card, data);
+}
+
+Calibration calibrate(const Card& card, const CalibrationData& data) {
   Calibration cal;
+  cal.card = card.id;
   const Link none{"none", 0};
-  // Launch-bound points (predicted bandwidth and GEMM terms under 10% of the measurement) fix the per-kernel cost,
-  // by least squares through the step cost; the rest fix the SpMM efficiencies, one factor per SpMM.
-  struct Row {
-    const CalibrationMeasurement* m;
-    EpochWork work;
-  };
-  std::vector<Row> small, large;
-  for (const auto& m : measurements) {
-    Row row{&m, epoch_work(single_device_shape(m.graph), m.model)};
-    const EpochTime t = predict_epoch(row.work, card, cal, none, m.cusparse,
-                                      m.model.precision);
-    (t.spmm + t.stream + t.gemm < 0.1 * m.seconds ? small : large).push_back(row);
-  }
-  if (!small.empty()) {
-    double num = 0, den = 0;
-    for (const auto& row : small) {
-      const EpochTime t = predict_epoch(row.work, card, cal, none, row.m->cusparse,
-                                        row.m->model.precision);
-      const double k = static_cast<double>(row.work.kernels);
-      num += (row.m->seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
-      den += k * k;
-    }
-    if (den > 0 && num > 0) cal.launch_seconds = num / den;
-  }
-  // The large epochs fix one SpMM time factor per kind (own fp32, cuSPARSE fp32, own bf16) and one factor shared by
-  // the element-wise and GEMM terms: measured ~ a_kind * SpMM + b * (stream + GEMM) + launches, by least squares on
-  // the relative error (linear in the factors; the GEMM term is taken at the default efficiencies). Efficiencies are
-  // then 1 / a_kind and the stream / GEMM efficiencies are divided by b.
-  auto kind_of = [](const CalibrationMeasurement& m) {
-    return m.model.precision == Precision::kBf16 ? 2 : m.cusparse ? 1 : 0;
-  };
-  constexpr int kUnknowns = 4;  // a_own, a_cusparse, a_bf16, b
-  double ata[kUnknowns][kUnknowns] = {}, atb[kUnknowns] = {};
-  bool seen[3] = {false, false, false};
-  for (const auto& row : large) {
-    Calibration probe = cal;
-    probe.spmm_own_efficiency = probe.spmm_cusparse_efficiency = probe.spmm_bf16_efficiency = 1.0;
-    const EpochTime t = predict_epoch(row.work, card, probe, none, row.m->cusparse, row.m->model.precision);
-    double x[kUnknowns] = {0, 0, 0, (t.stream + t.gemm) / row.m->seconds};
-    x[kind_of(*row.m)] = t.spmm / row.m->seconds;
-    seen[kind_of(*row.m)] = true;
-    const double y = 1.0 - (t.launch + t.comm) / row.m->seconds;
-    for (int i = 0; i < kUnknowns; ++i) {
-      for (int j = 0; j < kUnknowns; ++j) ata[i][j] += x[i] * x[j];
-      atb[i] += x[i] * y;
-    }
-  }
-  for (int k = 0; k < 3; ++k)
-    if (!seen[k]) {  // no point of this kind: keep its default (a = 1 / default efficiency), solve for the rest
-      for (int j = 0; j < kUnknowns; ++j) ata[k][j] = ata[j][k] = 0;
-      ata[k][k] = 1;
-      atb[k] = 1.0 / (k == 2 ? cal.spmm_bf16_efficiency : k == 1 ? cal.spmm_cusparse_efficiency : cal.spmm_own_efficiency);
-    }
-  if (!large.empty()) {
-    // Gaussian elimination with partial pivoting on the normal equations.
-    double m[kUnknowns][kUnknowns + 1];
-    for (int i = 0; i < kUnknowns; ++i) {
-      for (int j = 0; j < kUnknowns; ++j) m[i][j] = ata[i][j];
-      m[i][kUnknowns] = atb[i];
-    }
-    bool solvable = true;
-    for (int c = 0; c < kUnknowns && solvable; ++c) {
-      int pivot = c;
-      for (int r = c + 1; r < kUnknowns; ++r)
-        if (std::fabs(m[r][c]) > std::fabs(m[pivot][c])) pivot = r;
-      if (std::fabs(m[pivot][c]) < 1e-12) solvable = false;
-      if (!solvable) break;
-      for (int j = 0; j <= kUnknowns; ++j) std::swap(m[c][j], m[pivot][j]);
-      for (int r = 0; r < kUnknowns; ++r) {
-        if (r == c) continue;
-        const double f = m[r][c] / m[c][c];
-        for (int j = c; j <= kUnknowns; ++j) m[r][j] -= f * m[c][j];
+  const double bw = card.memory_bandwidth_gbs * kGiga;
+  auto note = [&](const std::string& factor, const std::string& where) { cal.provenance.emplace_back(factor, where); };
+  // SpMM, per kind: t = fixed + a_w DRAM / bandwidth + b_w L2 bytes / SMs, by least squares on the relative error
+  // (each row divided by its time); the DRAM efficiency is 1 / a_w, the L2 rate per SM 1 / b_w.
+  const double sms = card.sms > 0 ? card.sms : kDefaultSms;
+  for (int kind = 0; kind < 3; ++kind) {
+    std::vector<const SpmmSample*> rows;
+    std::vector<double> widths;
+    for (const auto& x : data.spmm)
+      if ((kind == 2) == x.bf16 && (kind == 1) == x.cusparse) {
+        rows.push_back(&x);
+        if (std::find(widths.begin(), widths.end(), x.call.width) == widths.end()) widths.push_back(x.call.width);
       }
+    std::sort(widths.begin(), widths.end());
+    const char* name = kind == 2 ? "spmm_bf16" : kind == 1 ? "spmm_cusparse" : "spmm_own";
+    const std::size_t nw = widths.size(), n = 2 * nw + 1;
+    if (rows.size() < n) {  // too few calls to separate the terms: keep the defaults
+      note(name, rows.empty() ? "default: not measured" : "default: too few timed calls to fit");
+      continue;
     }
-    double a[kUnknowns];
-    for (int i = 0; i < kUnknowns && solvable; ++i) {
-      a[i] = m[i][kUnknowns] / m[i][i];
-      if (!(a[i] > 0) || !std::isfinite(a[i])) solvable = false;  // a negative factor would be meaningless
+    std::vector<std::vector<double>> a;
+    for (const SpmmSample* x : rows) {
+      const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, x->degree_ratio);
+      const auto i = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), x->call.width) - widths.begin());
+      std::vector<double> row(n + 1, 0.0);
+      row[i] = b.dram / bw / x->seconds;
+      row[nw + i] = b.l2 / sms / x->seconds;
+      row[2 * nw] = 1 / x->seconds;
+      row[n] = 1;
+      a.push_back(std::move(row));
     }
-    if (solvable) {
-      cal.spmm_own_efficiency = 1.0 / a[0];
-      cal.spmm_cusparse_efficiency = 1.0 / a[1];
-      cal.spmm_bf16_efficiency = 1.0 / a[2];
-      cal.stream_efficiency /= a[3];
-      cal.gemm_efficiency /= a[3];
+    const std::optional<std::vector<double>> coef = least_squares(a, n);
+    bool ok = coef.has_value();
+    for (std::size_t i = 0; ok && i < n; ++i) ok = (*coef)[i] >= 0 && std::isfinite((*coef)[i]);
+    if (!ok) {
+      note(name, "default: the timed calls gave no positive fit");
+      continue;
     }
+    SpmmEfficiency eff;
+    eff.dram.points.clear();
+    eff.l2_per_sm.points.clear();
+    for (std::size_t i = 0; i < nw; ++i) {
+      eff.dram.points.emplace_back(widths[i], 1 / std::max((*coef)[i], 1e-9));
+      eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
+    }
+    eff.fixed_seconds = (*coef)[2 * nw];
+    (kind == 2 ? cal.spmm_bf16 : kind == 1 ? cal.spmm_cusparse : cal.spmm_own) = eff;
+    note(name, "measured: " + std::to_string(rows.size()) + " SpMM calls (" + std::to_string(nw) +
+                   " widths) timed on " + card.name);
   }
-  for (const auto& m : measurements) {
-    const EpochTime t =
-        predict_epoch(epoch_work(single_device_shape(m.graph), m.model), card, cal, none, m.cusparse, m.model.precision);
+  if (data.copy_gbs > 0) {
+    cal.stream_efficiency = std::min(1.0, data.copy_gbs / card.memory_bandwidth_gbs);
+    note("stream", "measured: device-to-device copy on " + card.name);
+  } else {
+    note("stream", "default: not measured");
+  }
+  for (Precision math : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
+    std::vector<double> effs;
+    const double rate = math == Precision::kBf16   ? card.bf16_tflops
+                        : math == Precision::kTf32 ? card.tf32_tflops
+                                                   : card.fp32_tflops;
+    for (const auto& g : data.gemm)
+      if (g.math == math && rate > 0) effs.push_back(2 * g.m * g.n * g.k / (rate * kTera * g.seconds));
+    double& eff = math == Precision::kBf16   ? cal.gemm_bf16_efficiency
+                  : math == Precision::kTf32 ? cal.gemm_tf32_efficiency
+                                             : cal.gemm_fp32_efficiency;
+    const std::string name = std::string("gemm_") + to_string(math);
+    if (effs.empty()) {
+      note(name, "default: not measured");
+      continue;
+    }
+    std::sort(effs.begin(), effs.end());
+    eff = std::min(1.0, effs[effs.size() / 2]);
+    note(name, "measured: median of " + std::to_string(effs.size()) + " GEMM shapes on " + card.name);
+  }
+  if (data.link_gbs > 0 && card.nvlink_gbs > 0) {
+    cal.link_efficiency = std::min(1.0, data.link_gbs / (card.nvlink_gbs / 2));
+    note("link", "measured: all-reduce bus bandwidth over NVLink on " + card.name);
+  } else {
+    note("link", "default: not measured");
+  }
+  if (data.collective_seconds > 0) {
+    cal.collective_seconds = data.collective_seconds;
+    note("collective_latency", "measured on " + card.name);
+  } else {
+    note("collective_latency", "default: not measured");
+  }
+  // Launch cost: least squares through the step cost on the launch-bound epochs (role "launch").
+  double num = 0, den = 0;
+  int launch_points = 0;
+  for (const auto& m : data.epochs) {
+    if (!m.fixes_launch) continue;
+    const EpochWork w = work_of(m);
+    const EpochTime t = predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
+    const double k = static_cast<double>(w.kernels);
+    num += (m.seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
+    den += k * k;
+    ++launch_points;
+  }
+  if (den > 0 && num > 0) {
+    cal.launch_seconds = num / den;
+    note("launch", "measured: least squares on " + std::to_string(launch_points) + " launch-bound epochs on " +
+                       card.name);
+  } else {
+    note("launch", "default: not measured");
+  }
+  for (const auto& m : data.epochs) {
+    if (m.fixes_launch) continue;
+    const EpochTime t = predict_epoch(work_of(m), card, cal, none, m.cusparse, m.model.precision);
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
+  cal.held_out_residual = data.held_out_residual >= 0 ? data.held_out_residual : cal.max_error();
+  cal.held_out_source = data.held_out_source.empty()
+                            ? "worst of " + std::to_string(cal.points.size()) + " held-out epochs"
+                            : data.held_out_source;
   cal.fitted = true;
-  cal.source = "fitted on " + std::to_string(measurements.size()) + " epochs measured on " + card.name +
-               " (2026-11-29); bandwidth, GEMM and link factors other than the SpMM ones are uncalibrated defaults";
+  cal.source = "per-kernel efficiencies measured on " + card.name + (data.measured.empty() ? "" : " (" + data.measured + ")") +
+               "; held-out epochs: " + std::to_string(cal.points.size());
   return cal;
 }
 

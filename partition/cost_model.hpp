@@ -1,7 +1,11 @@
-// Roofline model of one GCN training epoch on a GPU: SpMM and element-wise bytes over memory bandwidth, GEMM FLOPs
-// over arithmetic throughput (or bytes, whichever is slower), a fixed cost per kernel launch, and communication
-// over PCIe or NVLink. The efficiency factors live in one struct (Calibration), fitted on epochs measured on the
-// H200; the residual of that fit is carried with every prediction.
+// Epoch-time model of GCN training on a GPU, assembled from per-kernel terms: each SpMM call (bytes by width, rows,
+// entries and precision, less the gathered rows an L2 of the card's size keeps for a graph of that degree
+// distribution, at an efficiency measured per width), each GEMM (FLOPs by shape over the card's FP32 / TF32 / BF16
+// rate, or its operand bytes, whichever is slower), element-wise passes (bytes over bandwidth), launches (count x
+// cost) and collectives (bytes over the link, latency per call). Card figures come from the catalogue; the
+// efficiencies are measured on one card (Calibration::card, the H200) by `gcnpart bench calibrate` and apply to the
+// others unchanged (figures for other cards are extrapolations). The error band is the worst residual on epochs held
+// out of that calibration, stored with it.
 #pragma once
 
 #include <cstdint>
@@ -28,6 +32,8 @@ struct Card {
   double nvlink_gbs = 0;           ///< NVLink, GB/s per GPU, both directions together (0 = none)
   int nvlink_max_gpus = 0;         ///< GPUs one NVLink domain joins (2 for a bridge, 8 for an HGX board)
   double board_power_w = 0;
+  std::int64_t l2_bytes = 0;       ///< last-level (L2) cache; 0 = unknown (the SpMM term then assumes no reuse)
+  int sms = 0;                     ///< streaming multiprocessors; 0 = unknown
   std::optional<double> launch_price_usd;  ///< MSRP at launch; none published for most datacenter parts
   std::int64_t fixed_overhead_bytes = 600ll << 20;  ///< CUDA context + cuBLAS/cuSPARSE/NCCL handles, per GPU
   bool fixed_overhead_measured = false;
@@ -35,30 +41,86 @@ struct Card {
   std::string note;                ///< uncertainties
 };
 
-/// Efficiency factors of the roofline, in one place. Defaults are uncalibrated guesses (see calibrated()).
+/// An efficiency that depends on the SpMM width: measured (width, efficiency) pairs, interpolated linearly in
+/// log2(width) and held constant beyond the ends.
+struct WidthTable {
+  std::vector<std::pair<double, double>> points;  ///< ascending widths
+  [[nodiscard]] double at(double width) const;
+};
+
+/// One SpMM kind's measured terms: t = fixed + DRAM bytes / (bandwidth x dram(width)) + L2-served bytes /
+/// (SMs x l2_per_sm(width)).
+struct SpmmEfficiency {
+  WidthTable dram{{{16, 0.5}}};          ///< fraction of the card's DRAM bandwidth, by width
+  WidthTable l2_per_sm{{{16, 40e9}}};    ///< bytes per second per SM served from L2, by width
+  double fixed_seconds = 0;              ///< per call (grid set-up, the kernel's tail)
+};
+
+/// The efficiencies of the per-kernel terms, measured on one card (`card`), with where each came from.
 struct Calibration {
-  double spmm_own_efficiency = 0.5;       ///< fraction of peak memory bandwidth gcnpart's SpMM reaches
-  double spmm_cusparse_efficiency = 0.5;  ///< same for cuSPARSE CSR ALG2
-  double spmm_bf16_efficiency = 0.5;      ///< gcnpart's SpMM on bf16 rows (--precision bf16; own kernel only)
-  double stream_efficiency = 0.8;         ///< element-wise kernels, copies
-  double gemm_efficiency = 0.7;           ///< fraction of peak FP32 (TF32 with --tf32) cuBLAS reaches
+  std::string card = "h200";              ///< the card the efficiencies were measured on
+  SpmmEfficiency spmm_own;                ///< gcnpart's fp32 SpMM
+  SpmmEfficiency spmm_cusparse;           ///< cuSPARSE CSR ALG2, fp32
+  SpmmEfficiency spmm_bf16;               ///< gcnpart's SpMM on bf16 rows
+  double stream_efficiency = 0.8;         ///< element-wise kernels, copies: fraction of peak bandwidth
+  double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
+  double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
+  double gemm_bf16_efficiency = 0.5;      ///< of the BF16 tensor rate
   double launch_seconds = 5e-6;           ///< fixed cost per kernel launch (launch + tail of a tiny kernel)
   double step_seconds = 20e-6;            ///< fixed cost per step (loss copy to host, synchronisation)
   double link_efficiency = 0.7;           ///< fraction of link bandwidth a ring collective reaches
   double collective_seconds = 20e-6;      ///< latency per collective call
+  /// Where each factor comes from ("measured: ..." or "default: not measured"), by factor name.
+  std::vector<std::pair<std::string, std::string>> provenance;
   std::string source = "uncalibrated defaults";
   bool fitted = false;
+  /// The band printed with every epoch time: the largest |relative error| on epochs held out of the calibration,
+  /// as stored in the calibration document (`held_out.residual`, written by bench/gpu_fit_validate.sh).
+  double held_out_residual = 0.5;
+  std::string held_out_source;
 
-  /// One measured epoch the factors were fitted on, with the model's prediction after fitting.
+  /// One held-out epoch with the model's prediction.
   struct Point {
     std::string what;
     double measured_seconds = 0, predicted_seconds = 0;
     [[nodiscard]] double error() const { return measured_seconds > 0 ? predicted_seconds / measured_seconds - 1 : 0; }
   };
   std::vector<Point> points;
-  /// Largest |relative error| over the points (0 when unfitted).
+  /// Largest |relative error| over the held-out points (0 when there are none); the stored held_out_residual is
+  /// this figure as last measured.
   [[nodiscard]] double max_error() const;
+  /// The band: held_out_residual.
+  [[nodiscard]] double band() const { return held_out_residual; }
+  /// The SpMM terms of a kind.
+  [[nodiscard]] const SpmmEfficiency& spmm(bool cusparse, bool bf16) const {
+    return bf16 ? spmm_bf16 : cusparse ? spmm_cusparse : spmm_own;
+  }
 };
+
+/// One aggregation (SpMM) call as the time model sees it.
+struct SpmmTerm {
+  double width = 0;     ///< columns of X
+  double rows_out = 0;  ///< rows written
+  double cols_in = 0;   ///< distinct rows X has (the gathered table)
+  double entries = 0;   ///< non-zeros walked
+};
+
+/// Bytes of one SpMM call: `dram` through DRAM (row offsets, column ids, the two scale vectors, the output rows,
+/// the gathered input rows an L2 of `l2_bytes` does not serve, at least every input row once) and `l2` served from
+/// L2 (the gathered rows it holds). `degree_ratio` is E[d^2] / E[d]^2 of the graph (1: uniform access).
+/// `element_bytes`: 4 (fp32) or 2 (bf16).
+struct SpmmBytes {
+  double dram = 0, l2 = 0;
+};
+SpmmBytes spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, double degree_ratio);
+/// Seconds of one SpMM call on `card` with the terms `eff` (the card's bandwidth, L2 size and SM count).
+double spmm_call_seconds(const SpmmTerm& call, double element_bytes, double degree_ratio, const Card& card,
+                         const SpmmEfficiency& eff);
+/// Fraction of the gathered entries an L2 holding `cached_rows` of `rows` serves when the hottest rows stay cached:
+/// the Lorenz curve of a Pareto degree distribution whose E[d^2] / E[d]^2 is `degree_ratio` (the share of entry
+/// endpoints on the top p of the rows is p^((alpha-1)/alpha), alpha = 1 + sqrt(1 + 1 / (ratio - 1))); uniform
+/// (p) for ratio <= 1.
+double l2_hit_fraction(double cached_rows, double rows, double degree_ratio);
 
 /// Work of one device in one training epoch (train step: forward, loss, backward, collectives, Adam).
 struct EpochWork {
@@ -67,13 +129,21 @@ struct EpochWork {
   double gemm_flops = 0;
   double gemm_bytes = 0;    ///< operand traffic of the GEMMs (thin GEMMs are bandwidth-bound)
   std::vector<std::pair<double, double>> gemms;  ///< (flops, bytes) per GEMM, for the per-call roofline
+  std::vector<SpmmTerm> spmms;                    ///< every aggregation call, for the per-call SpMM term
+  double element_bytes = 4;                       ///< activation storage (fp32 4, bf16 2)
+  double degree_ratio = 0;  ///< E[d^2] / E[d]^2 of the graph, set by the caller; 0 = unknown (uniform access)
   std::int64_t kernels = 0;
   std::int64_t collectives = 0;
   double comm_bytes = 0;    ///< bytes sent per epoch (comm_bytes_per_epoch)
 };
 
-/// Counts the work of one epoch for a device shape (CUDA path of GcnModel).
+/// Counts the work of one epoch for a device shape (CUDA path of GcnModel); for a pipeline stage (model.stages > 1)
+/// the work of its own layers and the activations it passes on.
 EpochWork epoch_work(const DeviceShape& shape, const ModelSpec& model);
+
+/// Bytes a pipeline stage (model.stages > 1, this device stage model.stage) sends per epoch: its output rows to the
+/// next stage (forward, in the precision's elements) and the float32 gradient of its input rows to the previous one.
+std::int64_t pipeline_send_bytes(const DeviceShape& shape, const ModelSpec& model);
 
 /// How the cards of a K-GPU option talk: NVLink when the card has it and K fits in one NVLink domain, else PCIe.
 struct Link {
@@ -87,29 +157,67 @@ struct EpochTime {
   double seconds = 0;
   double spmm = 0, stream = 0, gemm = 0, launch = 0, comm = 0;
   std::string bound;  ///< the largest term
+  bool measured = false;  ///< on the calibration card (else extrapolated with its efficiencies)
 };
-/// The GEMMs run on what `precision` says (traits(precision): FP32 cores, TF32 or BF16 tensor cores); a card
-/// without that tensor format falls back to its FP32 rate. bf16 SpMMs use the own bf16 kernel's efficiency.
+/// Sum of the per-kernel terms. The GEMMs run on what `precision` says (traits(precision): FP32 cores, TF32 or BF16
+/// tensor cores); a card without that tensor format falls back to its FP32 rate. bf16 SpMMs use the own bf16
+/// kernel's efficiencies; the SpMM terms use the card's L2 and the work's degree_ratio.
 EpochTime predict_epoch(const EpochWork& work, const Card& card, const Calibration& cal, const Link& link,
                         bool cusparse = false, Precision precision = Precision::kFp32);
 
-/// A measured epoch to calibrate on.
+/// A measured epoch: held out of the calibration (checks it) or, for launch-bound graphs, fixing the launch cost.
 struct CalibrationMeasurement {
   std::string what;
   GraphStats graph;
   ModelSpec model;
   bool cusparse = false;
   double seconds = 0;
+  bool fixes_launch = false;  ///< "role": "launch" (tiny graphs: the per-launch cost is fitted on these)
 };
-/// The H200 measurements of 2026-11-29 (bench/results/h200-2026-11-29 and the lead's RMAT figures), from
-/// partition/calibration.json (compiled in, beside the card catalogue cards.json).
+/// One SpMM call timed on the calibration card (`gcnpart bench spmm` / `bench calibrate`).
+struct SpmmSample {
+  std::string graph;
+  SpmmTerm call;
+  double degree_ratio = 0;
+  bool cusparse = false, bf16 = false;
+  double seconds = 0;
+};
+/// One GEMM timed on the calibration card.
+struct GemmSample {
+  double m = 0, n = 0, k = 0;
+  Precision math = Precision::kFp32;
+  double seconds = 0;
+};
+/// A calibration document (partition/calibration.json or what `gcnpart bench calibrate` writes), parsed.
+struct CalibrationData {
+  std::string card = "h200", measured, origin;
+  std::vector<SpmmSample> spmm;
+  std::vector<GemmSample> gemm;
+  double copy_gbs = 0;                 ///< device-to-device copy, bytes read + written; 0 = not measured
+  double link_gbs = 0;                 ///< ring all-reduce bus bandwidth between two cards; 0 = not measured
+  double collective_seconds = 0;       ///< latency of a small collective; 0 = not measured
+  std::vector<CalibrationMeasurement> epochs;
+  double held_out_residual = -1;       ///< stored band; < 0: none stored (then the held-out epochs' worst)
+  std::string held_out_source;
+};
+/// The H200 calibration compiled in from partition/calibration.json.
+CalibrationData builtin_calibration();
+/// A document shaped like partition/calibration.json. @throws InvalidInput naming `origin` and the field when one
+/// is missing or out of range.
+CalibrationData parse_calibration_data(const std::string& text, const std::string& origin);
+/// A calibration document from a file. @throws IoError when it cannot be opened, InvalidInput naming the
+/// field as parse_calibration_data.
+CalibrationData load_calibration(const std::string& file);
+/// The epochs of the built-in calibration (held-out and launch-fixing ones).
 std::vector<CalibrationMeasurement> h200_measurements();
-/// Measurements from a document shaped like partition/calibration.json. @throws InvalidInput naming `origin` and
-/// the field when one is missing or out of range.
+/// The epochs of a calibration document.
 std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin);
-/// Fits launch and step costs on the small graphs (least squares, they are launch-bound) and one SpMM efficiency per
-/// kind (own fp32, cuSPARSE fp32, own bf16) on the large graphs: the geometric mean of the efficiencies each large
-/// epoch implies, so every point keeps its own residual. `card` is the GPU they were measured on.
+/// The efficiencies from the measured kernels: per SpMM kind, the fixed cost and per width the DRAM efficiency and
+/// L2 rate per SM by least squares on the relative error over the timed calls; the stream efficiency from the copy bandwidth; per math the GEMM
+/// efficiency (median over shapes); the launch cost by least squares on the launch-role epochs. Then every
+/// held-out epoch is predicted (Calibration::points). `card` is the GPU they were measured on.
+Calibration calibrate(const Card& card, const CalibrationData& data);
+/// Same, from epochs alone (the SpMM tables stay at their defaults): for tests.
 Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement>& measurements);
 
 }  // namespace gcnpart::partition

@@ -8,6 +8,8 @@
 
 #include "bench/bench.hpp"
 #include "kernels/core/error.hpp"
+#include "partition/cards.hpp"
+#include "partition/cost_model.hpp"
 #include "tools/cli_common.hpp"
 
 namespace gcnpart::cli {
@@ -164,6 +166,51 @@ void run_bench_epoch(const BenchOptions& o) {
   if (!o.json.empty()) write_json(o.json, report.to_json());
 }
 
+// ------------------------------------------------------------------------------------------------ calibrate
+
+struct CalibrateOptions {
+  bench::CalibrateConfig config;
+  std::string graphs = "20:16,18:64", widths = "16,32,64,128,256,512", json, cards_file;
+  bool no_gemm = false;
+};
+
+void run_bench_calibrate(CalibrateOptions& o) {
+  o.config.graphs.clear();
+  std::size_t at = 0;
+  while (at <= o.graphs.size()) {
+    const std::size_t end = std::min(o.graphs.find(',', at), o.graphs.size());
+    const std::string item = o.graphs.substr(at, end - at);
+    const std::size_t colon = item.find(':');
+    try {
+      if (colon == std::string::npos) throw std::invalid_argument(item);
+      o.config.graphs.emplace_back(std::stoi(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
+    } catch (const std::exception&) {
+      throw InvalidInput::parameter("--graphs", o.graphs, "RMAT scale:edge-factor pairs, comma-separated (20:16,18:64)");
+    }
+    at = end + 1;
+  }
+  o.config.widths = parse_widths(o.widths);
+  o.config.gemm = !o.no_gemm;
+  o.config.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
+  const partition::CardCatalogue cat = partition::load_cards(o.cards_file);
+  const partition::Card& card = cat.find(o.config.card);
+  o.config.validate();
+  const nlohmann::json doc = bench::bench_calibrate(o.config);
+  // What fit will make of it: the efficiencies per kernel.
+  const auto data = partition::parse_calibration_data(doc.dump(), "the measured calibration");
+  const partition::Calibration cal = partition::calibrate(card, data);
+  std::printf("calibration of %s (%s)\n", card.id.c_str(), card.name.c_str());
+  for (const auto* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
+    std::printf("%-14s", t == &cal.spmm_own ? "spmm own" : t == &cal.spmm_cusparse ? "spmm cusparse" : "spmm own-bf16");
+    for (const auto& [w, e] : t->dram.points) std::printf(" w%g %.2f/%.0fGB/s/SM", w, e, t->l2_per_sm.at(w) / 1e9);
+    std::printf(" fixed %.1f us", t->fixed_seconds * 1e6);
+    std::printf("\n");
+  }
+  std::printf("stream %.3f, gemm fp32 %.3f tf32 %.3f bf16 %.3f, launch %.2f us\n", cal.stream_efficiency,
+              cal.gemm_fp32_efficiency, cal.gemm_tf32_efficiency, cal.gemm_bf16_efficiency, cal.launch_seconds * 1e6);
+  if (!o.json.empty()) write_json(o.json, doc);
+}
+
 void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::string>& spmm_choices) {
   add_data_options(cmd, o.data);
   cmd.add_option("--device", o.device, "CUDA device: cuda or cuda:N (GPU only)")->capture_default_str();
@@ -201,11 +248,26 @@ Command register_bench(CLI::App& app) {
   e->add_option("--hidden", epoch_opts->hidden, "Hidden width")->capture_default_str();
   e->add_flag("--no-normalize", epoch_opts->no_normalize, "Do not row-normalise the input features");
 
+  auto cal_opts = std::make_shared<CalibrateOptions>();
+  auto* c = cmd->add_subcommand("calibrate",
+                                "Measure gcnpart fit's per-kernel efficiencies on this GPU (SpMM by width, GEMM by math, "
+                                "copy, launches) and write a calibration JSON for gcnpart fit --calibration");
+  c->add_option("--device", cal_opts->config.device, "CUDA device: cuda or cuda:N")->capture_default_str();
+  c->add_option("--card", cal_opts->config.card, "Catalogue id of this GPU (gcnpart cards)")->capture_default_str();
+  c->add_option("--cards", cal_opts->cards_file, "Extra card file (JSON like partition/cards.json; merged by id)");
+  c->add_option("--graphs", cal_opts->graphs, "RMAT scale:edge-factor graphs for the SpMMs")->capture_default_str();
+  c->add_option("--widths", cal_opts->widths, "SpMM widths")->capture_default_str();
+  c->add_option("--repeats", cal_opts->config.repeats, "Timed runs per call (median)")->capture_default_str();
+  c->add_flag("--no-gemm", cal_opts->no_gemm, "Leave the GEMM efficiencies at their defaults");
+  c->add_option("--json", cal_opts->json, "Write the calibration document here")->required();
+
   const Command nccl = register_bench_nccl(*cmd);  // tools/cmd_bench_nccl.cpp
 
-  return {cmd, [s, spmm_opts, epoch_opts, nccl] {
+  return {cmd, [s, c, spmm_opts, epoch_opts, cal_opts, nccl] {
             if (nccl.app->parsed())
               nccl.run();
+            else if (c->parsed())
+              run_bench_calibrate(*cal_opts);
             else if (s->parsed())
               run_bench_spmm(*spmm_opts);
             else

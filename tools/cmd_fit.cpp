@@ -49,7 +49,8 @@ struct FitOptions {
   bool tf32 = false;
   double sparse_below = 0.1;
   // Split.
-  std::string partitioner = "metis", strategies = "drop,halo,gather";
+  std::string partitioner = "metis", strategies = "drop,halo,gather,pipeline";
+  std::string calibration;
   std::int64_t samples = 0;
   std::uint64_t seed = 1;
   std::string json;
@@ -146,47 +147,67 @@ void print_header(const FitReport& r, const FitOptions& o) {
               with_commas(r.model.parameters()).c_str(), r.model.dropout ? "on" : "off",
               to_string(r.model.precision), o.spmm.c_str(),
               r.model.precision == Precision::kBf16 ? " (bf16 is a projection: the engine trains in fp32)" : "");
-  std::fprintf(g_out, "epoch time   roofline calibrated on %zu H200 epochs, largest residual %s (shown as +-); other cards use\n"
-              "             the same efficiency factors (extrapolated, not measured)\n",
-              r.calibration.points.size(), pct(r.calibration.max_error(), 0).c_str());
+  std::fprintf(g_out, "epoch time   per-kernel terms (SpMM by width and L2 locality, GEMM, element-wise, launches,\n"
+              "             collectives), efficiencies measured on the %s; +-%s = worst residual on %s;\n"
+              "             other cards: extrapolated from their bandwidth, L2, SMs and tensor rates\n",
+              r.calibration.card.c_str(), pct(r.calibration.band(), 0).c_str(), r.calibration.held_out_source.c_str());
+  std::fprintf(g_out, "memory       per card = tracked peak + fixed per-GPU overhead (CUDA context, library handles): the one\n"
+              "             figure printed everywhere below\n");
   if (!r.split_method.empty()) std::fprintf(g_out, "split        %s\n", r.split_method.c_str());
+}
+
+/// The changes that would make a configuration fit, one a line (nothing when it fits).
+void print_would_fit(const FitConfiguration& cf) {
+  if (cf.fits || cf.would_fit.empty()) {
+    if (!cf.fits && cf.gpus == 1) std::fprintf(g_out, "would fit    nothing fit tries (narrower, fewer layers, bf16, 2-16 cards, another card)\n");
+    return;
+  }
+  for (std::size_t i = 0; i < cf.would_fit.size(); ++i) {
+    const auto& ch = cf.would_fit[i];
+    std::fprintf(g_out, "%s %-40s %s per card, %s per epoch\n", i == 0 ? "would fit   " : "            ",
+                ch.change.c_str(), gib(static_cast<double>(ch.per_card_bytes)).c_str(), ms(ch.seconds).c_str());
+  }
 }
 
 void print_single(const FitConfiguration& cf, const FitReport& r) {
   const MemoryEstimate& m = cf.memory;
   const Card& card = cf.card;
   const std::int64_t total = m.peak + card.fixed_overhead_bytes;
-  std::fprintf(g_out, "memory       %s tracked + %s fixed = %s of %s: %s, headroom %s\n",
-              gib(static_cast<double>(m.peak)).c_str(), gib(static_cast<double>(card.fixed_overhead_bytes)).c_str(),
-              gib(static_cast<double>(total)).c_str(), gib(static_cast<double>(card.memory_bytes)).c_str(),
+  std::fprintf(g_out, "memory       %s per card (%s tracked + %s fixed) of %s: %s, headroom %s\n",
+              gib(static_cast<double>(total)).c_str(), gib(static_cast<double>(m.peak)).c_str(),
+              gib(static_cast<double>(card.fixed_overhead_bytes)).c_str(), gib(static_cast<double>(card.memory_bytes)).c_str(),
               cf.fits ? "FITS" : "DOES NOT FIT", gib(static_cast<double>(card.memory_bytes - total)).c_str());
   std::fprintf(g_out, "breakdown    %s; largest workspace %s (%s)\n", breakdown_text(m).c_str(),
               human_bytes(static_cast<double>(m.transient)).c_str(), m.transient_what.c_str());
-  std::fprintf(g_out, "largest      hidden %s with %d layers; %d layers with hidden %lld\n",
-              cf.largest_hidden > 0 ? with_commas(cf.largest_hidden).c_str() : "none", r.model.layers,
-              cf.largest_layers, static_cast<long long>(r.model.hidden));
-  std::fprintf(g_out, "epoch        %s +- %s (bound by %s)\n", ms(cf.epoch.seconds).c_str(),
-              pct(r.calibration.max_error(), 0).c_str(), cf.epoch.bound.c_str());
+  if (cf.fits)
+    std::fprintf(g_out, "largest      hidden %s with %d layers; %d layers with hidden %lld\n",
+                with_commas(cf.largest_hidden).c_str(), r.model.layers, cf.largest_layers,
+                static_cast<long long>(r.model.hidden));
+  print_would_fit(cf);
+  std::fprintf(g_out, "epoch        %s +- %s (bound by %s; %s)\n", ms(cf.epoch.seconds).c_str(),
+              pct(r.calibration.band(), 0).c_str(), cf.epoch.bound.c_str(),
+              cf.epoch.measured ? "measured card" : "extrapolated");
 }
 
 void print_strategies(const FitConfiguration& cf, double cal_err) {
-  std::fprintf(g_out, "%-8s %22s %12s %5s %22s %14s %12s %18s\n", "strategy", "peak/card", "+fixed", "fits",
+  std::fprintf(g_out, "%-8s %22s %5s %22s %14s %12s %18s\n", "strategy", "memory/card", "fits",
               "lost edges", "halo factor", "comm/epoch", "epoch");
   for (const auto& s : cf.strategies) {
     const auto& f = s.fit;
-    std::string peak = gib(static_cast<double>(f.peak));
+    std::string peak = gib(static_cast<double>(f.peak + cf.card.fixed_overhead_bytes));
     if (f.peak_error > 0) peak += " +" + gib(static_cast<double>(f.peak_error));
     std::string halo = std::to_string(f.halo_factor).substr(0, 5);
     if (f.halo_error > 0) halo += " +-" + pct(f.halo_error, 0);
     char lost[48];
     std::snprintf(lost, sizeof lost, "%s (%.1f%%)", with_commas(f.metrics.lost_edges).c_str(),
                   100 * f.metrics.lost_fraction);
-    std::fprintf(g_out, "%-8s %22s %12s %5s %22s %14s %12s %18s\n", to_string(f.strategy), peak.c_str(),
-                gib(static_cast<double>(f.peak + cf.card.fixed_overhead_bytes)).c_str(), s.fits ? "yes" : "NO", lost,
+    std::fprintf(g_out, "%-8s %22s %5s %22s %14s %12s %18s\n", to_string(f.strategy), peak.c_str(),
+                s.fits ? "yes" : "NO", lost,
                 halo.c_str(), human_bytes(static_cast<double>(f.comm_bytes)).c_str(),
                 (ms(s.epoch.seconds) + " +-" + pct(cal_err, 0)).c_str());
   }
-  std::fprintf(g_out, "link         %s between the cards\n", cf.link.c_str());
+  std::fprintf(g_out, "link         %s between the cards; memory/card includes the fixed overhead\n", cf.link.c_str());
+  print_would_fit(cf);
 }
 
 void print_configuration(const FitConfiguration& cf, const FitReport& r) {
@@ -196,27 +217,31 @@ void print_configuration(const FitConfiguration& cf, const FitReport& r) {
               human_bytes(static_cast<double>(card.fixed_overhead_bytes)).c_str(),
               card.fixed_overhead_measured ? ", measured" : ", default");
   if (cf.gpus == 1) print_single(cf, r);
-  else print_strategies(cf, r.calibration.max_error());
+  else print_strategies(cf, r.calibration.band());
 }
 
 void print_ranking(const FitReport& r, const FitOptions& o) {
-  const double cal_err = r.calibration.max_error();
+  const double cal_err = r.calibration.band();
   const std::size_t shown = 10;
   const std::size_t n_time = std::min(shown, r.by_epoch_time.size());
   std::fprintf(g_out, "\n== fastest options that fit (%zu of %zu; GPUs %s; exact strategies first, drop only if nothing exact fits)\n",
               n_time, r.options.size(), o.rank_gpus.c_str());
   for (std::size_t i = 0; i < n_time; ++i) {
     const FitOption& op = r.options[r.by_epoch_time[i]];
-    std::fprintf(g_out, "%2zu. %-28s %12s +-%s  peak/card %s%s\n", i + 1, op.label().c_str(), ms(op.seconds).c_str(),
-                pct(cal_err, 0).c_str(), gib(static_cast<double>(op.peak)).c_str(),
-                op.exact ? "" : "  (inexact: drop loses edges)");
+    std::fprintf(g_out, "%2zu. %-28s %12s +-%s %-12s  memory/card %s%s\n", i + 1, op.label().c_str(),
+                ms(op.seconds).c_str(), pct(cal_err, 0).c_str(), op.measured ? "(measured)" : "(extrapol.)",
+                gib(static_cast<double>(op.per_card_bytes())).c_str(), op.exact ? "" : "  (inexact: drop loses edges)");
   }
+  if (n_time == 0)
+    std::fprintf(g_out, "    none at %s GPUs: see \"would fit\" above, or --rank-gpus with more GPUs\n", o.rank_gpus.c_str());
   std::fprintf(g_out, "\n== most epochs per launch dollar (cards without a published price left out)\n");
   for (std::size_t i = 0; i < std::min(shown, r.by_epochs_per_dollar.size()); ++i) {
     const FitOption& op = r.options[r.by_epochs_per_dollar[i]];
     std::fprintf(g_out, "%2zu. %-28s %8.1f epochs/s per $1000  ($%s, %s per epoch)\n", i + 1, op.label().c_str(),
                 *op.per_kusd(), with_commas(std::llround(*op.price())).c_str(), ms(op.seconds).c_str());
   }
+  if (r.by_epochs_per_dollar.empty())
+    std::fprintf(g_out, "    none: no option with a published price fits\n");
 }
 
 void run_fit(const FitOptions& o, bool data_given) {
@@ -241,6 +266,8 @@ void run_fit(const FitOptions& o, bool data_given) {
                                                : partition::Partitioner::kMetis;
   req.samples = o.samples;
   req.seed = o.seed;
+  if (!o.calibration.empty())
+    req.calibration = partition::load_calibration(o.calibration);
   const FitReport report = partition::advise(req);
   print_header(report, o);
   for (const auto& cf : report.configurations) print_configuration(cf, report);
@@ -381,6 +408,8 @@ Command register_fit(CLI::App& app) {
                   "With DATA: estimate halos by BFS from this many sampled seeds instead of exact plan metrics")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "Partition and sampling seed")->capture_default_str();
+  cmd->add_option("--calibration", o->calibration,
+                  "Calibration JSON (what `gcnpart bench calibrate` writes; default: the built-in H200 one)");
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");
   return {cmd, [o, cmd] {
     pair_cards_with_gpus(*cmd, *o);

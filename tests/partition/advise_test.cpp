@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <map>
 #include <string>
 
 #include "kernels/core/error.hpp"
@@ -52,8 +53,10 @@ TEST_CASE("advise predicts the memory model's peak for one card and the same spl
 
   const FitConfiguration& two = rep.configurations[1];
   CHECK(two.gpus == 2);
-  REQUIRE(two.strategies.size() == 3);  // drop, halo, gather
+  REQUIRE(two.strategies.size() == 4);  // drop, halo, gather, pipeline
+  CHECK(two.strategies[3].fit.strategy == Strategy::kPipeline);
   for (const auto& s : two.strategies) {
+    if (s.fit.strategy == Strategy::kPipeline) continue;  // its own test below
     const auto split = estimate_split_from_counts(rep.graph, 2, rep.model.layers);
     const auto shapes = device_shapes(split.metrics(s.fit.strategy, rep.graph), s.fit.strategy, 2, rep.graph);
     std::int64_t peak = 0;
@@ -87,7 +90,7 @@ TEST_CASE("advise's report serialises to the keys gcnpart fit writes") {
   for (const char* key : {"fits", "memory", "epoch", "largest_hidden", "largest_layers"})
     CHECK_MESSAGE(single.contains(key), key);
   const auto& strategies = j.at("configurations").at(1).at("strategies");
-  REQUIRE(strategies.size() == 3);
+  REQUIRE(strategies.size() == 4);
   for (const char* key : {"strategy", "exact", "fits", "split_source", "per_card_peak_bytes", "memory", "lost_edges",
                           "halo_factor", "comm_bytes_per_epoch", "link", "epoch"})
     CHECK_MESSAGE(strategies.at(0).contains(key), key);
@@ -96,6 +99,14 @@ TEST_CASE("advise's report serialises to the keys gcnpart fit writes") {
   CHECK(ranking.at("by_epoch_time").size() == rep.by_epoch_time.size());
   CHECK(ranking.at("by_epochs_per_dollar").size() == rep.by_epochs_per_dollar.size());
   CHECK(j.at("verdict") == rep.verdict);
+  // One memory figure per card everywhere: the tracked peak plus the fixed overhead, said so.
+  for (const auto& op : ranking.at("all_options")) {
+    CHECK(op.at("per_card_bytes").get<std::int64_t>() ==
+          op.at("per_card_peak_bytes").get<std::int64_t>() + builtin_cards().find(op.at("card")).fixed_overhead_bytes);
+    CHECK(op.at("per_card_bytes_includes_fixed_overhead") == true);
+    CHECK((op.at("epoch_source") == (op.at("card") == "h200" ? "measured" : "extrapolated")));
+  }
+  CHECK(j.at("calibration").at("held_out_residual") == rep.calibration.band());
 }
 
 TEST_CASE("advise says a model too large for every card does not fit, and bf16 halves the activations") {
@@ -144,8 +155,75 @@ TEST_CASE("advise refuses unknown cards, GPU counts above the nodes and strategi
   req.configs = {{"rtx3080", 20}};
   CHECK_THROWS_AS((void)advise(req), InvalidInput);
   req = small_request();
-  req.strategies = {Strategy::kPipeline};
+  req.strategies = {Strategy::kSingle};
   CHECK_THROWS_AS((void)advise(req), InvalidInput);
+}
+
+TEST_CASE("advise prices pipeline per stage: each card holds its layers over the whole graph and the stages add up") {
+  FitRequest req = small_request();
+  req.model.layers = 4;
+  req.model.hidden = 64;
+  req.strategies = {Strategy::kPipeline};
+  const FitReport rep = advise(req);
+  const FitConfiguration& two = rep.configurations[1];
+  REQUIRE(two.strategies.size() == 1);
+  const StrategyFit& f = two.strategies[0].fit;
+  CHECK(f.strategy == Strategy::kPipeline);
+  REQUIRE(f.memory.size() == 2);
+  for (int st = 0; st < 2; ++st) {
+    ModelSpec m = rep.model;
+    m.stages = 2;
+    m.stage = st;
+    CHECK(f.memory[static_cast<std::size_t>(st)].peak ==
+          estimate_device_memory(single_device_shape(rep.graph), m, Backend::kCuda).peak);
+  }
+  CHECK(f.peak < rep.configurations[0].memory.peak);  // half the layers per card
+  // Stage 0 sends its output rows forward; stage 1 returns the float32 gradient of its input rows.
+  CHECK(f.comm_bytes == 1000 * 64 * 4);
+  // Sequential stages: the epoch is at least the single card's compute (plus the hand-over).
+  CHECK(two.strategies[0].epoch.seconds > 0.9 * rep.configurations[0].epoch.seconds);
+  // More stages than layers, or bf16, are not priced.
+  req.configs = {{"rtx3080", 8}};
+  req.rank_gpus = {1};
+  CHECK(advise(req).configurations[0].strategies.empty());
+}
+
+TEST_CASE("when a configuration does not fit, advise names the smallest change of each kind that would") {
+  FitRequest req = small_request();
+  req.stats.nodes = 2'000'000;
+  req.stats.edges = 60'000'000;
+  req.stats.features = 100;
+  req.stats.classes = 47;
+  req.model.layers = 3;
+  req.model.hidden = 160;
+  req.configs = {{"rtx3080", 1}, {"rtx3080", 2}};
+  const FitReport rep = advise(req);
+  const FitConfiguration& one = rep.configurations[0];
+  REQUIRE_FALSE(one.fits);
+  std::map<std::string, FitChange> by_kind;
+  for (const auto& ch : one.would_fit) by_kind[ch.kind] = ch;
+  for (const char* kind : {"hidden", "layers", "precision", "gpus", "card"}) CHECK_MESSAGE(by_kind.count(kind), kind);
+  // Each change really fits the card, and the narrower width is the widest that does.
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& card = catalogue.find("rtx3080");
+  for (const auto& ch : one.would_fit) {
+    INFO(ch.change);
+    if (ch.kind != "card") CHECK(ch.per_card_bytes <= card.memory_bytes);
+    CHECK(ch.seconds > 0);
+  }
+  ModelSpec m = rep.model;
+  const DeviceShape whole = single_device_shape(rep.graph);
+  const std::int64_t widest =
+      largest_hidden_within({whole}, m, card.memory_bytes, card.fixed_overhead_bytes, Backend::kCuda);
+  CHECK(by_kind["hidden"].change.rfind("hidden " + std::to_string(widest) + " (from 160)", 0) == 0);
+  m.hidden = widest + 1;
+  CHECK(estimate_device_memory(whole, m, Backend::kCuda).peak + card.fixed_overhead_bytes > card.memory_bytes);
+  CHECK(by_kind["card"].per_card_bytes <= builtin_cards().find(by_kind["card"].change.substr(4, by_kind["card"].change.find(' ', 4) - 4)).memory_bytes);
+  // The verdict and the JSON carry them; nothing says "none" or "0 layers".
+  CHECK(rep.verdict.find("would fit with hidden " + std::to_string(widest)) != std::string::npos);
+  CHECK(rep.to_json().at("configurations").at(0).at("would_fit").size() == one.would_fit.size());
+  // A configuration that fits has none.
+  CHECK(advise(small_request()).configurations[0].would_fit.empty());
 }
 
 TEST_CASE("advise prices boundary from statistics: it receives the hop-1 ring and sends less than gather's table") {

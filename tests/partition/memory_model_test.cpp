@@ -13,7 +13,9 @@
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "kernels/core/error.hpp"
+#include "partition/advise.hpp"
 #include "partition/allocation_plan.hpp"
+#include "partition/cards.hpp"
 #include "partition/cost_model.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
@@ -179,6 +181,34 @@ TEST_CASE("a memory limit the model says is enough trains, one 10 % below the pr
   }
 }
 
+TEST_CASE("never a false fits: under a 24 GB and a 10 GB cap scaled to CPU, every width predicted to fit trains and "
+          "5 % past the predicted limit does not") {
+  // The caps scaled by 1/2048 (24 GB -> 12 MiB, 10 GB -> 5 MiB) so the limit lands at a few hundred columns on a
+  // 3,000-node graph; virtual CPU devices have no fixed per-GPU overhead (no CUDA context), so none is added.
+  const auto& ds = sbm_3000();
+  const DeviceShape whole = single_device_shape(ds);
+  for (const auto& [cap_gb, layers] : {std::pair{24, 3}, std::pair{10, 2}}) {
+    const std::int64_t cap = (std::int64_t{cap_gb} << 30) / 2048;
+    auto cfg = two_epochs(layers);
+    cfg.epochs = 1;
+    cfg.memory_limit = cap;
+    const std::int64_t limit = largest_hidden_within({whole}, spec(ds, cfg), cap, 0, Backend::kCpu);
+    INFO(cap_gb << " GB cap (" << cap << " bytes here), " << layers << " layers: predicted widest hidden " << limit);
+    REQUIRE(limit >= 32);
+    for (std::int64_t h : {limit / 4, limit / 2, (3 * limit) / 4, limit - 1, limit}) {
+      cfg.model.hidden = h;
+      INFO("hidden " << h);
+      CHECK_NOTHROW(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg));
+    }
+    // The widest width that trains is within 5 % of the predicted limit: 5 % past it runs out of memory.
+    cfg.model.hidden = limit + std::max<std::int64_t>(1, limit / 20);
+    CHECK_THROWS_AS(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg), OutOfMemory);
+    ModelSpec past = spec(ds, cfg);
+    past.hidden = limit + 1;
+    CHECK(estimate_device_memory(whole, past, Backend::kCpu).peak > cap);
+  }
+}
+
 TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and CiteSeer, category by category") {
   // bench/results/h200-2026-11-29 was recorded before the activation-gradient buffers were sized to their widths
   // (commit b047f06), so its gradient figure is the old one; every other category, including the CUDA-only
@@ -291,29 +321,62 @@ TEST_CASE("count model stays within the error it reports of exact random-split h
                                                                                    << " % from N and E alone");
 }
 
-TEST_CASE("roofline calibration reproduces the H200 epochs and reports its residuals") {
-  Card h200;
-  h200.id = "h200";
-  h200.name = "NVIDIA H200";
-  h200.memory_bandwidth_gbs = 4800;
-  h200.fp32_tflops = 67;
-  const Calibration cal = calibrate(h200, h200_measurements());
-  REQUIRE(cal.points.size() == h200_measurements().size());
+TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the band it stores") {
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& h200 = catalogue.find("h200");
+  const CalibrationData data = builtin_calibration();
+  const Calibration cal = calibrate(h200, data);
+  std::size_t held_out = 0;
+  for (const auto& m : data.epochs) held_out += m.fixes_launch ? 0 : 1;
+  REQUIRE(held_out >= 10);
+  REQUIRE(cal.points.size() == held_out);
   double worst = 0;
   for (const auto& p : cal.points) {
-    INFO(p.what << ": measured " << p.measured_seconds * 1e3 << " ms, predicted " << p.predicted_seconds * 1e3
-                << " ms");
-    // Measured 2026-11-29: launch-bound small graphs and the other RMAT graphs within 30 % (worst: RMAT-18 bf16,
-    // +27 %); the products-sized graph (2.1 M rows, median degree 2) is under-predicted by up to 49 %: one SpMM factor
-    // per kind does not see its per-row costs. `gcnpart fit` prints the worst residual as the model's error.
-    CHECK(std::fabs(p.error()) <= (p.what.rfind("products", 0) == 0 ? 0.55 : 0.30));
     worst = std::max(worst, std::fabs(p.error()));
     MESSAGE(p.what << ": measured " << p.measured_seconds * 1e3 << " ms, predicted " << p.predicted_seconds * 1e3
                    << " ms (" << p.error() * 100 << " %)");
   }
   CHECK(cal.max_error() == doctest::Approx(worst));
-  CHECK(cal.spmm_bf16_efficiency > 0);
+  // The band gcnpart fit prints (and the README quotes) is the stored figure: it covers every held-out epoch of the
+  // file, to the percent (bench/gpu_fit_validate.sh may raise it from its own held-out runs, never below these), so
+  // a recalibration that moves the residual past it fails here until calibration.json says so.
+  CHECK(cal.band() == doctest::Approx(data.held_out_residual));
+  CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
+  // The SpMM terms are measured per width, for each kind, and the DRAM efficiency grows with the width (wider rows,
+  // fuller sectors); the fit reproduces every timed call within 20 %.
+  for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
+    REQUIRE(t->dram.points.size() >= 3);
+    CHECK(t->dram.at(256) > t->dram.at(64));
+    CHECK(t->fixed_seconds >= 0);
+  }
+  for (const auto& x : data.spmm) {
+    const double t = spmm_call_seconds(x.call, x.bf16 ? 2 : 4, x.degree_ratio, h200, cal.spmm(x.cusparse, x.bf16));
+    INFO(x.graph << " width " << x.call.width << (x.cusparse ? " cusparse" : x.bf16 ? " own-bf16" : " own"));
+    CHECK(std::fabs(t / x.seconds - 1) <= 0.2);
+  }
+  CHECK(cal.launch_seconds > 0);
+  CHECK(cal.stream_efficiency > 0.8);
   CHECK(cal.fitted);
+}
+
+TEST_CASE("the SpMM term sees the card's L2 and the degree distribution") {
+  SpmmTerm call{256, 1e6, 1e6, 3e7};
+  const double no_cache = spmm_call_bytes(call, 4, 0, 1).dram;
+  const double small_l2 = spmm_call_bytes(call, 4, 6ll << 20, 1).dram;
+  const double big_l2 = spmm_call_bytes(call, 4, 60ll << 20, 1).dram;
+  const double skewed = spmm_call_bytes(call, 4, 60ll << 20, 40).dram;
+  // What DRAM does not serve, L2 does: the gathered bytes are the same.
+  const SpmmBytes a = spmm_call_bytes(call, 4, 0, 1), b = spmm_call_bytes(call, 4, 60ll << 20, 40);
+  CHECK(a.dram + a.l2 == doctest::Approx(b.dram + b.l2));
+  CHECK(no_cache > small_l2);
+  CHECK(small_l2 > big_l2);
+  CHECK(big_l2 > skewed);  // the hot rows of a skewed graph stay cached
+  // Uniform access: the hit fraction is the cached share of the rows; a Pareto tail raises it (p^(1/2) at alpha 2).
+  CHECK(l2_hit_fraction(1e4, 1e6, 1) == doctest::Approx(0.01));
+  CHECK(l2_hit_fraction(1e4, 1e6, 1e6) == doctest::Approx(0.1).epsilon(0.01));
+  CHECK(l2_hit_fraction(2e6, 1e6, 40) == doctest::Approx(1));
+  // At least every input row is read once, however good the cache.
+  CHECK(spmm_call_bytes(call, 4, std::int64_t{1} << 40, 40).dram >= call.cols_in * 256 * 4);
 }
 
 TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus its largest transient") {
@@ -363,8 +426,11 @@ TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus it
 
 TEST_CASE("calibration epochs come from partition/calibration.json and a broken file is refused by field") {
   const auto ms = h200_measurements();
-  REQUIRE(ms.size() == 16);
+  REQUIRE(ms.size() == 17);
   CHECK(ms[0].what == "Cora, own SpMM");
+  CHECK(ms[0].fixes_launch);   // Cora and CiteSeer fix the launch cost
+  CHECK(!ms[4].fixes_launch);  // the RMAT epochs are held out
+  CHECK(builtin_calibration().spmm.size() >= 30);
   CHECK(ms[0].graph.nodes == 2708);
   CHECK(ms[0].graph.feature_density == doctest::Approx(49216.0 / (2708.0 * 1433.0)));
   CHECK(ms[0].seconds == 0.796e-3);
@@ -392,6 +458,15 @@ TEST_CASE("calibration epochs come from partition/calibration.json and a broken 
   std::string bad_precision = good;
   bad_precision.replace(bad_precision.find("fp32"), 4, "fp64");
   CHECK(refused(bad_precision, "precision"));
+  std::string bad_kind = good;
+  bad_kind.insert(bad_kind.size() - 1, R"(, "spmm": [{"graph": "g", "rows": 10, "entries": 28, "degree_ratio": 1,
+    "width": 16, "kind": "mine", "seconds": 1e-5}])");
+  try {
+    (void)parse_calibration_data(bad_kind, "f.json");
+    FAIL("a SpMM sample of unknown kind was accepted");
+  } catch (const InvalidInput& e) {
+    CHECK(std::string(e.what()).find("spmm[0].kind") != std::string::npos);
+  }
 }
 
 TEST_CASE("memory model rejects bad shapes and models with the parameter named") {

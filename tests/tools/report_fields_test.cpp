@@ -3,7 +3,9 @@
 // `bench nccl`'s results (here on virtual CPU devices; the same code path serves GPUs).
 #include <doctest/doctest.h>
 
+#include <cstdio>
 #include <cstdlib>
+#include <iterator>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
@@ -120,4 +122,34 @@ TEST_CASE("compare --precision bf16 records the precision, trains halo and gathe
       check_split(r, static_cast<std::size_t>(r["parts"].get<int>()));
     }
   }
+}
+
+TEST_CASE("fit prints what would fit instead of \"largest hidden none\", \"0 layers\" or empty sections") {
+  gcnpart::testing::TempDir tmp;
+  const std::string text = tmp.file("fit.txt");
+  // Far too large for one RTX 3080 and for two: every line must still say something useful.
+  const std::string command = std::string(GCNPART_CLI) +
+                              " -q fit --nodes 2000000 --edges 60000000 --features 100 --classes 47 --layers 3"
+                              " --hidden 160 --card rtx3080 --card rtx3080:2 --rank-gpus 1 --json " +
+                              tmp.file("fit.json") + " > " + text;
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream in(text);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(out);
+  CHECK(out.find("none with") == std::string::npos);
+  CHECK(out.find("hidden none") == std::string::npos);
+  CHECK(out.find(" 0 layers") == std::string::npos);
+  CHECK(out.find("would fit    hidden ") != std::string::npos);
+  CHECK(out.find("--precision bf16") != std::string::npos);
+  CHECK(out.find("x rtx3080 (") != std::string::npos);  // more cards, with a strategy
+  CHECK(out.find("1 x ") != std::string::npos);         // a larger card
+  // One memory figure per configuration: the single-card line and the verdict print the same per-card figure.
+  std::ifstream jin(tmp.file("fit.json"));
+  const auto j = nlohmann::json::parse(jin);
+  const auto per_card = j["configurations"][0]["single"]["memory"]["per_card_bytes"].get<double>();
+  char gib[32];
+  std::snprintf(gib, sizeof gib, "%.2f GiB", per_card / (1024.0 * 1024 * 1024));
+  CHECK(out.find(std::string("memory       ") + gib + " per card") != std::string::npos);
+  CHECK(j["verdict"].get<std::string>().find(std::string("needs ") + gib + " per card") != std::string::npos);
 }

@@ -1,0 +1,200 @@
+// gcnpart bench calibrate: the per-kernel efficiencies of gcnpart fit's epoch-time model (partition/cost_model.hpp),
+// measured on the present GPU and written as a calibration document shaped like partition/calibration.json.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <tuple>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "bench/bench.hpp"
+#include "bench/detail/timing.hpp"
+#include "datasets/generators.hpp"
+#include "kernels/core/cuda_check.hpp"
+#include "kernels/core/error.hpp"
+#include "kernels/ops.hpp"
+
+namespace gcnpart::bench {
+
+namespace {
+
+using nlohmann::json;
+
+/// E[d^2] / E[d]^2 of a graph's degrees (self loops as stored).
+double degree_ratio(const datasets::Csr& g) {
+  double s1 = 0, s2 = 0;
+  for (std::int64_t u = 0; u < g.num_nodes; ++u) {
+    const double d = static_cast<double>(g.degree(u));
+    s1 += d;
+    s2 += d * d;
+  }
+  const double n = static_cast<double>(std::max<std::int64_t>(1, g.num_nodes));
+  return s1 > 0 ? (s2 / n) / ((s1 / n) * (s1 / n)) : 1.0;
+}
+
+json graph_entry(const datasets::Dataset& ds) {
+  json splits = json::array();
+  for (const char* name : {"train", "valid", "test"})
+    splits.push_back(ds.splits.count(name) != 0 ? static_cast<std::int64_t>(ds.splits.at(name).size()) : 0);
+  double s2 = 0;
+  for (std::int64_t u = 0; u < ds.graph.num_nodes; ++u)
+    s2 += static_cast<double>(ds.graph.degree(u)) * static_cast<double>(ds.graph.degree(u));
+  return {{"nodes", ds.num_nodes()},          {"edges", ds.graph.num_edges() / 2},
+          {"features", ds.num_features},      {"feature_density", 1.0},
+          {"classes", ds.num_classes},        {"splits", splits},
+          {"degree_second_moment", s2 / static_cast<double>(std::max<std::int64_t>(1, ds.num_nodes()))}};
+}
+
+/// Times C = A W (forward) and W' = A^T dC (weight gradient) for each (in, out) on `rows` rows, in fp32, tf32 and
+/// bf16; one sample per shape and math.
+json time_gemms(const std::string& device_spec, std::int64_t rows, int warmup, int repeats, const Log& log) {
+  engine::Resources res(cuda_device(device_spec));
+  const kernels::Context& ctx = res.context();
+  const cudaStream_t stream = ctx.stream;
+  const std::vector<std::pair<std::int64_t, std::int64_t>> shapes{{128, 256}, {256, 256}, {256, 64}, {512, 512}};
+  std::int64_t widest = 0;
+  for (const auto& [in, out] : shapes) widest = std::max({widest, in, out});
+  const auto count = static_cast<std::size_t>(rows * widest);
+  engine::Buffer<float> a(res.memory(), count, MemoryCategory::kWorkspace, stream);
+  engine::Buffer<float> c(res.memory(), count, MemoryCategory::kWorkspace, stream);
+  engine::Buffer<float> w(res.memory(), static_cast<std::size_t>(widest * widest), MemoryCategory::kWorkspace, stream);
+  engine::Buffer<kernels::Bf16> ab(res.memory(), count, MemoryCategory::kWorkspace, stream);
+  engine::Buffer<kernels::Bf16> cb(res.memory(), count, MemoryCategory::kWorkspace, stream);
+  engine::Buffer<kernels::Bf16> wb(res.memory(), static_cast<std::size_t>(widest * widest), MemoryCategory::kWorkspace,
+                                   stream);
+  GCNPART_CUDA_TRY(cudaMemsetAsync(a.data(), 0x3c, count * sizeof(float), stream));
+  GCNPART_CUDA_TRY(cudaMemsetAsync(w.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(float), stream));
+  GCNPART_CUDA_TRY(cudaMemsetAsync(ab.data(), 0x3c, count * sizeof(kernels::Bf16), stream));
+  GCNPART_CUDA_TRY(cudaMemsetAsync(cb.data(), 0x3c, count * sizeof(kernels::Bf16), stream));
+  GCNPART_CUDA_TRY(
+      cudaMemsetAsync(wb.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(kernels::Bf16), stream));
+  json out = json::array();
+  for (Precision math : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
+    kernels::Context mc = ctx;
+    mc.precision = math == Precision::kTf32 ? Precision::kTf32 : Precision::kFp32;
+    for (const auto& [in, o] : shapes) {
+      for (bool weight_gradient : {false, true}) {
+        // forward: (rows x in)(in x o) -> rows x o; weight gradient: (in x rows)(rows x o) -> in x o
+        const std::int64_t m = weight_gradient ? in : rows, n = o, k = weight_gradient ? rows : in;
+        std::function<void()> call;
+        if (math == Precision::kBf16) {
+          const kernels::ConstBf16MatrixView av(ab.data(), weight_gradient ? rows : rows, in, in);
+          const kernels::ConstBf16MatrixView bv(weight_gradient ? cb.data() : wb.data(), weight_gradient ? rows : in, o, o);
+          const kernels::MatrixView cv(weight_gradient ? w.data() : c.data(), m, n, n);
+          call = [&, av, bv, cv, weight_gradient] { kernels::gemm_bf16_async(mc, weight_gradient, false, 1.0f, av, bv, 0.0f, cv); };
+        } else {
+          const kernels::ConstMatrixView av(a.data(), rows, in, in);
+          const kernels::ConstMatrixView bv(weight_gradient ? c.data() : w.data(), weight_gradient ? rows : in, o, o);
+          const kernels::MatrixView cv(weight_gradient ? w.data() : c.data(), m, n, n);
+          call = [&, av, bv, cv, weight_gradient] { kernels::gemm_async(mc, weight_gradient, false, 1.0f, av, bv, 0.0f, cv); };
+        }
+        const auto ms = detail::time_calls(stream, warmup, repeats, nullptr, call);
+        const double median = Summary::of(ms).median;
+        out.push_back({{"m", m}, {"n", n}, {"k", k}, {"math", to_string(math)}, {"seconds", median * 1e-3}});
+        if (log)
+          log("gemm " + std::string(to_string(math)) + " " + std::to_string(m) + "x" + std::to_string(n) + "x" +
+              std::to_string(k) + ": " + std::to_string(median) + " ms");
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+void CalibrateConfig::validate() const {
+  if (graphs.empty()) throw InvalidInput::parameter("--graphs", "", "at least one RMAT scale:edge-factor");
+  for (const auto& [scale, ef] : graphs)
+    if (scale < 8 || scale > 26 || !(ef > 0))
+      throw InvalidInput::parameter("--graphs", std::to_string(scale) + ":" + std::to_string(ef),
+                                    "scale in 8..26 and a positive edge factor");
+  if (card.empty()) throw InvalidInput::parameter("--card", card, "the catalogue id of this GPU (gcnpart cards)");
+  if (repeats < kMinSpmmRepeats)
+    throw InvalidInput::parameter("--repeats", std::to_string(repeats), ">= " + std::to_string(kMinSpmmRepeats));
+  (void)cuda_device(device);
+}
+
+nlohmann::json bench_calibrate(const CalibrateConfig& config) {
+  config.validate();
+  json doc;
+  doc["version"] = 2;
+  doc["comment"] = "Written by gcnpart bench calibrate (bench/calibrate_bench.cpp): SpMM calls (bench spmm, L2 flushed) "
+                   "on generated RMAT graphs, GEMMs (cuBLAS, fp32 / tf32 / bf16), device-to-device copy, and "
+                   "launch-bound epochs of a small graph (role launch). Held-out epochs come from "
+                   "bench/gpu_fit_validate.sh.";
+  doc["card"] = config.card;
+  doc["measured"] = detail::now_iso();
+  doc["commit"] = detail::commit();
+  GpuInfo gpu = GpuInfo::query(cuda_device(config.device).index);
+  doc["gpu"] = gpu.to_json();
+  json graphs = json::object(), spmm = json::array(), measurements = json::array();
+  double copy_sum = 0;
+  int copies = 0;
+  for (const auto& [scale, ef] : config.graphs) {
+    datasets::RmatParams p;
+    p.scale = scale;
+    p.edge_factor = ef;
+    p.seed = config.seed;
+    const datasets::Dataset ds = datasets::generate_rmat(p);
+    const std::string name = "rmat-s" + std::to_string(scale) + "-e" + std::to_string(static_cast<int>(ef));
+    if (config.log) config.log("calibrate: SpMM on " + name);
+    SpmmBenchConfig sc;
+    sc.device = config.device;
+    sc.widths = config.widths;
+    sc.precision = "bf16";
+    sc.spmm = "all";
+    sc.warmup = config.warmup;
+    sc.repeats = config.repeats;
+    sc.seed = config.seed;
+    sc.log = config.log;
+    const SpmmBenchReport rep = bench_spmm(ds, sc);
+    copy_sum += rep.copy_gbs;
+    ++copies;
+    const double ratio = degree_ratio(ds.graph);
+    for (const auto& w : rep.widths)
+      for (const auto& r : w.results) {
+        const char* kind = r.name == "own" ? "own" : r.name == "own-bf16" ? "own-bf16" : r.name == "cusparse-alg2" ? "cusparse" : nullptr;
+        if (kind == nullptr || r.status != "ok") continue;
+        spmm.push_back({{"graph", name}, {"rows", rep.rows}, {"entries", rep.entries}, {"degree_ratio", ratio},
+                        {"width", w.width}, {"kind", kind}, {"seconds", r.time_ms.median * 1e-3}});
+      }
+  }
+  doc["copy_gbs"] = copy_sum / copies;
+  doc["spmm"] = spmm;
+  doc["gemm"] = config.gemm ? time_gemms(config.device, std::int64_t{1} << 20, config.warmup, config.repeats, config.log)
+                            : json::array();
+  // Launch cost: small-graph epochs, bound by kernel launches.
+  for (const auto& [scale, hidden, layers] : {std::tuple{12, 16, 2}, std::tuple{12, 16, 3}, std::tuple{13, 32, 2}}) {
+    datasets::RmatParams p;
+    p.scale = scale;
+    p.edge_factor = 4;
+    p.features = 64;
+    p.classes = 8;
+    p.seed = config.seed;
+    const datasets::Dataset ds = datasets::generate_rmat(p);
+    const std::string name = "rmat-s" + std::to_string(scale) + "-e4-f64";
+    graphs[name] = graph_entry(ds);
+    EpochBenchConfig ec;
+    ec.device = config.device;
+    ec.spmm = "own";
+    ec.layers = layers;
+    ec.hidden = hidden;
+    ec.warmup = 5;
+    ec.repeats = 20;
+    ec.seed = config.seed;
+    const EpochBenchReport er = bench_epoch(ds, ec);
+    for (const auto& run : er.runs)
+      if (run.status == "ok")
+        measurements.push_back({{"what", name + " h" + std::to_string(hidden) + " L" + std::to_string(layers)},
+                                {"graph", name}, {"hidden", hidden}, {"layers", layers}, {"spmm", "own"},
+                                {"precision", "fp32"}, {"seconds", run.epoch_ms.median * 1e-3}, {"role", "launch"}});
+  }
+  doc["graphs"] = graphs;
+  doc["measurements"] = measurements;
+  return doc;
+}
+
+}  // namespace gcnpart::bench

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# On the GPU machine: check gcnpart fit against measured training (issue 16). For >= 20 configurations held out of
+# the calibration (RMAT and SBM graphs, scale 16-22, 2-4 layers, hidden 64-512, fp32 and bf16, one GPU; with two
+# GPUs also drop / halo / gather / pipeline rows) it runs `gcnpart train --device cuda` for a few epochs (median
+# train step after the first, driver memory after set-up) and `gcnpart fit` on the same graph, and writes
+# $OUT/fit-validate.json and $OUT/fit-validate.md: predicted, measured and error % for time and memory, the share
+# within +-15 %, and the worst |error| (the held-out residual fit prints as its band; copy it into
+# partition/calibration.json "held_out" when the calibration changes).
+#   CALIBRATE=1   first run `gcnpart bench calibrate` here and predict with that calibration (else the built-in one)
+#   EPOCHS=N      epochs per training run (default 6)
+#   QUICK=1       the first 8 rows only
+# About 6-8 minutes on one H200 with an existing build (graph generation included).
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out=${OUT:-bench/out}
+mkdir -p "$out"
+work=${TMPDIR:-/tmp}/gcnpart-fit-validate
+mkdir -p "$work"
+epochs=${EPOCHS:-6}
+nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv | tee "$out/gpu.txt"
+gpus=$(nvidia-smi -L | wc -l)
+g=build/gpu/tools/gcnpart
+if [ ! -x "$g" ] || [ -n "${REBUILD:-}" ]; then
+  cmake --preset gpu > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
+  cmake --build build/gpu --target gcnpart -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
+fi
+calib=()
+if [ -n "${CALIBRATE:-}" ]; then
+  $g -q bench calibrate --card h200 --json "$out/calibration-h200.json" 2>"$out/calibrate.log" | tee "$out/calibrate.txt"
+  calib=(--calibration "$out/calibration-h200.json")
+fi
+
+# Graphs: name -> generator arguments.
+declare -A graph=(
+  [rmat16]="rmat --scale 16 --edge-factor 16 --features 128 --classes 40"
+  [rmat18]="rmat --scale 18 --edge-factor 16 --features 128 --classes 40"
+  [rmat18d]="rmat --scale 18 --edge-factor 64 --features 300 --classes 41"
+  [sbm200k]="sbm --nodes 200000 --avg-degree 20 --classes 16 --features 128 --train-per-class 5000"
+  [rmat20]="rmat --scale 20 --edge-factor 16 --features 100 --classes 47"
+  [rmat21]="rmat --scale 21 --edge-factor 30 --features 100 --classes 47"
+  [rmat22]="rmat --scale 22 --edge-factor 30 --features 100 --classes 47"
+)
+# Rows: graph layers hidden precision gpus strategy
+rows=(
+  "rmat16 2 64 fp32 1 single"   "rmat16 3 256 bf16 1 single"  "rmat16 4 512 fp32 1 single"
+  "rmat18 2 128 fp32 1 single"  "rmat18 3 256 fp32 1 single"  "rmat18 3 256 bf16 1 single"  "rmat18 4 64 bf16 1 single"
+  "sbm200k 2 256 fp32 1 single" "sbm200k 3 128 bf16 1 single" "sbm200k 2 512 fp32 1 single"
+  "rmat18d 2 256 fp32 1 single" "rmat18d 3 512 bf16 1 single"
+  "rmat20 2 256 fp32 1 single"  "rmat20 3 128 fp32 1 single"  "rmat20 3 512 bf16 1 single"  "rmat20 4 256 fp32 1 single"
+  "rmat21 2 256 fp32 1 single"  "rmat21 2 256 bf16 1 single"  "rmat21 3 64 fp32 1 single"   "rmat21 4 128 bf16 1 single"
+  "rmat22 3 256 fp32 1 single"  "rmat22 2 512 bf16 1 single"
+)
+if [ "$gpus" -ge 2 ]; then
+  rows+=("rmat20 3 256 fp32 2 halo" "rmat20 3 256 fp32 2 gather" "rmat20 3 256 fp32 2 drop" "rmat20 3 256 fp32 2 pipeline"
+         "rmat21 2 256 bf16 2 gather" "rmat21 2 256 fp32 2 halo")
+fi
+[ -n "${QUICK:-}" ] && rows=("${rows[@]:0:8}")
+
+results="$work/rows.jsonl"
+: > "$results"
+for row in "${rows[@]}"; do
+  read -r name layers hidden precision ngpu strategy <<< "$row"
+  data="$work/$name.gcsr"
+  [ -f "$data" ] || $g -q generate ${graph[$name]} -o "$data" > /dev/null || { echo "generate $name failed"; continue; }
+  tag="$name-L$layers-h$hidden-$precision-$ngpu-$strategy"
+  train_args=(--device cuda --layers "$layers" --hidden "$hidden" --precision "$precision" --epochs "$epochs")
+  fit_args=(--layers "$layers" --hidden "$hidden" --precision "$precision" --rank-gpus 1)
+  if [ "$ngpu" -gt 1 ]; then
+    train_args+=(--strategy "$strategy" --gpus "$ngpu")
+    fit_args+=(--card "h200:$ngpu" --strategies "$strategy")
+  else
+    fit_args+=(--card h200)
+  fi
+  start=$(date +%s)
+  $g -q train "$data" "${train_args[@]}" --json "$work/train-$tag.json" > "$work/train-$tag.log" 2>&1 || { echo "$tag: train failed"; tail -3 "$work/train-$tag.log"; continue; }
+  $g -q fit "$data" "${fit_args[@]}" ${calib[@]+"${calib[@]}"} --json "$work/fit-$tag.json" > "$work/fit-$tag.log" 2>&1 || { echo "$tag: fit failed"; tail -3 "$work/fit-$tag.log"; continue; }
+  python3 - "$work/train-$tag.json" "$work/fit-$tag.json" "$row" >> "$results" <<'PY'
+import json, sys
+t = json.load(open(sys.argv[1])); f = json.load(open(sys.argv[2]))
+name, layers, hidden, precision, ngpu, strategy = sys.argv[3].split()
+s = t["summary"]
+cf = f["configurations"][0]
+if int(ngpu) == 1:
+    e, m = cf["single"]["epoch"], cf["single"]["memory"]
+else:
+    st = [x for x in cf["strategies"] if x["strategy"] == strategy][0]
+    e, m = st["epoch"], st["memory"]
+print(json.dumps({"graph": name, "layers": int(layers), "hidden": int(hidden), "precision": precision,
+  "gpus": int(ngpu), "strategy": strategy,
+  "measured_epoch_s": s["epoch_seconds"]["median"], "predicted_epoch_s": e["seconds"],
+  "measured_tracked_peak": s["memory"]["peak_bytes"], "predicted_tracked_peak": m["tracked_peak_bytes"],
+  "measured_driver": s.get("driver_used_bytes"), "predicted_driver": m.get("driver_used_bytes_predicted"),
+  "predicted_per_card": m.get("per_card_bytes"), "bound": e.get("bound"), "terms": e.get("terms_seconds")}))
+PY
+  echo "$tag done in $(( $(date +%s) - start )) s"
+done
+
+python3 - "$results" "$out" "$epochs" <<'PY'
+import json, sys, datetime
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+out = sys.argv[2]
+def err(p, m): return None if not m or p is None else p / m - 1
+for r in rows:
+    r["epoch_error"] = err(r["predicted_epoch_s"], r["measured_epoch_s"])
+    r["tracked_error"] = err(r["predicted_tracked_peak"], r["measured_tracked_peak"])
+    r["driver_error"] = err(r["predicted_driver"], r["measured_driver"])
+te = [abs(r["epoch_error"]) for r in rows if r["epoch_error"] is not None]
+de = [abs(r["driver_error"]) for r in rows if r["driver_error"] is not None]
+summary = {"rows": len(rows), "epochs_per_run": int(sys.argv[3]),
+  "time_within_15pct": sum(e <= 0.15 for e in te) / max(1, len(te)), "time_worst_abs_error": max(te, default=None),
+  "driver_memory_within_5pct": sum(e <= 0.05 for e in de) / max(1, len(de)), "driver_memory_worst_abs_error": max(de, default=None),
+  "held_out_residual": max(te, default=None),
+  "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
+  "method": "gcnpart train --device cuda: median train step over the epochs after the first; driver memory = cudaMemGetInfo after set-up (summary.driver_used_bytes); gcnpart fit on the same .gcsr (exact degree statistics)"}
+json.dump({"summary": summary, "rows": rows}, open(out + "/fit-validate.json", "w"), indent=1)
+pct = lambda x: "-" if x is None else "%+.1f %%" % (100 * x)
+gib = lambda b: "-" if b is None else "%.2f" % (b / 2**30)
+lines = ["| graph | L | hidden | prec | GPUs | strategy | epoch predicted ms | measured ms | error | driver predicted GiB | measured GiB | error | tracked error |",
+         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
+for r in rows:
+    lines.append("| %s | %d | %d | %s | %d | %s | %.2f | %.2f | %s | %s | %s | %s | %s |" % (r["graph"], r["layers"], r["hidden"],
+        r["precision"], r["gpus"], r["strategy"], 1e3 * r["predicted_epoch_s"], 1e3 * r["measured_epoch_s"], pct(r["epoch_error"]),
+        gib(r["predicted_driver"]), gib(r["measured_driver"]), pct(r["driver_error"]), pct(r["tracked_error"])))
+lines.append("")
+lines.append("time within +-15 %%: %.0f %% of %d rows, worst |error| %s (the held-out residual); driver memory within 5 %%: %.0f %%, worst %s" % (
+    100 * summary["time_within_15pct"], len(rows), pct(summary["time_worst_abs_error"]), 100 * summary["driver_memory_within_5pct"],
+    pct(summary["driver_memory_worst_abs_error"])))
+open(out + "/fit-validate.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY
