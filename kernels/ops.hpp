@@ -21,9 +21,9 @@ struct SpmmTuning {
   /// A row with more stored entries than this is not left to one lane group: it is cut into segments of
   /// `segment` entries that warps all over the grid take in turn, adding their partial sums with atomics. Rows at
   /// or below it cost one group at most this many iterations, so this bounds the tail of power-law graphs.
-  /// 0 (the default): by width, the best measured on H200 (issue 15: RMAT reddit- and products-sized graphs): 512
-  /// for widths up to 32, 4096 above (bench/README.md). A row split into segments costs atomics; a row left whole
-  /// costs one lane group its whole length, which matters less the more lanes a wide row keeps busy.
+  /// 0 (the default): by the product, kernels::spmm_auto_long_row (about half the entries each of the lane groups
+  /// the GPU holds at once gets, within 128..4096; bench/README.md). A row split into segments costs atomics; a row
+  /// left whole costs one lane group its whole length.
   std::int64_t long_row = 0;
   std::int64_t segment = 256;  ///< entries per segment of a long row
   /// Columns per slab: the product is computed slab by slab over all rows, so that one slab of X (rows x slab)
@@ -34,10 +34,6 @@ struct SpmmTuning {
   bool pad = true;
   /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` for values out of range.
   void validate() const;
-  /// The long-row threshold in force for a product of `width` columns.
-  [[nodiscard]] std::int64_t long_row_for(std::int64_t width) const noexcept {
-    return long_row > 0 ? long_row : width <= 32 ? 512 : 4096;
-  }
 };
 
 /// Y = diag(row_scale) * A * diag(col_scale) * X, with A's entries = values (or 1 when values is null).

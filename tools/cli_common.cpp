@@ -14,8 +14,8 @@ namespace gcnpart::cli {
 
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
   cmd.add_option("--spmm-long-row", tuning.long_row,
-                 "Own SpMM: rows with more entries than this are split into segments over the whole GPU (0: by "
-                 "width, 512 up to 32 columns, 4096 above)")
+                 "Own SpMM: rows with more entries than this are split into segments over the whole GPU (0: by the "
+                 "product, about half the entries per resident lane group, within 128..4096)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-segment", tuning.segment, "Own SpMM: entries per segment of a long row")

@@ -20,4 +20,13 @@ constexpr std::int64_t spmm_padding_bytes(std::int64_t rows, std::int64_t width,
   return rows * ((width + kSpmmPadVector - 1) / kSpmmPadVector * kSpmmPadVector) * element_bytes;
 }
 
+/// The own SpMM's long-row threshold when SpmmTuning::long_row is 0: a row left to one lane group must finish well
+/// within the kernel's time, which is about entries / resident_groups entries per group (every group the GPU holds
+/// at once working in parallel), so rows above half of that are split; kept within 128..4096 (the range measured
+/// on H200: small graphs want 128, degree-ordered reddit- and products-sized RMAT graphs 4096 at wide widths).
+constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t resident_groups) {
+  const std::int64_t share = resident_groups > 0 ? entries / (2 * resident_groups) : 0;
+  return share < 128 ? 128 : share > 4096 ? 4096 : share;
+}
+
 }  // namespace gcnpart::kernels

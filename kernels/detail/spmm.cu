@@ -423,9 +423,9 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     ldx = padded_ld;
   }
   const bool y_vec = ldy % 4 == 0 && aligned(y, 16);
-  const SpmmArgs<Elem> whole{a.num_rows, a.row_offsets, a.col_ids,       a.values,       row_scale, col_scale, x,
-                             ldx,        y,             ldy,             width,          tuning.long_row_for(width),
-                             tuning.segment, y_vec};
+  SpmmArgs<Elem> whole{a.num_rows, a.row_offsets, a.col_ids,       a.values, row_scale, col_scale, x,
+                       ldx,        y,             ldy,             width,    tuning.long_row, tuning.segment,
+                       y_vec};
   // Slabs start on multiples of 8 columns, so every slab keeps the whole product's alignment; the vector width
   // is the one a slab's width calls for.
   std::int64_t slab = tuning.slab > 0 ? (tuning.slab + 7) / 8 * 8 : width;
@@ -433,9 +433,12 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   SpmmArgs<Elem> first_slab = whole;
   first_slab.width = slab;
   const int vec = vector_width(first_slab);
-  // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
-  // at most nnz / (long_row + 1) such rows.
-  const std::int64_t long_row = whole.long_row;
+  static const int sms = [] {
+    int device = 0, count = 0;
+    cudaGetDevice(&device);
+    cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, device);
+    return std::max(1, count);
+  }();
   std::int64_t entries = a.entries_bound;
   if (entries < 0) {  // not given: read the last offset (synchronises the stream)
     RowOffset last = 0;
@@ -443,16 +446,20 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     GCNPART_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
     entries = last;
   }
+  if (whole.long_row == 0) {  // by the product: the lane groups the GPU holds at once (2048 threads per SM)
+    const std::int64_t vectors = (std::min(slab, width) + vec - 1) / vec;
+    std::int64_t lanes = 1;
+    while (lanes < 32 && lanes < vectors) lanes *= 2;
+    whole.long_row = spmm_auto_long_row(entries, static_cast<std::int64_t>(sms) * 2048 / lanes);
+  }
+  // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
+  // at most nnz / (long_row + 1) such rows.
+  const std::int64_t long_row = whole.long_row;
   const std::int64_t capacity = entries / tuning.segment + entries / (long_row + 1) + 1;
   Workspace scratch(ctx, Workspace::align_up(sizeof(int)) + static_cast<std::size_t>(capacity) * sizeof(Segment));
   SegmentList list{scratch.as<Segment>(Workspace::align_up(sizeof(int))), scratch.as<int>(), true};
   GCNPART_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(int), ctx.stream));
-  static const int blocks = [] {
-    int device = 0, sms = 0;
-    cudaGetDevice(&device);
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-    return std::max(1, sms) * spmm_tuning::kSegmentBlocksPerSm;
-  }();
+  const int blocks = sms * spmm_tuning::kSegmentBlocksPerSm;
   for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
     SpmmArgs<Elem> s = whole;
     s.x = x + c0;

@@ -13,6 +13,7 @@
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "kernels/core/spmm_padding.hpp"
 #include "partition/allocation_plan.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
@@ -468,12 +469,12 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.validate();
   cfg.spmm_tuning.long_row = 0;  // by width
   cfg.validate();
-  CHECK(cfg.spmm_tuning.long_row_for(32) == 512);
-  CHECK(cfg.spmm_tuning.long_row_for(33) == 4096);
+  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64) == 128);         // a small graph: split rows early
+  CHECK(kernels::spmm_auto_long_row(79'000'000, 132 * 512) == 584);       // reddit-sized, 4 lanes per row
+  CHECK(kernels::spmm_auto_long_row(116'000'000, 132 * 64) == 4096);      // products-sized, a warp per row
   cfg.spmm_tuning.long_row = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-long-row"), InvalidInput);
   cfg.spmm_tuning.long_row = 1;
-  CHECK(cfg.spmm_tuning.long_row_for(300) == 1);
   cfg.spmm_tuning.segment = 0;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-segment"), InvalidInput);
   cfg.spmm_tuning.segment = 1;
