@@ -150,7 +150,7 @@ Dataset load_snap(const std::string& path, const LoadOptions& options) {
   constexpr std::size_t kEstimateAfter = 2 * 65536;
   auto reserve_estimate = [&] {
     std::int64_t estimate = 0;
-    if (!reader.compressed()) {
+    if (!reader.compressed() && reader.regular()) {
       const double per_line = static_cast<double>(reader.bytes_consumed()) / static_cast<double>(kEstimateAfter / 2);
       estimate = static_cast<std::int64_t>(static_cast<double>(reader.file_bytes()) / per_line * 1.02) + 1024;
     } else if (header.edges > 0) {
@@ -922,7 +922,10 @@ Format detect_format(const std::string& path) {
   for (const char* ext : {".txt", ".edges", ".edgelist", ".el", ".tsv", ".snap"})
     if (ends_with(name, ext)) return Format::kSnap;
 
-  // No telling extension: look at the first bytes.
+  // No telling extension: look at the first bytes (of a regular file: a pipe's would be gone).
+  if (!fs::is_regular_file(status))
+    throw InvalidInput(InputLocation{path, 0, 0}, "cannot tell the format of a pipe or device", path,
+                       "an explicit format (--format snap|metis|mtx) when reading from a pipe");
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw IoError(path, "cannot open");
   std::array<char, 4096> head{};
