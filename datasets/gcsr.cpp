@@ -431,6 +431,12 @@ Dataset load_gcsr(const std::string& path, bool verify_checksum) {
          "column id of node " + std::to_string(bad) + (in_range ? " not ascending" : " out of range"), std::to_string(v),
          in_range ? "> " + std::to_string(g.col_ids[k - 1]) : "0.." + std::to_string(ni - 1));
   }
+  if (s_values != nullptr) {  // edge weights: a NaN or inf weight poisons every aggregation it touches
+    bad = first_bad(ei, [&](std::int64_t k) { return !std::isfinite(g.values[k]); });
+    if (bad < ei)
+      fail(path, s_values->offset + 4 * static_cast<std::uint64_t>(bad), "edge weight " + std::to_string(bad),
+           std::to_string(g.values[bad]), "a finite float");
+  }
   if (s_features != nullptr) {
     const auto count = static_cast<std::int64_t>(ds.features.size());
     bad = first_bad(count, [&](std::int64_t i) { return !std::isfinite(ds.features[i]); });

@@ -84,6 +84,9 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   p.global_ids.resize(static_cast<std::size_t>(p.num_cols));
   for (std::int64_t u = 0; u < p.num_cols; ++u) p.global_ids[u] = static_cast<NodeId>(u);
   p.train_rows = ds.split("train");
+  if (p.train_rows.empty())
+    throw InvalidInput(InputLocation{"dataset " + ds.name + " split train", 0, 0}, "empty training split", "0 nodes",
+                       "at least one labelled training node (nothing to train on, no accuracy to report)");
   auto optional = [&](const char* name) {
     const auto it = ds.splits.find(name);
     return it == ds.splits.end() ? std::vector<NodeId>{} : it->second;

@@ -73,6 +73,14 @@ TrainSummary train(const datasets::Dataset& ds, const TrainRequest& request, con
                                             partition::partition_graph(ds.graph, 1, request.partition),
                                             request.config.model.layers)
                   : plan.metrics;
+  if (!request.save_plan.empty() || !request.save_parts.empty()) {
+    const partition::Plan one_part =
+        single ? partition::make_plan(ds.graph, request.strategy, 1, request.config.model.layers, request.partition)
+               : partition::Plan{};
+    const partition::Plan& saved = single ? one_part : plan;
+    if (!request.save_plan.empty()) partition::save_plan(saved, request.save_plan);
+    if (!request.save_parts.empty()) partition::save_parts(saved.partition, request.save_parts);
+  }
   const LocalProblem problem = single ? single_device_problem(ds, request.config.normalize_features) : LocalProblem{};
   LaunchOptions launch = request.launch;
   launch.backend = request.device.backend;

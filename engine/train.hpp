@@ -25,6 +25,9 @@ struct TrainRequest {
   /// single: the device; strategies: its backend (virtual CPU devices 0..K-1, or GPUs 0..K-1 / one per MPI rank).
   Device device;
   LaunchOptions launch;  ///< backend is taken from `device`
+  /// Non-empty: the plan (partition::save_plan, binary) and the node -> part text (partition::save_parts) are
+  /// written here once the plan is built, before the first epoch. single saves its one-part plan.
+  std::string save_plan, save_parts;
   /// With several runs, run r checkpoints into config.checkpoint_dir/run-r; the folder is created.
   void validate() const;
 };

@@ -41,6 +41,26 @@ void install_signal_handlers() {
   }
 }
 
+/// The option `name` of the subcommand chain that was parsed, or null.
+const CLI::Option* parsed_option(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (const CLI::Option* o = parsed_option(*sub, name)) return o;
+    if (const CLI::Option* o = sub->get_option_no_throw(name); o != nullptr && o->count() > 0) return o;
+  }
+  return nullptr;
+}
+
+/// A bad parameter's message shows the value as typed ("1.5", "99999999999999999999"), not as the library saw it
+/// after conversion ("1.500000", an overflowed integer), when the option was given once with one value.
+std::string as_typed(const CLI::App& app, const gcnpart::InvalidInput& e) {
+  const std::string prefix = "parameter ";
+  const std::string& where = e.where().file;
+  if (where.rfind(prefix + "--", 0) != 0) return e.what();
+  const CLI::Option* o = parsed_option(app, where.substr(prefix.size()));
+  if (o == nullptr || o->get_type_size() == 0 || o->results().size() != 1 || o->results()[0] == e.value()) return e.what();
+  return gcnpart::InvalidInput(e.where(), e.problem(), o->results()[0], e.expected()).what();
+}
+
 /// The most OpenMP threads --threads accepts: libgomp crashes on absurd counts (100000 segfaulted).
 constexpr int kMaxThreads = 4096;
 
@@ -85,6 +105,9 @@ int main(int argc, char** argv) {
     for (auto& c : commands) {
       if (c.app->parsed()) c.run();
     }
+  } catch (const gcnpart::InvalidInput& e) {
+    std::fprintf(stderr, "gcnpart: error: %s\n", as_typed(app, e).c_str());
+    return static_cast<int>(e.exit_code());
   } catch (const gcnpart::Error& e) {
     std::fprintf(stderr, "gcnpart: error: %s\n", e.what());
     return static_cast<int>(e.exit_code());
