@@ -20,6 +20,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/text_reader.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/core/format.hpp"
 
 namespace gcnpart::datasets {
 
@@ -114,9 +115,9 @@ class HostBudget {
     const double bytes = static_cast<double>(count) * static_cast<double>(bytes_per_record);
     if (bytes <= static_cast<double>(limit_)) return;
     throw OutOfMemory(where.to_string() + ": loading needs more host memory than allowed: about " +
-                      std::to_string(static_cast<long long>(bytes / 1048576.0)) + " MiB for " + std::to_string(count) +
-                      " " + what_ + ", the budget is " + std::to_string(limit_ / 1048576) +
-                      " MiB (--max-host-memory; default 3/4 of the physical memory)");
+                      human_bytes(bytes) + " for " + std::to_string(count) + " " + what_ + ", the budget is " +
+                      human_bytes(static_cast<double>(limit_)) +
+                      " (--max-host-memory; default 3/4 of the physical memory)");
   }
   /// The same while records are read: cheap enough to call on every record (checks every 65536th).
   void check_growth(const TextReader& r, std::int64_t count, std::int64_t bytes_per_record) const {

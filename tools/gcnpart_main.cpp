@@ -57,7 +57,8 @@ std::string as_typed(const CLI::App& app, const gcnpart::InvalidInput& e) {
   const std::string& where = e.where().file;
   if (where.rfind(prefix + "--", 0) != 0) return e.what();
   const CLI::Option* o = parsed_option(app, where.substr(prefix.size()));
-  if (o == nullptr || o->get_type_size() == 0 || o->results().size() != 1 || o->results()[0] == e.value()) return e.what();
+  if (o == nullptr || o->get_expected_min() == 0 || o->results().size() != 1 || o->results()[0] == e.value())
+    return e.what();  // not given, a flag, a list, or shown as typed already
   return gcnpart::InvalidInput(e.where(), e.problem(), o->results()[0], e.expected()).what();
 }
 
