@@ -106,6 +106,10 @@ void save_gcsr(const Dataset& ds, const std::string& path) {
     bad_dataset(ds, "row_offsets", "wrong length", std::to_string(g.row_offsets.size()), std::to_string(n + 1));
   if (g.weighted() && static_cast<std::int64_t>(g.values.size()) != e)
     bad_dataset(ds, "values", "wrong length", std::to_string(g.values.size()), std::to_string(e));
+  for (std::size_t k = 0; k < g.values.size(); ++k)
+    if (!std::isfinite(g.values[k]))
+      bad_dataset(ds, "values[" + std::to_string(k) + "]", "non-finite edge weight", std::to_string(g.values[k]),
+                  "a finite float");
   if (ds.num_features < 0 || static_cast<std::int64_t>(ds.features.size()) != n * ds.num_features)
     bad_dataset(ds, "features", "wrong length", std::to_string(ds.features.size()),
                 std::to_string(n) + " x " + std::to_string(ds.num_features));
