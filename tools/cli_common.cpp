@@ -96,7 +96,7 @@ void check_outputs(std::initializer_list<std::pair<const char*, const std::strin
 }
 
 JsonOnStdout::JsonOnStdout(const std::string& json_path) {
-  if (json_path != "-") return;
+  if (!json_to_stdout(json_path)) return;
   std::fflush(stdout);
   std::cout.flush();
   saved_ = ::dup(1);

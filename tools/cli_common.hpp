@@ -56,7 +56,10 @@ void write_json(const std::string& path, const nlohmann::json& j);
 /// are skipped. @throws IoError naming the option.
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs);
 
-/// While alive with `json_path` == "-", stdout carries only the JSON: the human lines printed meanwhile go to
+/// True for "-" and /dev/stdout: the JSON goes to stdout, so nothing else may.
+[[nodiscard]] inline bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
+
+/// While alive with json_to_stdout(json_path), stdout carries only the JSON: the human lines printed meanwhile go to
 /// stderr (stdout's descriptor is pointed at stderr's). release() (or the destructor) restores it; write the JSON
 /// after.
 class JsonOnStdout {

@@ -131,13 +131,14 @@ void run_compare(const CompareOptions& o) {
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
   if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
-  if (!o.json.empty() && o.json != "-") write_json(o.json, j);
-  if (!o.json.empty() && o.json != "-") std::printf("wrote %s\n", escape_text(o.json).c_str());
+  const bool to_stdout = json_to_stdout(o.json);
+  if (!o.json.empty() && !to_stdout) write_json(o.json, j);
+  if (!o.json.empty() && !to_stdout) std::printf("wrote %s\n", escape_text(o.json).c_str());
   if (!o.html.empty()) std::printf("wrote %s\n", escape_text(o.html).c_str());
   if (!o.save_plan.empty())
     std::printf("wrote plans and node -> part files to %s/\n", escape_text(o.save_plan).c_str());
   json_only.release();
-  if (o.json == "-") write_json(o.json, j);
+  if (to_stdout) write_json(o.json, j);
 }
 
 }  // namespace

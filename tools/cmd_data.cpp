@@ -103,7 +103,7 @@ Command register_info(CLI::App& app) {
             const auto t0 = std::chrono::steady_clock::now();
             const auto ds = load_data(*opts);
             const auto j = dataset_summary(ds, seconds_since(t0));
-            if (*json != "-") print_summary(j);
+            if (!json_to_stdout(*json)) print_summary(j);
             if (!json->empty()) write_json(*json, j);
           }};
 }

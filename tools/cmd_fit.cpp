@@ -253,7 +253,7 @@ void check_fit_options(const FitOptions& o, const CLI::App& cmd) {
 }
 
 void run_fit(const FitOptions& o, bool data_given) {
-  g_out = o.json == "-" ? stderr : stdout;
+  g_out = json_to_stdout(o.json) ? stderr : stdout;
   partition::FitRequest req;
   req.catalogue = load_cards(o.cards_file);
   req.rank_gpus = parse_int_list(o.rank_gpus, "--rank-gpus");
@@ -283,7 +283,7 @@ void run_fit(const FitOptions& o, bool data_given) {
 }
 
 void run_cards(const std::string& file, const std::string& json_path) {
-  g_out = json_path == "-" ? stderr : stdout;
+  g_out = json_to_stdout(json_path) ? stderr : stdout;
   const CardCatalogue cat = load_cards(file);
   std::fprintf(g_out, "%-13s %-26s %9s %8s %7s %7s %7s %-22s %6s %7s %9s\n", "id", "name", "memory", "GB/s", "FP32", "TF32",
               "BF16", "link", "W", "USD", "overhead");
