@@ -202,8 +202,8 @@ void run_train(TrainOptions& o) {
   for (auto d : request.config.model.dims(ds.num_features, ds.num_classes))
     arch += (arch.empty() ? "" : "-") + std::to_string(d);
   std::fprintf(stderr, "gcnpart train: %s (%s nodes, %s edges) on %s, GCN %s, %d epochs x %d run%s\n",
-               escape_text(ds.name).c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
-               device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
+               escape_text(ds.name).c_str(), with_commas(ds.num_nodes()).c_str(),
+               with_commas(ds.graph.num_edges()).c_str(), device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
   Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
   const auto summary = engine::train(ds, request, [&](int r, int epoch, double loss, double vloss, double vacc) {
     char status[160];
