@@ -106,6 +106,10 @@ void save_gcsr(const Dataset& ds, const std::string& path) {
     bad_dataset(ds, "row_offsets", "wrong length", std::to_string(g.row_offsets.size()), std::to_string(n + 1));
   if (g.weighted() && static_cast<std::int64_t>(g.values.size()) != e)
     bad_dataset(ds, "values", "wrong length", std::to_string(g.values.size()), std::to_string(e));
+  for (std::size_t k = 0; k < g.values.size(); ++k)
+    if (!std::isfinite(g.values[k]))
+      bad_dataset(ds, "values[" + std::to_string(k) + "]", "non-finite edge weight", std::to_string(g.values[k]),
+                  "a finite float");
   if (ds.num_features < 0 || static_cast<std::int64_t>(ds.features.size()) != n * ds.num_features)
     bad_dataset(ds, "features", "wrong length", std::to_string(ds.features.size()),
                 std::to_string(n) + " x " + std::to_string(ds.num_features));
@@ -430,6 +434,12 @@ Dataset load_gcsr(const std::string& path, bool verify_checksum) {
     fail(path, s_cols->offset + 4 * static_cast<std::uint64_t>(k),
          "column id of node " + std::to_string(bad) + (in_range ? " not ascending" : " out of range"), std::to_string(v),
          in_range ? "> " + std::to_string(g.col_ids[k - 1]) : "0.." + std::to_string(ni - 1));
+  }
+  if (s_values != nullptr) {  // edge weights: a NaN or inf weight poisons every aggregation it touches
+    bad = first_bad(ei, [&](std::int64_t k) { return !std::isfinite(g.values[k]); });
+    if (bad < ei)
+      fail(path, s_values->offset + 4 * static_cast<std::uint64_t>(bad), "edge weight " + std::to_string(bad),
+           std::to_string(g.values[bad]), "a finite float");
   }
   if (s_features != nullptr) {
     const auto count = static_cast<std::int64_t>(ds.features.size());

@@ -1,5 +1,6 @@
 #include "datasets/loaders.hpp"
 
+#include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -19,6 +20,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/text_reader.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/core/format.hpp"
 
 namespace gcnpart::datasets {
 
@@ -101,6 +103,37 @@ void check_fits(const InputLocation& where, const TextReader& data, std::int64_t
                            std::to_string(data.file_bytes()) + " bytes" + (data.compressed() ? ", gzip" : "") + ")");
 }
 
+/// The loaders' host-memory budget: refuses a projected peak beyond LoadOptions::max_host_bytes before it is
+/// allocated (a header's claimed count) or while the arrays grow (a file, perhaps a small .gz, with more lines than
+/// the machine can hold).
+class HostBudget {
+ public:
+  HostBudget(const LoadOptions& o, std::string what)
+      : limit_(o.max_host_bytes > 0 ? o.max_host_bytes : default_max_host_bytes()), what_(std::move(what)) {}
+  /// `bytes` = the projected peak if the input holds `count` records.
+  void check(const InputLocation& where, std::int64_t count, std::int64_t bytes_per_record) const {
+    const double bytes = static_cast<double>(count) * static_cast<double>(bytes_per_record);
+    if (bytes <= static_cast<double>(limit_)) return;
+    throw OutOfMemory(where.to_string() + ": loading needs more host memory than allowed: about " +
+                      human_bytes(bytes) + " for " + std::to_string(count) + " " + what_ + ", the budget is " +
+                      human_bytes(static_cast<double>(limit_)) +
+                      " (--max-host-memory; default 3/4 of the physical memory)");
+  }
+  /// The same while records are read: cheap enough to call on every record (checks every 65536th).
+  void check_growth(const TextReader& r, std::int64_t count, std::int64_t bytes_per_record) const {
+    if ((count & 0xffff) == 0) check(r.location(), count, bytes_per_record);
+  }
+
+ private:
+  std::int64_t limit_;
+  std::string what_;
+};
+
+// Projected peak bytes per record of each loader: its own arrays plus build_csr's (symmetrised, int32 ids, offsets,
+// per-row sort scratch), measured on RMAT and SNAP files within 20 %.
+constexpr std::int64_t kSnapBytesPerLine = 56;
+constexpr std::int64_t kEdgeListBytesPerEntry = 40;  // METIS, Matrix Market, OGB: int32 pairs (+ float weight)
+
 // ------------------------------------------------------------------------------------------------ SNAP
 
 /// The "# Nodes: N Edges: M" comment, if the file has one.
@@ -138,6 +171,7 @@ void parse_snap_comment(const TextReader& r, std::string_view line, SnapHeader& 
 
 Dataset load_snap(const std::string& path, const LoadOptions& options) {
   TextReader reader(path);
+  const HostBudget budget(options, "edge lines");
   SnapHeader header;
   // Interleaved (src, dst) pairs of raw 64-bit ids.
   std::vector<std::int64_t> ends;
@@ -150,13 +184,16 @@ Dataset load_snap(const std::string& path, const LoadOptions& options) {
   constexpr std::size_t kEstimateAfter = 2 * 65536;
   auto reserve_estimate = [&] {
     std::int64_t estimate = 0;
-    if (!reader.compressed()) {
+    if (!reader.compressed() && reader.regular()) {
       const double per_line = static_cast<double>(reader.bytes_consumed()) / static_cast<double>(kEstimateAfter / 2);
       estimate = static_cast<std::int64_t>(static_cast<double>(reader.file_bytes()) / per_line * 1.02) + 1024;
     } else if (header.edges > 0) {
       estimate = std::min(header.edges, 2 * reader.file_bytes());
     }
-    if (estimate > 0) ends.reserve(2 * static_cast<std::size_t>(estimate));
+    if (estimate > 0) {
+      budget.check(reader.location(), estimate, kSnapBytesPerLine);
+      ends.reserve(2 * static_cast<std::size_t>(estimate));
+    }
   };
   while (reader.next_line(line)) {
     LineCursor c(reader, line);
@@ -179,6 +216,7 @@ Dataset load_snap(const std::string& path, const LoadOptions& options) {
     max_id = std::max(max_id, std::max(u, v));
     ends.push_back(u);
     ends.push_back(v);
+    budget.check_growth(reader, static_cast<std::int64_t>(ends.size() / 2), kSnapBytesPerLine);
     if (ends.size() == kEstimateAfter) reserve_estimate();
   }
   const auto lines = static_cast<std::int64_t>(ends.size() / 2);
@@ -316,6 +354,8 @@ Dataset load_metis(const std::string& path, const LoadOptions& options) {
   check_fits(InputLocation{path, header_line, col_n}, reader, n, 1, "vertex count n");
   check_fits(InputLocation{path, header_line, col_m}, reader, m, 4, "edge count m");
   const std::int64_t entries_expected = 2 * m;
+  const HostBudget budget(options, "adjacency entries (2 x m)");
+  budget.check(InputLocation{path, header_line, col_m}, entries_expected, kEdgeListBytesPerEntry);
 
   EdgeList edges;
   edges.num_nodes = n;
@@ -354,9 +394,11 @@ Dataset load_metis(const std::string& path, const LoadOptions& options) {
         v.skip_blanks();
         const std::int64_t wcol = v.column();
         const std::string_view wtok = v.token();
-        const double w = v.read_double_here("an edge weight after each neighbour (fmt xx1)", kBlank);
+        const float w = v.read_float_here("an edge weight after each neighbour (fmt xx1)", kBlank);
         if (!std::isfinite(w)) v.fail_at_column(wcol, "non-finite edge weight", wtok, "a finite number");
-        edges.weights.push_back(static_cast<float>(w));
+        // METIS itself requires positive weights; a weight of 0 would be an edge that is not there.
+        if (!(w > 0)) v.fail_at_column(wcol, "edge weight not positive", wtok, "a weight > 0 (METIS format)");
+        edges.weights.push_back(w);
       }
     }
     ++vertex;
@@ -380,9 +422,25 @@ Dataset load_metis(const std::string& path, const LoadOptions& options) {
 
   Dataset ds;
   ds.name = stem_of(path);
+  // A METIS graph is undirected: each edge in both endpoints' lines. The file's own adjacency is built as stored
+  // and must be symmetric (METIS refuses it otherwise); repairing it silently would train on another graph.
   BuildOptions build;
-  build.symmetrize = options.symmetrize;
+  build.symmetrize = false;
   ds.graph = build_csr(edges, build, &ds.build_stats);
+  edges = EdgeList{};
+  {
+    const Csr& g = ds.graph;
+    for (std::int64_t u = 0; u < g.num_nodes; ++u)
+      for (RowOffset k = g.row_offsets[u]; k < g.row_offsets[u + 1]; ++k) {
+        const NodeId v = g.col_ids[k];
+        const auto b = g.col_ids.begin() + g.row_offsets[v], e = g.col_ids.begin() + g.row_offsets[v + 1];
+        if (!std::binary_search(b, e, static_cast<NodeId>(u)))
+          throw InvalidInput(InputLocation{path, 0, 0}, "asymmetric adjacency",
+                             "vertex " + std::to_string(u + 1) + " lists " + std::to_string(v + 1) + ", vertex " +
+                                 std::to_string(v + 1) + " does not list " + std::to_string(u + 1),
+                             "each undirected edge in both endpoints' lines (METIS graphs are symmetric)");
+      }
+  }
   ds.provenance = "METIS graph " + path + ": n " + with_commas(n) + ", m " + with_commas(m);
   if (has_sizes || has_vweights || has_eweights)
     ds.provenance += std::string(", fmt ") + (has_sizes ? "1" : "0") + (has_vweights ? "1" : "0") +
@@ -474,6 +532,8 @@ Dataset load_matrix_market(const std::string& path, const LoadOptions& options) 
                        "at most 2 x nnz + " + std::to_string(kIsolatedRowsAllowed) + " = " +
                            std::to_string(2 * nnz + kIsolatedRowsAllowed) + " (the rest would be isolated nodes)");
 
+  const HostBudget budget(options, "entries (nnz)");
+  budget.check(InputLocation{path, size_line, col_nnz}, nnz, kEdgeListBytesPerEntry);
   EdgeList edges;
   edges.num_nodes = rows;
   edges.src.reserve(static_cast<std::size_t>(nnz));
@@ -501,9 +561,9 @@ Dataset load_matrix_market(const std::string& path, const LoadOptions& options) 
       c.skip_blanks();
       const std::int64_t col = c.column();
       const std::string_view tok = c.token();
-      const double w = c.read_double_here(field == "integer" ? "an integer value" : "a real value", kBlank);
+      const float w = c.read_float_here(field == "integer" ? "an integer value" : "a real value", kBlank);
       if (!std::isfinite(w)) c.fail_at_column(col, "non-finite value", tok, "a finite number");
-      edges.weights.push_back(static_cast<float>(w));
+      edges.weights.push_back(w);
     }
     if (!c.at_end())
       c.fail_token("unexpected extra field", pattern ? "'i j' (pattern matrix)" : "'i j value'");
@@ -514,6 +574,23 @@ Dataset load_matrix_market(const std::string& path, const LoadOptions& options) 
                        std::to_string(read) + " entries",
                        std::to_string(nnz) + " (nnz on line " + std::to_string(size_line) + ")");
 
+  // Duplicate entries: the format does not define them (some readers sum, some keep the last); refused with the
+  // entry, rather than guessing. Found on the stored entries, before symmetrising.
+  {
+    BuildOptions raw;
+    raw.symmetrize = false;
+    raw.drop_self_loops = false;
+    raw.deduplicate = false;
+    EdgeList pattern_only{edges.num_nodes, edges.src, edges.dst, {}};
+    const Csr stored = build_csr(pattern_only, raw);
+    for (std::int64_t u = 0; u < stored.num_nodes; ++u)
+      for (RowOffset k = stored.row_offsets[u] + 1; k < stored.row_offsets[u + 1]; ++k)
+        if (stored.col_ids[k] == stored.col_ids[k - 1])
+          throw InvalidInput(InputLocation{path, 0, 0}, "duplicate entry",
+                             std::to_string(u + 1) + " " + std::to_string(stored.col_ids[k] + 1),
+                             "each (row, column) once (Matrix Market does not say duplicates are summed; merge them "
+                             "first)");
+  }
   Dataset ds;
   ds.name = stem_of(path);
   BuildOptions build;
@@ -726,6 +803,7 @@ Dataset load_ogb(const std::string& dir_arg, const LoadOptions& options) {
   {
     TextReader r(edge_path);
     check_fits(InputLocation{edges_path, 1, 1}, r, stored_edges, 4, "edge count");
+    HostBudget(options, "edges").check(InputLocation{edges_path, 1, 1}, stored_edges, kEdgeListBytesPerEntry);
     edges.src.reserve(static_cast<std::size_t>(stored_edges));
     edges.dst.reserve(static_cast<std::size_t>(stored_edges));
     const std::string expected = "a node id in 0.." + std::to_string(n - 1) + " (rows are 'src,dst')";
@@ -758,7 +836,8 @@ Dataset load_ogb(const std::string& dir_arg, const LoadOptions& options) {
     check_fits(InputLocation{nodes_path, 1, 1}, r, n, 1, "node count");
     ds.labels.reserve(static_cast<std::size_t>(n));
     const std::string expected = meta_classes > 0 ? "a class in 0.." + std::to_string(meta_classes - 1) + " or NaN"
-                                                  : std::string("a class id >= 0 or NaN");
+                                                  : "a class id in 0.." + std::to_string(n - 1) +
+                                                        " (below the node count) or NaN";
     std::int32_t max_label = -1;
     std::string_view line;
     while (r.next_line(line)) {
@@ -776,7 +855,7 @@ Dataset load_ogb(const std::string& dir_arg, const LoadOptions& options) {
         const double x = c.read_double_here(expected.c_str(), ',');
         if (!std::isnan(x)) {
           if (std::isinf(x) || x < 0 || x != std::floor(x) || x >= (1 << 30) ||
-              (meta_classes > 0 && x >= meta_classes))
+              (meta_classes > 0 && x >= meta_classes) || (meta_classes <= 0 && x >= static_cast<double>(n)))
             c.fail_at_column(col, "label out of range", tok, expected);
           label = static_cast<std::int32_t>(x);
         }
@@ -813,6 +892,7 @@ Dataset load_ogb(const std::string& dir_arg, const LoadOptions& options) {
                              std::to_string(n) + " x " + std::to_string(f),
                              "a node-feat file of at least 2 x N x F bytes (" + feat_path + " holds at most " +
                                  std::to_string(r.size_bound()) + ")");
+        HostBudget(options, "feature values (nodes x features)").check(r.location(1), n * f, 2 * sizeof(float));
         ds.features.reserve(static_cast<std::size_t>(n * f));
         ds.num_features = f;
       }
@@ -922,7 +1002,10 @@ Format detect_format(const std::string& path) {
   for (const char* ext : {".txt", ".edges", ".edgelist", ".el", ".tsv", ".snap"})
     if (ends_with(name, ext)) return Format::kSnap;
 
-  // No telling extension: look at the first bytes.
+  // No telling extension: look at the first bytes (of a regular file: a pipe's would be gone).
+  if (!fs::is_regular_file(status))
+    throw InvalidInput(InputLocation{path, 0, 0}, "cannot tell the format of a pipe or device", path,
+                       "an explicit format (--format snap|metis|mtx) when reading from a pipe");
   gzFile f = gzopen(path.c_str(), "rb");
   if (f == nullptr) throw IoError(path, "cannot open");
   std::array<char, 4096> head{};
@@ -939,7 +1022,8 @@ Format detect_format(const std::string& path) {
                      "explicit format");
 }
 
-Dataset load_dataset(const std::string& path, const LoadOptions& options) {
+namespace {
+Dataset load_format(const std::string& path, const LoadOptions& options) {
   const Format format = options.format == Format::kAuto ? detect_format(path) : options.format;
   switch (format) {
     case Format::kDemo: return demo_dataset();
@@ -951,6 +1035,50 @@ Dataset load_dataset(const std::string& path, const LoadOptions& options) {
     case Format::kAuto: break;
   }
   throw LogicError("load_dataset: unhandled format");
+}
+}  // namespace
+
+Dataset load_dataset(const std::string& path, const LoadOptions& options) {
+  Dataset ds = load_format(path, options);
+  check_splits_and_labels(ds);
+  return ds;
+}
+
+std::int64_t default_max_host_bytes() {
+  const long pages = ::sysconf(_SC_PHYS_PAGES);
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::int64_t physical = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+  return std::max<std::int64_t>(physical / 4 * 3, std::int64_t{256} << 20);
+}
+
+void check_splits_and_labels(const Dataset& ds) {
+  const std::int64_t n = ds.num_nodes();
+  const std::string name = "dataset " + (ds.name.empty() ? std::string("<unnamed>") : ds.name);
+  if (ds.has_labels() && ds.num_classes > std::max<std::int64_t>(n, 2))
+    throw InvalidInput(InputLocation{name + " labels", 0, 0}, "more classes than nodes",
+                       std::to_string(ds.num_classes) + " classes",
+                       "at most " + std::to_string(std::max<std::int64_t>(n, 2)) +
+                           " (a stray large label? classes = largest label + 1)");
+  // Which split first listed each node: 0 none, else index + 1.
+  std::vector<std::uint8_t> owner(static_cast<std::size_t>(std::max<std::int64_t>(n, 0)), 0);
+  std::vector<std::string> names;
+  for (const auto& [split, ids] : ds.splits) {
+    names.push_back(split);
+    const auto mine = static_cast<std::uint8_t>(std::min<std::size_t>(names.size(), 255));
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      const NodeId v = ids[i];
+      if (v < 0 || v >= n) continue;  // Dataset::validate and the loaders name out-of-range ids
+      std::uint8_t& o = owner[static_cast<std::size_t>(v)];
+      if (o == mine)
+        throw InvalidInput(InputLocation{name + " split " + split + "[" + std::to_string(i) + "]", 0, 0},
+                           "node listed twice in one split", std::to_string(v), "each node once per split");
+      if (o != 0)
+        throw InvalidInput(InputLocation{name + " split " + split + "[" + std::to_string(i) + "]", 0, 0},
+                           "node in two splits (train/test leakage)",
+                           std::to_string(v) + " also in split " + names[o - 1], "disjoint splits");
+      o = mine;
+    }
+  }
 }
 
 }  // namespace gcnpart::datasets

@@ -1,7 +1,11 @@
-// Streaming line reader over plain or gzip text (zlib reads both transparently), and a cursor that parses the
-// fields of one line with std::from_chars. Lines are string_views into a large internal buffer: no allocation
-// per line, no copies. Every parse error is an InvalidInput naming file:line:column, the token and what was
-// expected; a truncated or corrupt gzip stream is an InvalidInput naming the file and line, never a silent end.
+// Streaming line reader over plain or gzip text (gzip recognised by its magic bytes, inflated with zlib as it is
+// read), and a cursor that parses the fields of one line with std::from_chars. Lines are string_views into a large
+// internal buffer: no allocation per line, no copies, and no more decompressed text held than the buffer (a
+// decompression bomb costs time, not memory; what the loaders keep is checked against their host-memory budget).
+// Every parse error is an InvalidInput naming file:line:column, the token and what was expected; a truncated or
+// corrupt gzip stream, or data after its end that is not another gzip member, is an InvalidInput naming the file
+// and line, never a silent end. A UTF-8 byte-order mark at the start is skipped. Pipes, FIFOs and character devices
+// are read as streams (their size is unknown, so size_bound() is unbounded).
 #pragma once
 
 #include <charconv>
@@ -29,10 +33,12 @@ class TextReader {
 #else
   static constexpr std::size_t kDefaultBufferBytes = std::size_t{8} << 20;
 #endif
-  /// A single line longer than this is refused (a binary file read as text, or a broken file).
-  static constexpr std::size_t kMaxLineBytes = std::size_t{1} << 30;
+  /// A single line longer than this is refused (a binary file read as text, a broken file or a decompression bomb
+  /// without line ends): the buffer never grows past it.
+  static constexpr std::size_t kMaxLineBytes = std::size_t{64} << 20;
 
-  /// Opens `path`. @throws IoError when the file is missing, is a directory or cannot be opened.
+  /// Opens `path` (a regular file, FIFO, pipe or character device).
+  /// @throws IoError when the file is missing, is a directory or cannot be opened.
   explicit TextReader(std::string path, std::size_t buffer_bytes = kDefaultBufferBytes);
   ~TextReader();
   TextReader(const TextReader&) = delete;
@@ -55,8 +61,10 @@ class TextReader {
   [[nodiscard]] std::int64_t line_number() const noexcept { return line_; }
   /// True when the file is gzip-compressed.
   [[nodiscard]] bool compressed() const noexcept { return compressed_; }
-  /// Size of the file on disk in bytes.
+  /// Size of the file on disk in bytes; -1 for a pipe, FIFO or device (unknown).
   [[nodiscard]] std::int64_t file_bytes() const noexcept { return file_bytes_; }
+  /// True for a regular file (its size is known).
+  [[nodiscard]] bool regular() const noexcept { return file_bytes_ >= 0; }
   /// An upper bound on the decompressed size (deflate cannot exceed 1032:1); headers that claim more
   /// entries than this could hold are refused before anything is allocated.
   [[nodiscard]] std::int64_t size_bound() const noexcept;
@@ -78,9 +86,17 @@ class TextReader {
   }
   bool next_line_slow(std::string_view& line);
   void refill();  // moves the partial line to the front and reads more; sets eof_
+  std::size_t read_raw(unsigned char* dst, std::size_t bytes);  // read(2) until bytes or end of file
+  std::size_t inflate_into(char* dst, std::size_t room);        // decompresses; 0 only at the end of the input
 
   std::string path_;
-  void* file_ = nullptr;  // gzFile, kept opaque so zlib.h stays out of this header
+  int fd_ = -1;
+  void* stream_ = nullptr;  // z_stream, kept opaque so zlib.h stays out of this header
+  std::vector<unsigned char> in_;  // compressed input (and, for plain text, the bytes read while sniffing)
+  std::size_t in_pos_ = 0, in_end_ = 0;
+  bool raw_eof_ = false;        // read(2) returned 0
+  std::int64_t raw_offset_ = 0;  // bytes read from the file so far
+  bool bom_pending_ = true;
   std::vector<char> buffer_;
   char* pos_ = nullptr;
   char* end_ = nullptr;

@@ -1,5 +1,7 @@
 #include "engine/compare.hpp"
 
+#include <filesystem>
+
 #include <algorithm>
 #include <map>
 #include <utility>
@@ -68,9 +70,23 @@ std::vector<partition::Strategy> strategies_of(const CompareRequest& q) {
 
 }  // namespace
 
+namespace {
+/// A repeated value would measure and report one configuration twice.
+template <typename T, typename Name>
+void refuse_repeats(const std::vector<T>& values, const char* parameter, Name name) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (values[i] == values[j])
+        throw InvalidInput::parameter(parameter, name(values[i]) + " twice", "distinct values");
+}
+}  // namespace
+
 void CompareRequest::validate() const {
   for (int k : parts)
     if (k < 1) throw InvalidInput::parameter("--parts", std::to_string(k), "device counts >= 1");
+  refuse_repeats(parts, "--parts", [](int v) { return std::to_string(v); });
+  refuse_repeats(layers, "--layers", [](int v) { return std::to_string(v); });
+  refuse_repeats(strategies, "--strategies", [](partition::Strategy v) { return std::string(to_string(v)); });
   for (int l : layers)
     if (l < 1 || l > 16) throw InvalidInput::parameter("--layers", std::to_string(l), "1..16");
   if (!train && measure_epochs < 1)
@@ -101,6 +117,11 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   launch.backend = request.backend;
   const partition::PartitionOptions& popt = request.partition;
   const auto strategies = strategies_of(request);
+  if (!request.save_plan_dir.empty()) {
+    std::error_code ec;
+    std::filesystem::create_directories(request.save_plan_dir, ec);
+    if (ec) throw IoError(request.save_plan_dir, "cannot create the --save-plan folder: " + ec.message());
+  }
 
   CompareReport report;
   nlohmann::json& h = report.header;
@@ -166,6 +187,12 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
           continue;
         }
         const auto plan = plan_of(s, k, layers);
+        if (!request.save_plan_dir.empty()) {
+          const std::string stem = request.save_plan_dir + "/" + to_string(s) + "-k" + std::to_string(k) + "-l" +
+                                   std::to_string(layers);
+          partition::save_plan(plan, stem + ".gplan");
+          partition::save_parts(plan.partition, stem + ".parts");
+        }
         add(measured_row(s, k, layers, plan.metrics, train_distributed(ds, plan, c, {}, launch), request.train));
       }
     }

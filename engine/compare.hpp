@@ -25,7 +25,11 @@ struct CompareRequest {
   int measure_epochs = 3;
   TrainConfig config;       ///< model and optimiser (layers is set per row)
   Backend backend = Backend::kCpu;  ///< CPU: K virtual devices; CUDA: single on GPU 0, K on GPUs 0..K-1 (NCCL)
-  /// @throws InvalidInput naming --parts, --layers, --measure-epochs or a model option.
+  /// Non-empty: a folder (created) that receives, per measured configuration, <strategy>-k<K>-l<L>.gplan
+  /// (partition::save_plan) and <strategy>-k<K>-l<L>.parts (partition::save_parts, one part per line).
+  std::string save_plan_dir;
+  /// @throws InvalidInput naming --parts, --layers, --strategies (repeated values), --measure-epochs or a model
+  /// option.
   void validate() const;
 };
 

@@ -96,7 +96,9 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
       if (local_of[v] >= 0) rows.push_back(local_of[v]);
     std::sort(rows.begin(), rows.end());
   };
-  if (ds.splits.find("train") == ds.splits.end()) (void)ds.split("train");  // throws, naming the splits there are
+  if (ds.split("train").empty())  // ds.split throws for a missing one, naming the splits there are
+    throw InvalidInput(InputLocation{"dataset " + ds.name + " split train", 0, 0}, "empty training split", "0 nodes",
+                       "at least one labelled training node (nothing to train on, no accuracy to report)");
   rows_of("train", p.train_rows, p.global_train);
   rows_of("valid", p.valid_rows, p.global_valid);
   rows_of("test", p.test_rows, p.global_test);
@@ -177,12 +179,22 @@ struct LoopState {
   std::vector<double> train_loss, valid_loss;
 };
 
+/// "1e+30", "0.01": a value as a person would type it, not std::to_string's fixed notation.
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
+}
+
 /// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
 LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {
   LoopState st;
   if (!config.resume || config.checkpoint_dir.empty()) return st;
   const auto epoch = read_checkpoint_latest(config.checkpoint_dir, parts);
-  if (!epoch) return st;
+  if (!epoch)  // silently starting from scratch would pass a fresh run off as a resumed one
+    throw InvalidInput(InputLocation{config.checkpoint_dir, 0, 0}, "nothing to resume",
+                       "no checkpoint.latest in the folder",
+                       "a folder written by --checkpoint DIR --checkpoint-every N (or drop --resume)");
   const std::string path = checkpoint_path(config.checkpoint_dir, rank, parts, *epoch);
   const Checkpoint c = load_checkpoint(path);
   if (c.dims != model.dims() || c.seed != config.model.seed)
@@ -279,6 +291,13 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
     if (device.is_cuda()) driver_sampled = std::max(driver_sampled, res.driver_used_bytes());
     inject_fault(config.fault, rank, epoch);
     st.train_loss.push_back(mean(loss_sum, problem.global_train));
+    // The loss is all-reduced, so every device stops here together: no report computed from NaN weights.
+    if (!std::isfinite(st.train_loss.back()))
+      throw InvalidInput(InputLocation{"training", 0, 0},
+                         "the run diverged: training loss in epoch " + std::to_string(epoch + 1) + " is not finite",
+                         std::to_string(st.train_loss.back()),
+                         "finite losses (lower --lr, now " + shortest(config.model.lr) +
+                             ", or check the features for huge values)");
     double vloss = 0, vacc = 0;
     if (eval) {
       const EvalResult ev = model.evaluate();

@@ -85,6 +85,9 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   for (std::int64_t u = 0; u < p.num_cols; ++u)
     p.global_ids[u] = ds.user_ids.empty() ? static_cast<NodeId>(u) : ds.user_ids[u];
   p.train_rows = ds.split("train");
+  if (p.train_rows.empty())
+    throw InvalidInput(InputLocation{"dataset " + ds.name + " split train", 0, 0}, "empty training split", "0 nodes",
+                       "at least one labelled training node (nothing to train on, no accuracy to report)");
   auto optional = [&](const char* name) {
     const auto it = ds.splits.find(name);
     return it == ds.splits.end() ? std::vector<NodeId>{} : it->second;

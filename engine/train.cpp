@@ -58,6 +58,11 @@ void TrainRequest::validate() const {
   if (parts < 1) throw InvalidInput::parameter("--parts", std::to_string(parts), ">= 1");
   if (strategy == partition::Strategy::kSingle && parts != 1)
     throw InvalidInput::parameter("--parts", std::to_string(parts), "1 with --strategy single");
+  if (!save_plan.empty() && reorder != Reorder::kNone)
+    throw InvalidInput::parameter("--save-plan", save_plan,
+                                  "--reorder none alongside (a plan names nodes by id, and a reordered run partitions "
+                                  "the renumbered graph); --save-parts writes the mapping in your node order either "
+                                  "way");
 }
 
 TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request, const TrainProgress& progress) {
@@ -82,6 +87,20 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
                                             partition::partition_graph(ds.graph, 1, request.partition),
                                             request.config.model.layers)
                   : plan.metrics;
+  if (!request.save_plan.empty() || !request.save_parts.empty()) {
+    const partition::Plan one_part =
+        single ? partition::make_plan(ds.graph, request.strategy, 1, request.config.model.layers, request.partition)
+               : partition::Plan{};
+    const partition::Plan& saved = single ? one_part : plan;
+    if (!request.save_plan.empty()) partition::save_plan(saved, request.save_plan);
+    if (!request.save_parts.empty()) {  // in the user's node order
+      partition::Partition user_order = saved.partition;
+      if (!reordering.identity())
+        for (std::size_t u = 0; u < user_order.part_of.size(); ++u)
+          user_order.part_of[u] = saved.partition.part_of[reordering.rank[u]];
+      partition::save_parts(user_order, request.save_parts);
+    }
+  }
   const LocalProblem problem = single ? single_device_problem(ds, request.config.normalize_features) : LocalProblem{};
   LaunchOptions launch = request.launch;
   launch.backend = request.device.backend;

@@ -30,6 +30,9 @@ struct TrainRequest {
   /// Degree order by default: on the H200 it was the fastest order measured on RMAT and the shared real graphs
   /// (bench/README.md, issue 15).
   Reorder reorder = Reorder::kDegree;
+  /// Non-empty: the plan (partition::save_plan, binary) and the node -> part text (partition::save_parts) are
+  /// written here once the plan is built, before the first epoch. single saves its one-part plan.
+  std::string save_plan, save_parts;
   /// With several runs, run r checkpoints into config.checkpoint_dir/run-r; the folder is created.
   void validate() const;
 };

@@ -17,6 +17,13 @@ void TrainConfig::validate() const {
   if (epochs < 1) throw InvalidInput::parameter("--epochs", std::to_string(epochs), ">= 1");
   if (early_stopping < 0) throw InvalidInput::parameter("--early-stopping", std::to_string(early_stopping), ">= 0");
   if (memory_limit < 0) throw InvalidInput::parameter("--memory-limit", std::to_string(memory_limit), ">= 0 bytes");
+  if (checkpoint_every < 0)
+    throw InvalidInput::parameter("--checkpoint-every", std::to_string(checkpoint_every), ">= 1 epochs");
+  if (!checkpoint_dir.empty() && checkpoint_every == 0 && !resume)
+    throw InvalidInput::parameter("--checkpoint", checkpoint_dir,
+                                  "--checkpoint-every N as well (without it no checkpoint would be written)");
+  if (resume && checkpoint_dir.empty())
+    throw InvalidInput::parameter("--resume", "without --checkpoint", "--checkpoint DIR naming the folder to resume");
 }
 
 std::string checkpoint_path(const std::string& dir, int rank, int parts, int next_epoch) {

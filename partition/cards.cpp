@@ -1,5 +1,7 @@
 #include "partition/cards.hpp"
 
+#include <algorithm>
+
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -177,9 +179,14 @@ void merge_into(json& base, const json& user, const std::string& origin) {
   if (user.contains("cards")) {
     if (!user.at("cards").is_array()) bad(origin, "field 'cards'", shown(user.at("cards")), "an array of card objects");
     json& cards = base["cards"];
+    std::vector<std::string> ids_here;  // one entry per id in one file: a second one would silently override
     for (const json& e : user.at("cards")) {
       if (!e.is_object() || !e.contains("id") || !e.at("id").is_string())
         bad(origin, "card entry", shown(e), "an object with a string \"id\"");
+      const std::string id = e.at("id").get<std::string>();
+      if (std::find(ids_here.begin(), ids_here.end(), id) != ids_here.end())
+        bad(origin, "card '" + id + "'", "a second entry", "one entry per id in a file");
+      ids_here.push_back(id);
       json* dst = nullptr;
       for (json& c : cards)
         if (c.at("id") == e.at("id")) dst = &c;

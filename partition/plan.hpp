@@ -176,4 +176,9 @@ PlanMetrics plan_metrics(const datasets::Csr& graph, Strategy strategy, const Pa
 void save_plan(const Plan& plan, const std::string& path);
 Plan load_plan(const std::string& path);
 
+/// Writes the node -> part mapping as text, atomically: line i holds the part of node i (0-based, one integer per
+/// line, no header), so `numpy.loadtxt(path, dtype=int)` or `torch.tensor(...)` reads it as a vector of N parts.
+/// pipeline plans put every node in part 0. @throws IoError.
+void save_parts(const Partition& partition, const std::string& path);
+
 }  // namespace gcnpart::partition

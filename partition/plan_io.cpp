@@ -206,6 +206,22 @@ std::int64_t first_bad(std::int64_t count, Bad bad) {
 
 }  // namespace
 
+void save_parts(const Partition& partition, const std::string& path) {
+  AtomicFile f(path);
+  std::string chunk;
+  chunk.reserve(1 << 16);
+  for (const std::int32_t p : partition.part_of) {
+    chunk += std::to_string(p);
+    chunk += '\n';
+    if (chunk.size() > (1 << 16) - 16) {
+      f.write(chunk);
+      chunk.clear();
+    }
+  }
+  f.write(chunk);
+  f.commit();
+}
+
 void save_plan(const Plan& plan, const std::string& path) {
   const auto parts = static_cast<std::int64_t>(plan.devices.size());
   const auto where = [](const std::string& what) { return InputLocation{"plan " + what, 0, 0}; };

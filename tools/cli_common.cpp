@@ -1,5 +1,7 @@
 #include "tools/cli_common.hpp"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -55,6 +57,9 @@ void add_data_options(CLI::App& cmd, DataOptions& opts) {
       ->check(CLI::NonNegativeNumber);
   cmd.add_flag("--no-symmetrize", opts.no_symmetrize, "Keep edge directions as stored (GCN expects symmetric)");
   cmd.add_option("--data-seed", opts.seed, "Seed for synthetic features")->capture_default_str();
+  cmd.add_option("--max-host-memory", opts.max_host_memory,
+                 "Refuse a text input whose edges or features would need more host memory than this (e.g. 8GB; "
+                 "default 3/4 of the physical memory): a small .gz can hold billions of lines");
 }
 
 datasets::Dataset load_data(const DataOptions& opts) {
@@ -76,6 +81,10 @@ datasets::Dataset load_data(const DataOptions& opts) {
   lo.synthetic_features = opts.synthetic_features;
   lo.synthetic_classes = opts.synthetic_classes;
   lo.seed = opts.seed;
+  if (!opts.max_host_memory.empty()) {
+    lo.max_host_bytes = parse_bytes(opts.max_host_memory, "--max-host-memory");
+    if (lo.max_host_bytes < 1) throw InvalidInput::parameter("--max-host-memory", opts.max_host_memory, "> 0 bytes");
+  }
   return datasets::load_dataset(opts.path, lo);
 }
 
@@ -89,13 +98,40 @@ double metis_sample(const std::string& option, std::int64_t directed_edges) {
 }
 
 void write_json(const std::string& path, const nlohmann::json& j) {
-  const std::string text = j.dump(2) + "\n";
+  // Invalid UTF-8 from an input (a dataset name) is replaced, not a reason to throw after the work is done.
+  const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (path == "-") {
-    std::cout << text;
+    std::cout << text << std::flush;
     return;
   }
   write_file_atomic(path, text);
 }
+
+void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
+  for (const auto& [parameter, path] : outputs)
+    if (!path->empty()) check_output_path(*path, parameter);
+}
+
+JsonOnStdout::JsonOnStdout(const std::string& json_path) {
+  if (!json_to_stdout(json_path)) return;
+  std::fflush(stdout);
+  std::cout.flush();
+  saved_ = ::dup(1);
+  if (saved_ >= 0) ::dup2(2, 1);
+}
+
+JsonOnStdout::~JsonOnStdout() { release(); }
+
+void JsonOnStdout::release() {
+  if (saved_ < 0) return;
+  std::fflush(stdout);
+  std::cout.flush();
+  ::dup2(saved_, 1);
+  ::close(saved_);
+  saved_ = -1;
+}
+
+void warn(const std::string& text) { std::fprintf(stderr, "gcnpart: warning: %s\n", escape_text(text).c_str()); }
 
 
 std::int64_t parse_bytes(const std::string& text, const std::string& parameter) {
@@ -104,7 +140,7 @@ std::int64_t parse_bytes(const std::string& text, const std::string& parameter) 
   const char* e = b + text.size();
   const auto r = std::from_chars(b, e, value);
   const std::string expected = "a byte count such as 24000000000, 24GB, 24GiB or 512MiB";
-  if (r.ec != std::errc() || value < 0) throw InvalidInput::parameter(parameter, text, expected);
+  if (r.ec != std::errc() || !(value >= 0) || !std::isfinite(value)) throw InvalidInput::parameter(parameter, text, expected);
   const std::string unit(r.ptr, e);
   double mult = 1;
   if (unit.empty() || unit == "B") mult = 1;
@@ -117,6 +153,8 @@ std::int64_t parse_bytes(const std::string& text, const std::string& parameter) 
   else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
   else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
   else throw InvalidInput::parameter(parameter, text, expected);
+  // Past 2^62 bytes (4 EiB) the count cannot be a memory size, and the conversion would overflow.
+  if (value * mult > 4.6e18) throw InvalidInput::parameter(parameter, text, "at most 4 EiB (" + expected + ")");
   return static_cast<std::int64_t>(value * mult);
 }
 

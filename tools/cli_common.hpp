@@ -4,12 +4,17 @@
 #include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <functional>
+#include <initializer_list>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "datasets/loaders.hpp"
 #include "engine/distributed.hpp"
 #include "engine/memory.hpp"
 #include "engine/report_json.hpp"
+#include "kernels/core/atomic_file.hpp"
+#include "kernels/core/error.hpp"
 #include "kernels/core/format.hpp"
 
 namespace gcnpart::cli {
@@ -25,6 +30,7 @@ struct DataOptions {
   std::int32_t synthetic_classes = 0;
   bool no_symmetrize = false;
   std::uint64_t seed = 1;
+  std::string max_host_memory;  ///< --max-host-memory, empty = the loaders' default
 };
 
 /// Adds DATA (positional, default "demo") and the loader options to a subcommand.
@@ -48,6 +54,44 @@ double metis_sample(const std::string& option, std::int64_t directed_edges);
 
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
+
+/// Checks output paths before any work (a long run must not end with its results lost to a typo). Empty paths
+/// are skipped. @throws IoError naming the option.
+void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs);
+
+/// True for "-" and /dev/stdout: the JSON goes to stdout, so nothing else may.
+[[nodiscard]] inline bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }
+
+/// While alive with json_to_stdout(json_path), stdout carries only the JSON: the human lines printed meanwhile go to
+/// stderr (stdout's descriptor is pointed at stderr's). release() (or the destructor) restores it; write the JSON
+/// after.
+class JsonOnStdout {
+ public:
+  explicit JsonOnStdout(const std::string& json_path);
+  ~JsonOnStdout();
+  JsonOnStdout(const JsonOnStdout&) = delete;
+  JsonOnStdout& operator=(const JsonOnStdout&) = delete;
+  void release();
+
+ private:
+  int saved_ = -1;
+};
+
+/// "gcnpart: warning: <text>" on stderr (an option that does nothing here, a value that is suspicious).
+void warn(const std::string& text);
+
+/// Refuses a list option that repeats a value (--parts 2,2 would run and report the same configuration twice).
+/// @throws InvalidInput naming the parameter and the repeated value.
+template <typename T>
+void check_distinct(const std::vector<T>& values, const std::string& parameter) {
+  for (std::size_t i = 0; i < values.size(); ++i)
+    for (std::size_t j = 0; j < i; ++j)
+      if (values[i] == values[j]) {
+        std::ostringstream v;
+        v << values[i];
+        throw InvalidInput::parameter(parameter, v.str() + " twice", "distinct values");
+      }
+}
 
 /// The human lines of a multi-device run: per device, peak, bytes sent and time split; balance; memory checks;
 /// then the link.

@@ -34,7 +34,7 @@ struct CompareOptions {
   std::string partitioner = "metis";
   bool train = false;
   int measure_epochs = 3;
-  std::string json, html;
+  std::string json, html, save_plan;
   engine::TrainConfig config;
   std::uint64_t partition_seed = 1;
   double imbalance = 1.03;
@@ -62,6 +62,7 @@ engine::CompareRequest make_request(const CompareOptions& o, const datasets::Dat
   q.config = o.config;
   q.config.model.precision = from_string<Precision>(o.precision, "--precision");
   q.backend = o.device == "cuda" ? Backend::kCuda : Backend::kCpu;
+  q.save_plan_dir = o.save_plan;
   q.validate();
   return q;
 }
@@ -113,6 +114,11 @@ void print_row(const nlohmann::json& r) {
 }
 
 void run_compare(const CompareOptions& o) {
+  check_outputs({{"--json", &o.json}, {"--html", &o.html}});
+  if (!o.save_plan.empty()) check_output_folder(o.save_plan, "--save-plan");
+  check_distinct(o.strategies, "--strategies");
+  if (o.device == "cpu" && o.precision == "tf32") warn("--precision tf32 has no effect on the CPU (fp32 GEMMs there)");
+  JsonOnStdout json_only(o.json);
   const auto ds = load_data(o.data);
   const engine::CompareRequest request = make_request(o, ds);
   Progress progress("compare", engine::compare_configurations(request));
@@ -124,10 +130,15 @@ void run_compare(const CompareOptions& o) {
   progress.finish();
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
-  if (!o.json.empty()) write_json(o.json, j);
   if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
-  if (!o.json.empty()) std::printf("wrote %s\n", o.json.c_str());
-  if (!o.html.empty()) std::printf("wrote %s\n", o.html.c_str());
+  const bool to_stdout = json_to_stdout(o.json);
+  if (!o.json.empty() && !to_stdout) write_json(o.json, j);
+  if (!o.json.empty() && !to_stdout) std::printf("wrote %s\n", escape_text(o.json).c_str());
+  if (!o.html.empty()) std::printf("wrote %s\n", escape_text(o.html).c_str());
+  if (!o.save_plan.empty())
+    std::printf("wrote plans and node -> part files to %s/\n", escape_text(o.save_plan).c_str());
+  json_only.release();
+  if (to_stdout) write_json(o.json, j);
 }
 
 }  // namespace
@@ -138,7 +149,7 @@ Command register_compare(CLI::App& app) {
                  "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);
-  cmd->add_option("--parts", o->parts, "Device counts K")->delimiter(',')->capture_default_str();
+  cmd->add_option("--parts", o->parts, "Device counts K (distinct)")->delimiter(',')->capture_default_str();
   cmd->add_option("--layers", o->layers, "GCN layer counts")->delimiter(',')->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
                   "Strategies besides single (pipeline runs where K <= layers: one layer per stage at least)")
@@ -176,7 +187,11 @@ Command register_compare(CLI::App& app) {
   cmd->add_option("--dropout", o->config.model.dropout, "Dropout")->capture_default_str();
   cmd->add_option("--lr", o->config.model.lr, "Learning rate")->capture_default_str();
   cmd->add_option("--seed", o->config.model.seed, "Model seed")->capture_default_str();
-  cmd->add_option("--json", o->json, "Write the full comparison as JSON");
+  cmd->add_option("--json", o->json, "Write the full comparison as JSON ('-' for stdout: then stdout carries only "
+                                     "the JSON, the table goes to stderr)");
+  cmd->add_option("--save-plan", o->save_plan,
+                  "Folder (created) for each measured configuration's plan, <strategy>-k<K>-l<L>.gplan, and its node "
+                  "-> part mapping, <strategy>-k<K>-l<L>.parts (one part id per line; numpy.loadtxt reads it)");
   cmd->add_option("--html", o->html, "Write a self-contained HTML report with charts");
   return {cmd, [o] { run_compare(*o); }};
 }

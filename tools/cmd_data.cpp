@@ -21,8 +21,9 @@ nlohmann::json dataset_summary(const datasets::Dataset& ds, double load_seconds)
 
 void print_summary(const nlohmann::json& j) {
   auto i64 = [&](const char* k) { return with_commas(j[k].get<std::int64_t>()); };
-  std::printf("dataset      %s\n", j["name"].get<std::string>().c_str());
-  std::printf("source       %s\n", j["provenance"].get<std::string>().c_str());
+  // Names and paths come from the input: escape sequences in them must not reach the terminal.
+  std::printf("dataset      %s\n", escape_text(j["name"].get<std::string>()).c_str());
+  std::printf("source       %s\n", escape_text(j["provenance"].get<std::string>()).c_str());
   std::printf("nodes        %s\n", i64("nodes").c_str());
   if (j["symmetric"].get<bool>())
     std::printf("edges        %s directed (%s undirected, symmetric)\n", i64("edges_directed").c_str(),
@@ -69,10 +70,11 @@ Command register_info(CLI::App& app) {
   add_data_options(*cmd, *opts);
   cmd->add_option("--json", *json, "Also write the figures as JSON to this file ('-' for stdout)");
   return {cmd, [opts, json] {
+            check_outputs({{"--json", json.get()}});
             const auto t0 = std::chrono::steady_clock::now();
             const auto ds = load_data(*opts);
             const auto j = dataset_summary(ds, seconds_since(t0));
-            if (*json != "-") print_summary(j);
+            if (!json_to_stdout(*json)) print_summary(j);
             if (!json->empty()) write_json(*json, j);
           }};
 }
@@ -84,8 +86,10 @@ Command register_convert(CLI::App& app) {
   auto json = std::make_shared<std::string>();
   add_data_options(*cmd, *opts);
   cmd->add_option("OUT", *out, "Output .gcsr file (written atomically)")->required();
-  cmd->add_option("--json", *json, "Write a summary as JSON to this file");
+  cmd->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
   return {cmd, [opts, out, json] {
+            check_outputs({{"OUT", out.get()}, {"--json", json.get()}});
+            JsonOnStdout json_only(*json);
             const auto t0 = std::chrono::steady_clock::now();
             const auto ds = load_data(*opts);
             const double load_s = seconds_since(t0);
@@ -93,12 +97,13 @@ Command register_convert(CLI::App& app) {
             datasets::save_gcsr(ds, *out);
             const double save_s = seconds_since(t1);
             std::printf("wrote %s: %s nodes, %s directed edges, %lld features, %d classes (load %.2f s, save %.2f s)\n",
-                        out->c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
+                        escape_text(*out).c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
                         static_cast<long long>(ds.num_features), ds.num_classes, load_s, save_s);
             if (!json->empty()) {
               auto j = dataset_summary(ds, load_s);
               j["output"] = *out;
               j["save_seconds"] = save_s;
+              json_only.release();
               write_json(*json, j);
             }
           }};
@@ -125,7 +130,7 @@ Command register_generate(CLI::App& app) {
       ->capture_default_str();
   r->add_option("--seed", rmat->seed, "Seed")->capture_default_str();
   r->add_option("-o,--output", *out, "Output .gcsr file")->required();
-  r->add_option("--json", *json, "Write a summary as JSON to this file");
+  r->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
 
   auto* s = cmd->add_subcommand("sbm", "Stochastic block model with class-dependent Gaussian features and a fixed split");
   s->add_option("--nodes", sbm->nodes, "Node count")->check(CLI::PositiveNumber)->capture_default_str();
@@ -141,9 +146,11 @@ Command register_generate(CLI::App& app) {
   s->add_option("--test", sbm->test, "Test nodes")->capture_default_str();
   s->add_option("--seed", sbm->seed, "Seed")->capture_default_str();
   s->add_option("-o,--output", *out, "Output .gcsr file")->required();
-  s->add_option("--json", *json, "Write a summary as JSON to this file");
+  s->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
 
   return {cmd, [r, s, out, json, rmat, sbm] {
+            check_outputs({{"-o", out.get()}, {"--json", json.get()}});
+            JsonOnStdout json_only(*json);
             const auto t0 = std::chrono::steady_clock::now();
             datasets::Dataset ds;
             if (r->parsed()) {
@@ -163,12 +170,14 @@ Command register_generate(CLI::App& app) {
             std::printf("generated %s: %s nodes, %s directed edges, %lld features, %d classes in %.2f s; wrote %s in "
                         "%.2f s\n",
                         ds.name.c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
-                        static_cast<long long>(ds.num_features), ds.num_classes, gen_s, out->c_str(), save_s);
+                        static_cast<long long>(ds.num_features), ds.num_classes, gen_s, escape_text(*out).c_str(),
+                        save_s);
             if (!json->empty()) {
               auto j = dataset_summary(ds, gen_s);
               j["output"] = *out;
               j["generate_seconds"] = gen_s;
               j["save_seconds"] = save_s;
+              json_only.release();
               write_json(*json, j);
             }
           }};

@@ -244,8 +244,41 @@ void print_ranking(const FitReport& r, const FitOptions& o) {
     std::fprintf(g_out, "    none: no option with a published price fits\n");
 }
 
+/// Statistics and options no graph or model can have, refused before anything is priced.
+void check_fit_options(const FitOptions& o, const CLI::App& cmd) {
+  for (int g : o.gpus)
+    if (g < 1) throw InvalidInput::parameter("--gpus", std::to_string(g), ">= 1 cards");
+  if (!(o.dropout >= 0.0f && o.dropout < 1.0f))
+    throw InvalidInput::parameter("--dropout", std::to_string(o.dropout), "a probability in [0, 1)");
+  if (!(o.feature_density > 0.0 && o.feature_density <= 1.0))
+    throw InvalidInput::parameter("--feature-density", std::to_string(o.feature_density), "a fraction in (0, 1]");
+  if (!(o.degree_m2 >= 0.0) || !std::isfinite(o.degree_m2))
+    throw InvalidInput::parameter("--degree-m2", std::to_string(o.degree_m2), ">= 0 (the mean of degree squared)");
+  if (o.nodes > 0) {
+    const double n = static_cast<double>(o.nodes);
+    if (static_cast<double>(o.edges) > n * (n - 1) / 2)
+      throw InvalidInput::parameter("--edges", std::to_string(o.edges),
+                                    "at most nodes x (nodes - 1) / 2 = " +
+                                        std::to_string(static_cast<long long>(n * (n - 1) / 2)) + " undirected edges");
+    const double mean = 2.0 * static_cast<double>(o.edges) / n;
+    if (o.degree_m2 > 0 && o.degree_m2 < mean * mean * (1 - 1e-9))
+      throw InvalidInput::parameter("--degree-m2", std::to_string(o.degree_m2),
+                                    ">= mean degree squared = " + std::to_string(mean * mean) +
+                                        " (a second moment is never below the squared mean)");
+  }
+  const bool isolated_given = cmd.get_option("--isolated-nodes")->count() > 0;
+  if (isolated_given && (o.isolated < 0 || (o.nodes > 0 && o.isolated > o.nodes)))
+    throw InvalidInput::parameter("--isolated-nodes", std::to_string(o.isolated),
+                                  "0.." + std::to_string(o.nodes) + " (at most --nodes)");
+  const bool train_given = cmd.get_option("--train-nodes")->count() > 0;
+  if (train_given && (o.train_nodes < 1 || (o.nodes > 0 && o.train_nodes > o.nodes)))
+    throw InvalidInput::parameter("--train-nodes", std::to_string(o.train_nodes),
+                                  "1.." + std::to_string(o.nodes) + " (at most --nodes)");
+  check_outputs({{"--json", &o.json}});
+}
+
 void run_fit(const FitOptions& o, bool data_given) {
-  g_out = o.json == "-" ? stderr : stdout;
+  g_out = json_to_stdout(o.json) ? stderr : stdout;
   partition::FitRequest req;
   req.catalogue = load_cards(o.cards_file);
   req.rank_gpus = parse_int_list(o.rank_gpus, "--rank-gpus");
@@ -277,7 +310,7 @@ void run_fit(const FitOptions& o, bool data_given) {
 }
 
 void run_cards(const std::string& file, const std::string& json_path) {
-  g_out = json_path == "-" ? stderr : stdout;
+  g_out = json_to_stdout(json_path) ? stderr : stdout;
   const CardCatalogue cat = load_cards(file);
   std::fprintf(g_out, "%-13s %-26s %9s %8s %7s %7s %7s %-22s %6s %7s %9s\n", "id", "name", "memory", "GB/s", "FP32", "TF32",
               "BF16", "link", "W", "USD", "overhead");
@@ -412,6 +445,7 @@ Command register_fit(CLI::App& app) {
                   "Calibration JSON (what `gcnpart bench calibrate` writes; default: the built-in H200 one)");
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");
   return {cmd, [o, cmd] {
+    check_fit_options(*o, *cmd);
     pair_cards_with_gpus(*cmd, *o);
     run_fit(*o, cmd->get_option("DATA")->count() > 0);
   }};

@@ -32,7 +32,8 @@ struct TrainOptions {
   std::string spmm = "auto";
   std::string precision = "fp32";
   bool tf32 = false;  ///< --tf32, the same as --precision tf32
-  std::string json, save, load, memory_limit;
+  std::string json, save, load, memory_limit, save_plan, save_parts;
+  bool parts_given = false;  ///< --parts on the command line (0 there is refused, not "automatic")
   bool no_normalize = false;
   engine::TrainConfig config;
   std::string strategy = "single";
@@ -41,6 +42,7 @@ struct TrainOptions {
   std::string metis_sample = "auto";
   std::string balance = "work";
   int gpus = 0;
+  bool gpus_given = false;
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
   double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
@@ -88,6 +90,9 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
     }
     if (o.parts == 0) o.parts = engine::mpi_size();
   }
+  if (o.parts_given && o.parts < 1) throw InvalidInput::parameter("--parts", std::to_string(o.parts), ">= 1 devices");
+  if (o.gpus < 0 || (o.gpus == 0 && o.gpus_given))
+    throw InvalidInput::parameter("--gpus", std::to_string(o.gpus), ">= 1");
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
   q.parts = q.strategy == partition::Strategy::kSingle ? 1 : o.parts;
   q.partition.method = o.partitioner == "random" ? partition::Partitioner::kRandom
@@ -95,6 +100,8 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
                                                   : partition::Partitioner::kMetis;
   q.partition.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
   q.partition.balance = partition::parse_balance(o.balance, "--balance");
+  q.save_plan = o.save_plan;
+  q.save_parts = o.save_parts;
   q.validate();
   return q;
 }
@@ -169,19 +176,36 @@ void print_distributed(const engine::TrainSummary& s, const std::string& device_
   print_distributed_details(last, device_prefix);
 }
 
+/// Options that change nothing on the chosen device: said once, not silently ignored.
+void warn_no_ops(const TrainOptions& o, const engine::Device& device) {
+  if (device.is_cuda()) return;
+  if (o.spmm != "auto")
+    warn("--spmm " + o.spmm + " has no effect on the CPU (its SpMM is the reference kernel)");
+  if (o.precision == "tf32" || o.tf32) warn("--precision tf32 has no effect on the CPU (fp32 GEMMs there)");
+  if (o.config.model.gather_chunks != 1) warn("--gather-chunks has no effect on the CPU (GPU streams only)");
+  if (o.gpus_given) warn("--gpus has no effect with --device cpu (use --parts for virtual CPU devices)");
+}
+
 void run_train(TrainOptions& o) {
   const engine::Device device = engine::Device::parse(o.device);
   const std::string device_name = device_label(device, o.device);
+  // Everything the run will write, checked before the data is even loaded.
+  check_outputs({{"--json", &o.json}, {"--save", &o.save}, {"--save-plan", &o.save_plan},
+                 {"--save-parts", &o.save_parts}});
+  if (!o.config.checkpoint_dir.empty()) check_output_folder(o.config.checkpoint_dir, "--checkpoint");
+  o.config.validate();  // --checkpoint without --checkpoint-every, --resume without --checkpoint, model options
+  JsonOnStdout json_only(o.json);
   const auto ds = load_data(o.data);
   const engine::TrainRequest request = make_request(o, ds);
+  warn_no_ops(o, device);
   const bool root = !request.launch.mpi || engine::mpi_rank() == 0;
   if (!root) std::freopen("/dev/null", "w", stdout);
   std::string arch;
   for (auto d : request.config.model.dims(ds.num_features, ds.num_classes))
     arch += (arch.empty() ? "" : "-") + std::to_string(d);
   std::fprintf(stderr, "gcnpart train: %s (%s nodes, %s edges) on %s, GCN %s, %d epochs x %d run%s\n",
-               ds.name.c_str(), with_commas(ds.num_nodes()).c_str(), with_commas(ds.graph.num_edges()).c_str(),
-               device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
+               escape_text(ds.name).c_str(), with_commas(ds.num_nodes()).c_str(),
+               with_commas(ds.graph.num_edges()).c_str(), device_name.c_str(), arch.c_str(), o.config.epochs, o.runs, o.runs > 1 ? "s" : "");
   Progress progress("train", static_cast<std::int64_t>(o.config.epochs) * o.runs);
   const auto summary = engine::train(ds, request, [&](int r, int epoch, double loss, double vloss, double vacc) {
     char status[160];
@@ -198,12 +222,16 @@ void run_train(TrainOptions& o) {
   if (!root) return;
   if (!o.save.empty()) {
     engine::save_weights(o.save, summary.dims, summary.runs.front().parameters);
-    std::printf("saved        weights of run 1 to %s\n", o.save.c_str());
+    std::printf("saved        weights of run 1 to %s\n", escape_text(o.save).c_str());
   }
+  if (!o.save_plan.empty()) std::printf("saved        plan to %s\n", escape_text(o.save_plan).c_str());
+  if (!o.save_parts.empty())
+    std::printf("saved        node -> part mapping to %s (one part per line)\n", escape_text(o.save_parts).c_str());
   if (o.json.empty()) return;
   nlohmann::json j = {{"command", "train"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(summary.to_json());
   j["device"] = device_name;
+  json_only.release();
   write_json(o.json, j);
 }
 
@@ -254,20 +282,31 @@ Command register_train(CLI::App& app) {
                   "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card");
   cmd->add_option("--save", o->save, "Save the trained weights (run 1) to this file");
   cmd->add_option("--checkpoint", o->config.checkpoint_dir,
-                  "Folder for training checkpoints (model, Adam state, losses), written atomically");
-  cmd->add_option("--checkpoint-every", o->config.checkpoint_every, "Epochs between checkpoints")
-      ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact, every strategy and launch mode)");
+                  "Folder for training checkpoints (model, Adam state, losses), written atomically; needs "
+                  "--checkpoint-every (or --resume)");
+  cmd->add_option("--checkpoint-every", o->config.checkpoint_every, "Epochs between checkpoints (>= 1)");
+  cmd->add_flag("--resume", o->config.resume,
+                "Continue from the checkpoint in --checkpoint (bit-exact, every strategy and launch mode); a folder "
+                "without one is refused");
   cmd->add_option("--fault-kill", o->fault, "Tests: device RANK kills the process in EPOCH (RANK:EPOCH)")
       ->group("");  // hidden
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
-  cmd->add_option("--json", o->json, "Write the full report as JSON");
   add_reorder_option(*cmd, o->reorder);
+  cmd->add_option("--json", o->json, "Write the full report as JSON ('-' for stdout: then stdout carries only the "
+                                     "JSON, the human lines go to stderr)");
+  cmd->add_option("--save-plan", o->save_plan,
+                  "Write the partition plan (binary .gplan: parts, per-device nodes, metrics; partition::load_plan "
+                  "reads it) before the first epoch");
+  cmd->add_option("--save-parts", o->save_parts,
+                  "Write the node -> part mapping as text, one part id per line (line i = node i; "
+                  "numpy.loadtxt(FILE, dtype=int) reads it) before the first epoch");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices:\n" +
                                                  partition::strategies_help())
       ->check(CLI::IsMember(enum_names<partition::Strategy>()))->capture_default_str();
-  cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)");
-  cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)");
+  cmd->add_option("--parts", o->parts, "Number of devices for --strategy (default: --gpus, or the mpirun rank count)")
+      ->each([o](const std::string&) { o->parts_given = true; });
+  cmd->add_option("--gpus", o->gpus, "GPUs to use with --device cuda and a multi-device --strategy (one thread each)")
+      ->each([o](const std::string&) { o->gpus_given = true; });
   cmd->add_option("--link-bench", o->link_bench,
                   "After multi-device training, time a plain all-gather (gather) / all-reduce (drop, halo) of the "
                   "training's size on the same communicator and report the bandwidth ratio (auto: on GPUs)")

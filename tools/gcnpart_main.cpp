@@ -1,17 +1,74 @@
 // gcnpart: train GCNs on one or many GPUs and measure what splitting a graph costs.
 #include <omp.h>
+#include <signal.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <csignal>
 #include <cstdio>
 #include <exception>
 #include <new>
 #include <vector>
 
+#include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/progress.hpp"
 #include "tools/cli_common.hpp"
 
+namespace {
+
+/// SIGINT / SIGTERM: remove the temporaries of unfinished output files (a half-written OUT.tmp.<pid> of tens of MB
+/// and its OUT.lock), say so, and exit 128 + the signal (130, 143) as a shell reports it. Async-signal-safe only.
+extern "C" void on_terminate_signal(int sig) {
+  gcnpart::remove_pending_temporaries();
+  static const char kInt[] = "\ngcnpart: interrupted (SIGINT); unfinished output files removed\n";
+  static const char kTerm[] = "\ngcnpart: terminated (SIGTERM); unfinished output files removed\n";
+  const bool is_int = sig == SIGINT;
+  ssize_t ignored = ::write(2, is_int ? kInt : kTerm, (is_int ? sizeof kInt : sizeof kTerm) - 1);
+  (void)ignored;
+  ::_exit(128 + sig);
+}
+
+void install_signal_handlers() {
+  struct sigaction sa {};
+  sa.sa_handler = on_terminate_signal;
+  sigemptyset(&sa.sa_mask);
+  for (int sig : {SIGINT, SIGTERM}) {
+    struct sigaction old {};
+    // A signal ignored by the launcher (nohup, a background job without job control) stays ignored.
+    if (::sigaction(sig, nullptr, &old) == 0 && old.sa_handler == SIG_IGN) continue;
+    ::sigaction(sig, &sa, nullptr);
+  }
+}
+
+/// The option `name` of the subcommand chain that was parsed, or null.
+const CLI::Option* parsed_option(const CLI::App& app, const std::string& name) {
+  for (const CLI::App* sub : app.get_subcommands()) {
+    if (const CLI::Option* o = parsed_option(*sub, name)) return o;
+    if (const CLI::Option* o = sub->get_option_no_throw(name); o != nullptr && o->count() > 0) return o;
+  }
+  return nullptr;
+}
+
+/// A bad parameter's message shows the value as typed ("1.5", "99999999999999999999"), not as the library saw it
+/// after conversion ("1.500000", an overflowed integer), when the option was given once with one value.
+std::string as_typed(const CLI::App& app, const gcnpart::InvalidInput& e) {
+  const std::string prefix = "parameter ";
+  const std::string& where = e.where().file;
+  if (where.rfind(prefix + "--", 0) != 0) return e.what();
+  const CLI::Option* o = parsed_option(app, where.substr(prefix.size()));
+  if (o == nullptr || o->get_expected_min() == 0 || o->results().size() != 1 || o->results()[0] == e.value())
+    return e.what();  // not given, a flag, a list, or shown as typed already
+  return gcnpart::InvalidInput(e.where(), e.problem(), o->results()[0], e.expected()).what();
+}
+
+/// The most OpenMP threads --threads accepts: libgomp crashes on absurd counts (100000 segfaulted).
+constexpr int kMaxThreads = 4096;
+
+}  // namespace
+
 int main(int argc, char** argv) {
+  install_signal_handlers();
   using gcnpart::ExitCode;
   CLI::App app{"gcnpart: train graph convolutional networks on one or many GPUs and measure what splitting a graph "
                "across GPUs costs (lost edges, halo growth, memory, communication, time, accuracy).\n"
@@ -22,8 +79,9 @@ int main(int argc, char** argv) {
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress bars");
   int threads = 0;
-  app.add_option("--threads", threads, "OpenMP threads for host work (default: all cores)")
-      ->check(CLI::NonNegativeNumber);
+  app.add_option("--threads", threads, "OpenMP threads for host work, 1.." + std::to_string(kMaxThreads) +
+                                           " (default: all cores)")
+      ->check(CLI::Range(1, kMaxThreads));
 
   std::vector<gcnpart::cli::Command> commands;
   commands.push_back(gcnpart::cli::register_info(app));
@@ -48,6 +106,9 @@ int main(int argc, char** argv) {
     for (auto& c : commands) {
       if (c.app->parsed()) c.run();
     }
+  } catch (const gcnpart::InvalidInput& e) {
+    std::fprintf(stderr, "gcnpart: error: %s\n", as_typed(app, e).c_str());
+    return static_cast<int>(e.exit_code());
   } catch (const gcnpart::Error& e) {
     std::fprintf(stderr, "gcnpart: error: %s\n", e.what());
     return static_cast<int>(e.exit_code());

@@ -1,13 +1,18 @@
 #include "kernels/core/atomic_file.hpp"
 
+#include <dirent.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <charconv>
+#include <climits>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 
 #include "kernels/core/error.hpp"
 
@@ -15,6 +20,92 @@ namespace gcnpart {
 
 namespace {
 std::string errno_text() { return std::strerror(errno); }
+
+// ---------------------------------------------------------------- pending temporaries (read by signal handlers)
+constexpr int kSlots = 64;
+constexpr std::size_t kSlotPath = PATH_MAX + 32;
+struct PendingSlot {
+  std::atomic<int> state{0};  // 0 free, 1 being filled, 2 registered
+  char tmp[kSlotPath];
+  char lock[kSlotPath];
+};
+PendingSlot g_pending[kSlots];
+
+int register_pending(const std::string& tmp, const std::string& lock) {
+  if (tmp.size() >= kSlotPath || lock.size() >= kSlotPath) return -1;
+  for (int i = 0; i < kSlots; ++i) {
+    int expected = 0;
+    if (!g_pending[i].state.compare_exchange_strong(expected, 1)) continue;
+    std::memcpy(g_pending[i].tmp, tmp.c_str(), tmp.size() + 1);
+    std::memcpy(g_pending[i].lock, lock.c_str(), lock.size() + 1);
+    g_pending[i].state.store(2);
+    return i;
+  }
+  return -1;  // more concurrent writers than slots: those are only cleaned by the next writer
+}
+
+void unregister_pending(int slot) noexcept {
+  if (slot >= 0) g_pending[slot].state.store(0);
+}
+
+// ---------------------------------------------------------------- what an output path names
+
+/// The descriptor a path names directly (/dev/stdout, /dev/fd/1, /proc/self/fd/1), if it is one of those.
+std::optional<int> descriptor_path(const std::string& p) {
+  if (p == "/dev/stdout") return 1;
+  if (p == "/dev/stderr") return 2;
+  const std::string own = "/proc/" + std::to_string(::getpid()) + "/fd/";
+  for (const std::string& prefix : {std::string("/dev/fd/"), std::string("/proc/self/fd/"), own}) {
+    if (p.size() <= prefix.size() || p.compare(0, prefix.size(), prefix) != 0) continue;
+    int fd = -1;
+    const char* b = p.data() + prefix.size();
+    const auto r = std::from_chars(b, p.data() + p.size(), fd);
+    if (r.ec == std::errc() && r.ptr == p.data() + p.size() && fd >= 0) return fd;
+  }
+  return std::nullopt;
+}
+
+/// Where writing `path` lands: a descriptor, or the path at the end of its chain of symbolic links.
+struct OutputTarget {
+  std::optional<int> fd;
+  std::string path;
+};
+
+OutputTarget resolve_output(const std::string& path) {
+  std::filesystem::path p(path);
+  for (int hop = 0; hop < 40; ++hop) {
+    if (auto fd = descriptor_path(p.string())) return {fd, p.string()};
+    struct stat st {};
+    if (::lstat(p.c_str(), &st) != 0 || !S_ISLNK(st.st_mode)) return {std::nullopt, p.string()};
+    char link[PATH_MAX];
+    const ssize_t n = ::readlink(p.c_str(), link, sizeof link - 1);
+    if (n < 0) throw IoError(path, "cannot read the symbolic link " + p.string() + ": " + errno_text());
+    const std::filesystem::path to(std::string(link, static_cast<std::size_t>(n)));
+    p = to.is_absolute() ? to : p.parent_path() / to;
+  }
+  throw IoError(path, "too many levels of symbolic links");
+}
+
+/// Removes `<name>.tmp.<pid>` files beside `target` left by writers that died (SIGKILL, power loss): pid not alive.
+void remove_stale_temporaries(const std::string& target) {
+  const std::filesystem::path t(target);
+  std::filesystem::path dir = t.parent_path();
+  if (dir.empty()) dir = ".";
+  const std::string prefix = t.filename().string() + ".tmp.";
+  DIR* d = ::opendir(dir.c_str());
+  if (d == nullptr) return;
+  while (const dirent* e = ::readdir(d)) {
+    const std::string_view name(e->d_name);
+    if (name.size() <= prefix.size() || name.substr(0, prefix.size()) != prefix) continue;
+    long pid = 0;
+    const char* b = name.data() + prefix.size();
+    const auto r = std::from_chars(b, name.data() + name.size(), pid);
+    if (r.ec != std::errc() || r.ptr != name.data() + name.size() || pid <= 0 || pid == ::getpid()) continue;
+    if (::kill(static_cast<pid_t>(pid), 0) == 0 || errno != ESRCH) continue;  // alive (or not ours to judge)
+    ::unlink((dir / std::string(name)).c_str());
+  }
+  ::closedir(d);
+}
 
 /// "pid N" from a lock file, or "pid unknown" while its holder has not written it yet.
 std::string holder_of(int fd) {
@@ -66,9 +157,36 @@ int acquire_lock(const std::string& target, const std::string& lock_path) {
 }  // namespace
 
 AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
-  lock_path_ = path_ + ".lock";
+  const OutputTarget target = resolve_output(path_);
+  int fd = -1;
+  if (target.fd) {
+    fd = ::fcntl(*target.fd, F_DUPFD_CLOEXEC, 3);
+    if (fd < 0) throw IoError(path_, "cannot write to descriptor " + std::to_string(*target.fd) + ": " + errno_text());
+  } else {
+    struct stat st {};
+    if (::stat(target.path.c_str(), &st) == 0) {
+      if (S_ISDIR(st.st_mode)) throw IoError(path_, "is a directory, expected a file to write");
+      if (!S_ISREG(st.st_mode)) {  // a device, FIFO or socket: write into it, never replace it with a file
+        fd = ::open(target.path.c_str(), O_WRONLY | O_CLOEXEC);
+        if (fd < 0) throw IoError(path_, "cannot open for writing: " + errno_text());
+      }
+    }
+  }
+  if (fd >= 0) {
+    in_place_ = true;
+    file_ = ::fdopen(fd, "wb");
+    if (file_ == nullptr) {
+      ::close(fd);
+      throw IoError(path_, "cannot open for writing: " + errno_text());
+    }
+    return;
+  }
+  const std::string& real = target.path;  // the file at the end of any symbolic links
+  lock_path_ = real + ".lock";
   lock_fd_ = acquire_lock(path_, lock_path_);
-  tmp_path_ = path_ + ".tmp." + std::to_string(::getpid());
+  remove_stale_temporaries(real);
+  tmp_path_ = real + ".tmp." + std::to_string(::getpid());
+  slot_ = register_pending(tmp_path_, lock_path_);
   file_ = std::fopen(tmp_path_.c_str(), "wb");
   if (file_ == nullptr) {
     const std::string why = errno_text();
@@ -76,15 +194,18 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     throw IoError(path_, "cannot create temporary file " + tmp_path_ + ": " + why);
   }
   std::setvbuf(file_, nullptr, _IOFBF, 1 << 20);
+  real_path_ = real;
 }
 
 AtomicFile::~AtomicFile() {
   if (file_ != nullptr) std::fclose(file_);
-  if (!committed_) std::remove(tmp_path_.c_str());
+  if (!committed_ && !in_place_) std::remove(tmp_path_.c_str());
   unlock();
 }
 
 void AtomicFile::unlock() noexcept {
+  unregister_pending(slot_);
+  slot_ = -1;
   if (lock_fd_ < 0) return;
   // Remove the file while still holding the lock (acquire_lock's inode check relies on that order).
   ::unlink(lock_path_.c_str());
@@ -100,17 +221,27 @@ void AtomicFile::write(const void* data, std::size_t bytes) {
 }
 
 void AtomicFile::commit() {
-  if (std::fflush(file_) != 0) throw IoError(path_, "flush failed: " + errno_text());
+  if (std::fflush(file_) != 0) throw IoError(path_, "write failed: " + errno_text());
+  if (in_place_) {
+    // Devices, pipes and terminals cannot be fsynced (EINVAL, EROFS); a regular file behind a descriptor can.
+    if (::fsync(::fileno(file_)) != 0 && errno != EINVAL && errno != EROFS && errno != ENOTSUP)
+      throw IoError(path_, "fsync failed: " + errno_text());
+    const int closed = std::fclose(file_);
+    file_ = nullptr;
+    if (closed != 0) throw IoError(path_, "close failed: " + errno_text());
+    committed_ = true;
+    return;
+  }
   if (::fsync(::fileno(file_)) != 0) throw IoError(path_, "fsync failed: " + errno_text());
   if (std::fclose(file_) != 0) {
     file_ = nullptr;
     throw IoError(path_, "close failed: " + errno_text());
   }
   file_ = nullptr;
-  if (std::rename(tmp_path_.c_str(), path_.c_str()) != 0)
+  if (std::rename(tmp_path_.c_str(), real_path_.c_str()) != 0)
     throw IoError(path_, "cannot rename " + tmp_path_ + " over it: " + errno_text());
   committed_ = true;
-  std::filesystem::path dir = std::filesystem::path(path_).parent_path();
+  std::filesystem::path dir = std::filesystem::path(real_path_).parent_path();
   if (dir.empty()) dir = ".";
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
   if (fd >= 0) {
@@ -124,6 +255,60 @@ void write_file_atomic(const std::string& path, std::string_view contents) {
   AtomicFile f(path);
   f.write(contents);
   f.commit();
+}
+
+void remove_pending_temporaries() noexcept {
+  for (auto& slot : g_pending) {
+    if (slot.state.load() != 2) continue;
+    ::unlink(slot.tmp);
+    ::unlink(slot.lock);
+  }
+}
+
+void check_output_path(const std::string& path, const std::string& parameter) {
+  if (path == "-") return;
+  const std::string who = parameter + " " + path;
+  if (path.empty()) throw IoError(parameter, "an empty path, expected a file to write (or - for stdout)");
+  const OutputTarget target = resolve_output(path);
+  if (target.fd) return;
+  struct stat st {};
+  if (::stat(target.path.c_str(), &st) == 0) {
+    if (S_ISDIR(st.st_mode)) throw IoError(who, "is a directory, expected a file to write");
+    if (!S_ISREG(st.st_mode)) return;  // written in place
+    if (::access(target.path.c_str(), W_OK) != 0 && errno == EROFS)
+      throw IoError(who, "cannot write: " + errno_text());
+  }
+  std::filesystem::path dir = std::filesystem::path(target.path).parent_path();
+  if (dir.empty()) dir = ".";
+  struct stat ds {};
+  if (::stat(dir.c_str(), &ds) != 0)
+    throw IoError(who, "cannot write: the folder " + dir.string() + " does not exist (" + errno_text() + ")");
+  if (!S_ISDIR(ds.st_mode)) throw IoError(who, "cannot write: " + dir.string() + " is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0)
+    throw IoError(who, "cannot write in the folder " + dir.string() + ": " + errno_text());
+}
+
+void check_output_folder(const std::string& path, const std::string& parameter) {
+  const std::string who = parameter + " " + path;
+  if (path.empty()) throw IoError(parameter, "an empty path, expected a folder");
+  std::filesystem::path p(path);
+  struct stat st {};
+  if (::stat(p.c_str(), &st) == 0) {
+    if (!S_ISDIR(st.st_mode)) throw IoError(who, "exists and is not a folder");
+    if (::access(p.c_str(), W_OK | X_OK) != 0) throw IoError(who, "cannot write in the folder: " + errno_text());
+    return;
+  }
+  // Missing: the nearest existing ancestor must be a writable folder (create_directories makes the rest).
+  for (std::filesystem::path a = p.parent_path();; a = a.parent_path()) {
+    const std::filesystem::path at = a.empty() ? std::filesystem::path(".") : a;
+    if (::stat(at.c_str(), &st) == 0) {
+      if (!S_ISDIR(st.st_mode)) throw IoError(who, "cannot create the folder: " + at.string() + " is not a folder");
+      if (::access(at.c_str(), W_OK | X_OK) != 0)
+        throw IoError(who, "cannot create the folder in " + at.string() + ": " + errno_text());
+      return;
+    }
+    if (a.empty() || a == a.parent_path()) return;
+  }
 }
 
 }  // namespace gcnpart

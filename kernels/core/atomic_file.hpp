@@ -2,6 +2,11 @@
 // directory. A reader sees the old complete file or the new complete one, never a truncated one. While it writes,
 // an AtomicFile holds an advisory lock on `<path>.lock`, so a second writer of the same target is refused rather
 // than interleaved.
+// What the path names is respected: a symbolic link is followed (the file it points to is replaced, the link stays),
+// an existing character device, FIFO or socket (/dev/null, a pipe) is written in place, never replaced by a regular
+// file, and /dev/stdout, /dev/stderr, /dev/fd/N and /proc/self/fd/N write to that descriptor. A directory is refused.
+// Temporaries of a writer killed by SIGKILL (`<path>.tmp.<pid>` of a dead pid) are removed by the next writer of the
+// same target; for SIGINT / SIGTERM, remove_pending_temporaries() is what a signal handler calls.
 #pragma once
 
 #include <cstddef>
@@ -31,12 +36,17 @@ class AtomicFile {
   /// @throws IoError.
   void commit();
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
+  /// True when the target is written in place (a device, FIFO, socket or inherited descriptor): no temporary, no
+  /// rename, no lock.
+  [[nodiscard]] bool in_place() const noexcept { return in_place_; }
 
  private:
   void unlock() noexcept;
 
-  std::string path_, tmp_path_, lock_path_;
+  std::string path_, real_path_, tmp_path_, lock_path_;
   int lock_fd_ = -1;
+  int slot_ = -1;  // in the registry of pending temporaries
+  bool in_place_ = false;
   std::FILE* file_ = nullptr;
   std::size_t written_ = 0;
   bool committed_ = false;
@@ -44,5 +54,18 @@ class AtomicFile {
 
 /// Writes a whole text file atomically.
 void write_file_atomic(const std::string& path, std::string_view contents);
+
+/// Checks, before any work is done, that an AtomicFile could write `path` (named by option `parameter`, e.g.
+/// "--json"): "-" is always fine; a directory is refused; an existing device or FIFO is fine; otherwise the folder
+/// the file (after following symbolic links) goes in must exist and be writable.
+/// @throws IoError naming the parameter, the path and the reason.
+void check_output_path(const std::string& path, const std::string& parameter);
+/// The same for a folder that will be created if missing (--checkpoint): an existing non-folder is refused, an
+/// existing folder must be writable, a missing one needs a writable existing ancestor.
+void check_output_folder(const std::string& path, const std::string& parameter);
+
+/// Unlinks the temporary and lock file of every AtomicFile not yet committed or destroyed. Async-signal-safe (only
+/// unlink(2) on paths stored in a fixed table): what a SIGINT / SIGTERM handler calls before it exits.
+void remove_pending_temporaries() noexcept;
 
 }  // namespace gcnpart

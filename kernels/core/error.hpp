@@ -5,6 +5,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 
 namespace gcnpart {
@@ -27,6 +28,47 @@ class Error : public std::runtime_error {
   [[nodiscard]] virtual ExitCode exit_code() const noexcept { return ExitCode::kInternal; }
 };
 
+/// `text` made safe to echo in a message or on a terminal: control bytes (NUL, ESC, DEL, C1 controls), bytes that
+/// are not valid UTF-8 and the invisible byte-order mark U+FEFF become \xHH escapes (one per byte, lower-case hex);
+/// printable ASCII and valid UTF-8 pass through. The one function every message that echoes a value from an input
+/// file or the command line goes through (InvalidInput and IoError apply it themselves).
+[[nodiscard]] inline std::string escape_text(std::string_view text) {
+  static constexpr char kHex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&](unsigned char b) {
+    out += "\\x";
+    out += kHex[b >> 4];
+    out += kHex[b & 15];
+  };
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  const std::size_t n = text.size();
+  for (std::size_t i = 0; i < n;) {
+    const unsigned char b = p[i];
+    if (b >= 0x20 && b < 0x7f) {
+      out += static_cast<char>(b);
+      ++i;
+      continue;
+    }
+    // A UTF-8 sequence: its length from the lead byte, continuation bytes 10xxxxxx, no overlong 2-byte forms.
+    std::size_t len = b >= 0xc2 && b <= 0xdf ? 2 : (b & 0xf0) == 0xe0 ? 3 : b >= 0xf0 && b <= 0xf4 ? 4 : 0;
+    bool valid = len > 0 && i + len <= n;
+    for (std::size_t k = 1; valid && k < len; ++k) valid = (p[i + k] & 0xc0) == 0x80;
+    if (valid && len == 3 && b == 0xe0 && p[i + 1] < 0xa0) valid = false;  // overlong
+    if (valid && len == 4 && b == 0xf0 && p[i + 1] < 0x90) valid = false;  // overlong
+    const bool c1_control = valid && len == 2 && b == 0xc2 && p[i + 1] < 0xa0;
+    const bool bom = valid && len == 3 && b == 0xef && p[i + 1] == 0xbb && p[i + 2] == 0xbf;
+    if (valid && !c1_control && !bom) {
+      out.append(text.substr(i, len));
+      i += len;
+    } else {
+      for (std::size_t k = 0; k < (valid ? len : 1); ++k) escape(p[i + k]);
+      i += valid ? len : 1;
+    }
+  }
+  return out;
+}
+
 /// Where in an input a problem sits. line/column are 1-based; 0 means "not applicable".
 struct InputLocation {
   std::string file;
@@ -34,7 +76,7 @@ struct InputLocation {
   std::int64_t column = 0;
 
   [[nodiscard]] std::string to_string() const {
-    std::string s = file.empty() ? std::string("<input>") : file;
+    std::string s = file.empty() ? std::string("<input>") : escape_text(file);
     if (line > 0) s += ":" + std::to_string(line);
     if (line > 0 && column > 0) s += ":" + std::to_string(column);
     return s;
@@ -66,7 +108,8 @@ class InvalidInput : public Error {
  private:
   static std::string format(const InputLocation& w, const std::string& p, const std::string& v, const std::string& e) {
     std::string s = w.to_string() + ": " + p;
-    s += ": got '" + (v.size() > 80 ? v.substr(0, 77) + "..." : v) + "'";
+    const std::string shown = escape_text(v);
+    s += ": got '" + (shown.size() > 80 ? shown.substr(0, 77) + "..." : shown) + "'";
     if (!e.empty()) s += ", expected " + e;
     return s;
   }
@@ -77,7 +120,8 @@ class InvalidInput : public Error {
 /// A file that cannot be opened, read, written or renamed.
 class IoError : public Error {
  public:
-  IoError(std::string path, const std::string& what) : Error(path + ": " + what), path_(std::move(path)) {}
+  IoError(std::string path, const std::string& what)
+      : Error(escape_text(path) + ": " + escape_text(what)), path_(std::move(path)) {}
   [[nodiscard]] const std::string& path() const noexcept { return path_; }
   [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kIo; }
 

@@ -2,14 +2,20 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <thread>
 #include <string>
 #include <vector>
 
 #include "datasets/error_matchers.hpp"
 #include "datasets/gcsr.hpp"
+#include "datasets/generators.hpp"
 #include "kernels/core/error.hpp"
 #include "test_support.hpp"
 
@@ -670,4 +676,104 @@ TEST_CASE("loaders either load or throw a typed error on randomly mutated inputs
   }
   CHECK(loaded > 0);
   CHECK(refused > 0);
+}
+
+// ------------------------------------------------------------------------------------------------ issue 18
+
+TEST_CASE("a symmetric METIS graph with positive weights loads; an asymmetric one or a weight <= 0 is refused") {
+  gcnpart::testing::TempDir tmp;
+  const auto ok = tmp.file("ok.graph");
+  write_file(ok, "3 2 1\n2 0.5\n1 0.5 3 2\n2 2\n");
+  const Dataset ds = load_dataset(ok);
+  CHECK(ds.graph.num_edges() == 4);
+  CHECK(row_values(ds.graph, 1) == std::vector<float>{0.5f, 2.0f});
+  const auto asym = tmp.file("asym.graph");
+  write_file(asym, "4 2\n2\n3\n4\n1\n");  // a directed 4-cycle: 2m entries, none with its reverse
+  CHECK(gcnpart::testing::contains(load_error(asym), "asymmetric adjacency: got 'vertex 1 lists 2, vertex 2 does not list 1'"));
+  const auto zero = tmp.file("zero.graph");
+  write_file(zero, "2 1 1\n2 0\n1 0\n");
+  CHECK(gcnpart::testing::contains(load_error(zero), "zero.graph:2:3: edge weight not positive: got '0'"));
+}
+
+TEST_CASE("a Matrix Market entry stored twice is refused, naming the entry; a weight beyond float32 too") {
+  gcnpart::testing::TempDir tmp;
+  const auto dup = tmp.file("dup.mtx");
+  write_file(dup, "%%MatrixMarket matrix coordinate real general\n3 3 3\n1 2 1.0\n3 1 2.0\n1 2 4.0\n");
+  CHECK(gcnpart::testing::contains(load_error(dup), "dup.mtx: duplicate entry: got '1 2'"));
+  const auto huge = tmp.file("huge.mtx");
+  write_file(huge, "%%MatrixMarket matrix coordinate real general\n3 3 1\n1 2 3.5e38\n");
+  CHECK(gcnpart::testing::contains(load_error(huge), "huge.mtx:3:5: number out of float32 range: got '3.5e38'"));
+}
+
+TEST_CASE("the host-memory budget refuses a header's claim before allocating and a growing file while reading") {
+  gcnpart::testing::TempDir tmp;
+  const auto mtx = tmp.file("claims.mtx");
+  std::string body = "%%MatrixMarket matrix coordinate pattern general\n100 100 5000\n";
+  for (int i = 0; i < 5000; ++i) body += std::to_string(i % 100 + 1) + " " + std::to_string((i * 7) % 100 + 1) + "\n";
+  write_file(mtx, body);
+  LoadOptions small;
+  small.max_host_bytes = 4096;
+  const std::string msg = load_error<OutOfMemory>(mtx, small);
+  CHECK(gcnpart::testing::contains(msg, "claims.mtx:2:9: loading needs more host memory than allowed"));
+  CHECK(gcnpart::testing::contains(msg, "--max-host-memory"));
+  const auto snap = tmp.file("lines.txt");
+  std::string lines;
+  for (int i = 0; i < 70000; ++i) lines += std::to_string(i) + " " + std::to_string(i + 1) + "\n";
+  write_file(snap, lines);
+  CHECK(gcnpart::testing::contains(load_error<OutOfMemory>(snap, small), "lines.txt:65536: loading needs more"));
+  CHECK(load_dataset(snap).num_nodes() == 70001);  // the default budget (3/4 of the memory) lets it through
+  CHECK(default_max_host_bytes() >= (std::int64_t{256} << 20));
+}
+
+TEST_CASE("splits that share a node, list one twice, or more classes than nodes are refused") {
+  Dataset ds = demo_dataset();
+  check_splits_and_labels(ds);
+  Dataset leak = ds;
+  leak.splits["test"].push_back(leak.splits["train"].front());
+  CHECK(gcnpart::testing::contains(message_of<InvalidInput>([&] { check_splits_and_labels(leak); }),
+                                   "node in two splits (train/test leakage)"));
+  Dataset twice = ds;
+  twice.splits["train"].push_back(twice.splits["train"].front());
+  CHECK(gcnpart::testing::contains(message_of<InvalidInput>([&] { check_splits_and_labels(twice); }),
+                                   "node listed twice in one split"));
+  Dataset classes = ds;
+  classes.num_classes = 999999999;
+  CHECK(gcnpart::testing::contains(message_of<InvalidInput>([&] { check_splits_and_labels(classes); }),
+                                   "more classes than nodes"));
+}
+
+TEST_CASE("a .gcsr file with a non-finite edge weight is refused with its byte offset") {
+  gcnpart::testing::TempDir tmp;
+  Dataset ds = demo_dataset();
+  ds.graph.values.assign(static_cast<std::size_t>(ds.graph.num_edges()), 1.0f);
+  ds.graph.values[3] = std::numeric_limits<float>::infinity();
+  const auto path = tmp.file("inf.gcsr");
+  // save_gcsr refuses it too; write through a finite file and patch the weight with its checksum off.
+  CHECK(gcnpart::testing::contains(message_of<InvalidInput>([&] { save_gcsr(ds, path); }), "non-finite"));
+  ds.graph.values[3] = 12345.678f;
+  save_gcsr(ds, path);
+  std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+  std::string bytes((std::istreambuf_iterator<char>(f)), {});
+  const float two = 12345.678f, inf = std::numeric_limits<float>::infinity();
+  const auto at = bytes.find(std::string(reinterpret_cast<const char*>(&two), 4));
+  REQUIRE(at != std::string::npos);
+  f.seekp(static_cast<std::streamoff>(at));
+  f.write(reinterpret_cast<const char*>(&inf), 4);
+  f.close();
+  const std::string msg = message_of<InvalidInput>([&] { (void)load_gcsr(path, false); });
+  CHECK(gcnpart::testing::contains(msg, "edge weight 3"));
+  CHECK(gcnpart::testing::contains(msg, "at byte " + std::to_string(at)));
+}
+
+TEST_CASE("a pipe with a telling extension loads as a stream; one without is refused with a hint") {
+  gcnpart::testing::TempDir tmp;
+  const auto fifo = tmp.file("edges.txt");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] { std::ofstream(fifo) << "0 1\n1 2\n"; });
+  const Dataset ds = load_dataset(fifo);
+  writer.join();
+  CHECK(ds.num_nodes() == 3);
+  const auto bare = tmp.file("edges");
+  REQUIRE(::mkfifo(bare.c_str(), 0600) == 0);
+  CHECK(gcnpart::testing::contains(load_error(bare), "cannot tell the format of a pipe"));
 }

@@ -3,8 +3,13 @@
 #include <doctest/doctest.h>
 #include <zlib.h>
 
+#include <sys/stat.h>
+
 #include <cmath>
 #include <fstream>
+#include <iterator>
+#include <limits>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -151,4 +156,68 @@ TEST_CASE("line cursor parses integers and floats and reports the 1-based column
   LineCursor f(r, line.substr(5));
   msg = message_of<InvalidInput>([&] { f.read_double("a number"); });
   CHECK_MESSAGE_HAS(msg, "number out of range: got '1e400'");
+}
+
+// ---- issue 18: byte-order marks, concatenated and trailing gzip data, pipes
+
+TEST_CASE("a UTF-8 byte-order mark at the start is skipped, one later in the file is kept") {
+  testing::TempDir dir;
+  const auto path = dir.file("bom.txt");
+  write_file(path, "\xEF\xBB\xBF" "0 1\n\xEF\xBB\xBF" "2 3\n");
+  const auto lines = all_lines(path);
+  REQUIRE(lines.size() == 2);
+  CHECK(lines[0] == "0 1");
+  CHECK(lines[1] == "\xEF\xBB\xBF" "2 3");
+  const auto gz = dir.file("bom.txt.gz");
+  write_gz(gz, "\xEF\xBB\xBF" "4 5\n");
+  CHECK(all_lines(gz) == std::vector<std::string>{"4 5"});
+}
+
+TEST_CASE("concatenated gzip members read as one stream; anything else after the stream is refused with its offset") {
+  testing::TempDir dir;
+  const auto a = dir.file("a.gz"), b = dir.file("b.gz"), both = dir.file("both.txt.gz");
+  write_gz(a, "0 1\n");
+  write_gz(b, "1 2\n");
+  std::ifstream ia(a, std::ios::binary), ib(b, std::ios::binary);
+  std::string first((std::istreambuf_iterator<char>(ia)), {}), second((std::istreambuf_iterator<char>(ib)), {});
+  write_file(both, first + second);
+  CHECK(all_lines(both) == std::vector<std::string>{"0 1", "1 2"});
+  for (const std::string tail : {std::string("garbage"), std::string(8, '\0'), std::string("\x1f")}) {
+    const auto bad = dir.file("tail.txt.gz");
+    write_file(bad, first + tail);
+    const std::string msg = message_of<InvalidInput>([&] { (void)all_lines(bad); });
+    CHECK(testing::contains(msg, "data after the end of the gzip stream at byte " + std::to_string(first.size())));
+  }
+}
+
+TEST_CASE("a FIFO is read as a stream with an unknown size") {
+  testing::TempDir dir;
+  const auto fifo = dir.file("edges.fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  std::thread writer([&] {
+    std::ofstream out(fifo, std::ios::binary);
+    for (int i = 0; i < 20000; ++i) out << i << ' ' << i + 1 << '\n';
+  });
+  TextReader r(fifo, 4096);
+  CHECK(r.file_bytes() == -1);
+  CHECK_FALSE(r.regular());
+  CHECK(r.size_bound() == std::numeric_limits<std::int64_t>::max());
+  std::string_view line;
+  std::int64_t n = 0;
+  std::string last;
+  while (r.next_line(line)) {
+    ++n;
+    last = std::string(line);
+  }
+  writer.join();
+  CHECK(n == 20000);
+  CHECK(last == "19999 20000");
+}
+
+TEST_CASE("a line beyond kMaxLineBytes is refused without growing the buffer past it") {
+  testing::TempDir dir;
+  const auto path = dir.file("long.txt.gz");
+  write_gz(path, std::string(TextReader::kMaxLineBytes + 10, '7'));
+  const std::string msg = message_of<InvalidInput>([&] { (void)all_lines(path); });
+  CHECK(testing::contains(msg, "line too long"));
 }

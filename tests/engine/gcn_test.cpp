@@ -497,3 +497,46 @@ TEST_CASE("bf16 is refused with pipeline stages and the cuSPARSE SpMM") {
   cfg.model.precision = Precision::kFp32;
   CHECK(train_distributed(ds, plan, cfg).train_loss.size() == 1);  // the same pipeline trains in fp32
 }
+
+// ---- issue 18: runs that would report results computed from nothing or from NaN
+
+TEST_CASE("an empty training split is refused instead of reporting accuracy over nothing") {
+  datasets::Dataset ds = datasets::demo_dataset();
+  ds.splits["train"].clear();
+  CHECK_THROWS_WITH_AS(single_device_problem(ds, true), doctest::Contains("empty training split"), InvalidInput);
+  const auto plan = partition::make_plan(ds.graph, partition::Strategy::kHalo, 2, 2);
+  TrainConfig cfg;
+  cfg.epochs = 1;
+  CHECK_THROWS_WITH_AS(train_distributed(ds, plan, cfg), doctest::Contains("empty training split"), InvalidInput);
+}
+
+TEST_CASE("a diverging run stops with an error naming the epoch and --lr instead of ending with NaN losses") {
+  const LocalProblem p = single_device_problem(datasets::demo_dataset(), true);
+  TrainConfig cfg;
+  cfg.epochs = 20;
+  cfg.model.lr = 1e30f;
+  const std::string msg = [&] {
+    try {
+      (void)train_single(p, Device{}, cfg);
+    } catch (const InvalidInput& e) {
+      return std::string(e.what());
+    }
+    return std::string("no error");
+  }();
+  CHECK(msg.find("the run diverged: training loss in epoch") != std::string::npos);
+  CHECK(msg.find("lower --lr, now 1e+30") != std::string::npos);
+}
+
+TEST_CASE("--resume on a folder without a checkpoint, --checkpoint without --checkpoint-every are refused") {
+  testing::TempDir dir;
+  TrainConfig cfg;
+  cfg.epochs = 2;
+  cfg.checkpoint_dir = dir.path.string();
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--checkpoint-every N as well"), InvalidInput);
+  cfg.resume = true;
+  cfg.validate();  // resuming needs no interval: it may only finish the run
+  const LocalProblem p = single_device_problem(datasets::demo_dataset(), true);
+  CHECK_THROWS_WITH_AS(train_single(p, Device{}, cfg), doctest::Contains("nothing to resume"), InvalidInput);
+  cfg.checkpoint_dir.clear();
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--resume"), InvalidInput);
+}

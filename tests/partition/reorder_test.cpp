@@ -4,12 +4,16 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <fstream>
 #include <numeric>
 #include <set>
 #include <utility>
 
 #include "datasets/generators.hpp"
 #include "engine/train.hpp"
+#include "kernels/core/error.hpp"
+#include "partition/plan.hpp"
 #include "dataset_fixtures.hpp"
 
 using namespace gcnpart;
@@ -151,4 +155,29 @@ TEST_CASE("training a reordered graph gives the same losses and accuracy as the 
   q.config.model.seed = 5;
   const engine::TrainSummary other = engine::train(ds, q);
   CHECK(worst_relative(plain.runs.front().train_loss, other.runs.front().train_loss) > 1e-3);
+}
+
+TEST_CASE("--save-parts of a reordered run lists parts in the user's node order; --save-plan asks for --reorder none") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  const std::string parts_file = "reorder_test_parts.txt";
+  engine::TrainRequest q;
+  q.config.epochs = 1;
+  q.strategy = Strategy::kHalo;
+  q.parts = 2;
+  q.save_parts = parts_file;
+  (void)engine::train(ds, q);
+  // The run partitioned the degree-ordered graph: node u's part is that of its new id there.
+  Reordering r = locality_order(ds.graph, Reorder::kDegree);
+  const datasets::Dataset p = permute(ds, r);
+  const Partition expected = make_plan(p.graph, Strategy::kHalo, 2, q.config.model.layers, q.partition).partition;
+  std::ifstream in(parts_file);
+  std::vector<int> got;
+  for (int v; in >> v;) got.push_back(v);
+  REQUIRE(static_cast<std::int64_t>(got.size()) == ds.num_nodes());
+  bool same = true;
+  for (std::int64_t u = 0; u < ds.num_nodes(); ++u) same = same && got[u] == expected.part_of[r.rank[u]];
+  CHECK(same);
+  std::remove(parts_file.c_str());
+  q.save_plan = "reorder_test.gplan";
+  CHECK_THROWS_WITH_AS(engine::train(ds, q), doctest::Contains("--reorder none"), InvalidInput);
 }
