@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "engine/distributed.hpp"
@@ -112,6 +113,11 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   h["layers"] = request.layers;
   h["device"] = cuda ? "cuda (" + std::to_string(gpus) + " visible GPU(s), NCCL, one thread each)"
                      : std::string("cpu (virtual devices, one thread each)");
+  if (!cuda)
+    h["epoch_time_note"] = "the K virtual CPU devices are K threads sharing this machine's " +
+                           std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                           " cores: epoch times at K > 1 include that contention and are not what K separate "
+                           "devices would take";
   h["precision"] = to_string(cfg.model.precision);
   h["epochs"] = cfg.epochs;
   h["trained"] = request.train;
@@ -153,13 +159,13 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
     for (int k : request.parts) {
       for (auto s : strategies) {
         if (s == partition::Strategy::kSingle) continue;
+        // What the engine would refuse (pipeline at K > layers: a stage needs a layer; bf16 pipeline), or more
+        // GPUs than there are: a "skipped" row that says why, so no configuration vanishes without a word.
         const auto refusal = partition::strategy_refusal(s, k, layers, cfg.model.precision);
-        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts) {  // e.g. a stage needs a layer
-          ++done;
-          continue;
-        }
-        std::string skip;  // what the engine would refuse (bf16 pipeline), or more GPUs than there are
+        std::string skip;
         if (refusal) skip = refusal->reason;
+        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts)
+          skip += " (needs " + refusal->expected + ")";
         if (cuda && k > gpus) skip = "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible";
         if (!skip.empty()) {
           add({{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"status", "skipped"}, {"reason", skip}});

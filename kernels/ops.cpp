@@ -76,8 +76,13 @@ void expect_cuda_handles(const Context& ctx) {
 
 }  // namespace
 
+#if GCNPART_HAVE_CUDA
 #define GCNPART_DISPATCH(call) \
   (ctx.is_cuda() ? detail::cuda::call : detail::cpu::call)
+#else  // a CPU-only build: a CUDA context is refused (engine::Resources refuses --device cuda before one exists)
+#define GCNPART_DISPATCH(call) \
+  (ctx.is_cuda() ? throw NoCudaBuild("a CUDA kernel call") : detail::cpu::call)
+#endif
 
 void synchronize(const Context& ctx) { GCNPART_DISPATCH(synchronize(ctx)); }
 
@@ -120,10 +125,12 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
                 MatrixView y, SpmmAlgo algo, const SpmmTuning& tuning) {
   tuning.validate();
   if (!expect_spmm_args(ctx, a, x, y)) return;
+#if GCNPART_HAVE_CUDA
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
     detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, 2);
     return;
   }
+#endif
   GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
@@ -426,5 +433,14 @@ void sum_squares_async(const Context& ctx, const float* x, std::int64_t n, float
 }
 
 #undef GCNPART_DISPATCH
+
+#if !GCNPART_HAVE_CUDA
+// cusparse_spmm.cu is not built: the plan cannot exist, so run_unchecked_async is never reached.
+CusparseSpmm::CusparseSpmm(const Context&, const CsrView&, const float*, const float*, std::int64_t, int) {
+  throw NoCudaBuild("a cuSPARSE SpMM plan");
+}
+CusparseSpmm::~CusparseSpmm() = default;
+void CusparseSpmm::run_unchecked_async(const float*, float*) { throw NoCudaBuild("a cuSPARSE SpMM"); }
+#endif
 
 }  // namespace gcnpart::kernels

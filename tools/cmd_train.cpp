@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <tuple>
 
 #include "engine/distributed.hpp"
 #include "engine/mpi_communicator.hpp"
@@ -43,6 +44,7 @@ struct TrainOptions {
   int gpus = 0;
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
+  std::string fault_fail;  // tests: RANK:EPOCH, that device throws FaultInjected after that epoch's train step
   double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
 };
 
@@ -55,12 +57,17 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   if (o.tf32) o.precision = "tf32";
   o.config.model.precision = from_string<Precision>(o.precision, "--precision");
   o.config.normalize_features = !o.no_normalize;
-  if (!o.fault.empty()) {
+  // Tests: --fault-kill SIGKILLs the process of device RANK (an MPI rank; in threads mode the whole process),
+  // --fault-fail makes device RANK's thread fail with an error, as a device that dies in threads mode.
+  for (const auto& [option, text, kind] :
+       {std::tuple{"--fault-kill", &o.fault, engine::FaultInjection::Kind::kKill},
+        std::tuple{"--fault-fail", &o.fault_fail, engine::FaultInjection::Kind::kThrow}}) {
+    if (text->empty()) continue;
     int rank = -1, epoch = -1;
     char tail = 0;
-    if (std::sscanf(o.fault.c_str(), "%d:%d%c", &rank, &epoch, &tail) != 2 || rank < 0 || epoch < 0)
-      throw InvalidInput::parameter("--fault-kill", o.fault, "RANK:EPOCH, two non-negative integers");
-    o.config.fault = {engine::FaultInjection::Kind::kKill, rank, epoch};
+    if (std::sscanf(text->c_str(), "%d:%d%c", &rank, &epoch, &tail) != 2 || rank < 0 || epoch < 0)
+      throw InvalidInput::parameter(option, *text, "RANK:EPOCH, two non-negative integers");
+    o.config.fault = {kind, rank, epoch};
   }
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   o.config.load_weights = o.load;
@@ -255,6 +262,9 @@ Command register_train(CLI::App& app) {
   cmd->add_flag("--resume", o->config.resume, "Continue from the checkpoint in --checkpoint (bit-exact, every strategy and launch mode)");
   cmd->add_option("--fault-kill", o->fault, "Tests: device RANK kills the process in EPOCH (RANK:EPOCH)")
       ->group("");  // hidden
+  cmd->add_option("--fault-fail", o->fault_fail, "Tests: device RANK fails with an error in EPOCH (RANK:EPOCH)")
+      ->group("")  // hidden
+      ->excludes("--fault-kill");
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   cmd->add_option("--json", o->json, "Write the full report as JSON");
   cmd->add_option("--strategy", o->strategy, "How to split the graph over --parts devices:\n" +
