@@ -7,6 +7,9 @@ if(NOT gcnpart_cuda_mode MATCHES "^(AUTO|ON|OFF)$")
 endif()
 
 set(GCNPART_HAVE_CUDA OFF)
+# The presets name the CUDA compiler and its launcher for every build; a CPU-only one reads them here only, so that
+# CMake does not warn that they were not used.
+set(gcnpart_cuda_settings "${CMAKE_CUDA_COMPILER} ${CMAKE_CUDA_COMPILER_LAUNCHER} ${CMAKE_CUDA_ARCHITECTURES}")
 if(NOT gcnpart_cuda_mode STREQUAL "OFF")
   # The presets name /usr/local/cuda/bin/nvcc; where that is absent, look for nvcc elsewhere (PATH, CUDACXX).
   if(CMAKE_CUDA_COMPILER AND NOT EXISTS "${CMAKE_CUDA_COMPILER}")

@@ -12,16 +12,16 @@ namespace fs = std::filesystem;
 
 namespace {
 
-bool exists(const fs::path& p) {
+bool path_exists(const fs::path& p) {
   std::error_code ec;
   return fs::exists(p, ec);
 }
 
 /// DIR/NAME, else the first DIR/NAME<suffix> that exists; "" when none does.
 std::string find_in(const fs::path& dir, const std::string& name) {
-  if (exists(dir / name)) return (dir / name).string();
+  if (path_exists(dir / name)) return (dir / name).string();
   for (const auto& suffix : dataset_name_suffixes())
-    if (exists(dir / (name + suffix))) return (dir / (name + suffix)).string();
+    if (path_exists(dir / (name + suffix))) return (dir / (name + suffix)).string();
   return {};
 }
 
@@ -29,7 +29,7 @@ std::string find_in(const fs::path& dir, const std::string& name) {
 
 std::string resolve_dataset_path(const std::string& data, const std::string& data_dir) {
   if (data.empty()) throw InvalidInput::parameter("DATA", data, "a dataset path, a dataset name or 'demo'");
-  if (data == "demo" || exists(data)) return data;
+  if (data == "demo" || path_exists(data)) return data;
   const bool bare_name = data.find('/') == std::string::npos && data != "." && data != "..";
   if (!bare_name) throw IoError(data, "no such file or folder");
   if (data_dir.empty())

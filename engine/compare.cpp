@@ -93,6 +93,7 @@ nlohmann::json CompareReport::to_json() const {
 CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request, const CompareProgress& progress) {
   request.validate();
   const bool cuda = request.backend == Backend::kCuda;
+  if (cuda) expect_cuda_build("--device cuda");
   const int gpus = cuda ? cuda_device_count() : 0;
   if (cuda && gpus == 0) throw InvalidInput::parameter("--device", "cuda", "a visible CUDA device, but none was found");
   TrainConfig cfg = request.config;

@@ -436,7 +436,8 @@ void sum_squares_async(const Context& ctx, const float* x, std::int64_t n, float
 
 #if !GCNPART_HAVE_CUDA
 // cusparse_spmm.cu is not built: the plan cannot exist, so run_unchecked_async is never reached.
-CusparseSpmm::CusparseSpmm(const Context&, const CsrView&, const float*, const float*, std::int64_t, int) {
+CusparseSpmm::CusparseSpmm(const Context& ctx, const CsrView&, const float*, const float*, std::int64_t, int) {
+  GCNPART_EXPECTS(ctx.is_cuda(), "CusparseSpmm needs a CUDA context (the CPU backend has no cuSPARSE)");
   throw NoCudaBuild("a cuSPARSE SpMM plan");
 }
 CusparseSpmm::~CusparseSpmm() = default;

@@ -108,6 +108,7 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
 std::string device_label(const engine::Device& device, const std::string& spec) {
   std::string name = device.name();
   if (!device.is_cuda()) return name;
+  engine::expect_cuda_build("--device " + spec);
   const int n = engine::cuda_device_count();
   if (device.index >= n)
     throw InvalidInput::parameter("--device", spec,

@@ -3,9 +3,14 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
 #include <string>
+#include <vector>
 
 #include "test_support.hpp"
 
@@ -78,4 +83,64 @@ TEST_CASE("cmake --install puts a gcnpart that runs into PREFIX/bin") {
                               " >/dev/null 2>&1 && " + dir.file("p/bin/gcnpart") + " --version >/dev/null";
   INFO(command);
   CHECK(std::system(command.c_str()) == 0);
+}
+
+TEST_CASE("compare labels its columns, rounds halo/dev, skips pipeline at K > layers with a line and says CPU "
+          "devices share the cores") {
+  gcnpart::testing::TempDir dir;
+  const std::string json = dir.file("c.json");
+  const auto r = run("-q --threads 2 compare demo --parts 2,3 --layers 2 --strategies halo,gather,pipeline "
+                     "--measure-epochs 2 --json " + json);
+  INFO(r.output);
+  REQUIRE(r.status == 0);
+  CHECK(r.output.find("sent/ep all") != std::string::npos);
+  CHECK(r.output.find("sent/ep all = bytes all devices send per epoch") != std::string::npos);
+  CHECK(r.output.find("gather: repl counts the rows a device computes") != std::string::npos);
+  CHECK(r.output.find("gather_table") != std::string::npos);
+  CHECK(r.output.find("epoch ms: the K virtual CPU devices are K threads sharing") != std::string::npos);
+  // pipeline on 3 devices for 2 layers: a skipped line in the table and a skipped row in the JSON
+  CHECK(r.output.find("skipped: 3 pipeline stages for 2 layers") != std::string::npos);
+  std::ifstream in(json);
+  const auto j = nlohmann::json::parse(in);
+  bool skipped_row = false, pipeline_ran = false;
+  for (const auto& row : j["rows"]) {
+    if (row["strategy"] != "pipeline") continue;
+    if (row["parts"] == 3) skipped_row = row.value("status", "") == "skipped";
+    if (row["parts"] == 2) pipeline_ran = !row.contains("status");
+  }
+  CHECK(skipped_row);
+  CHECK(pipeline_ran);
+  // halo/dev of the halo row on 2 devices: the mean halo, rounded (not truncated)
+  for (const auto& row : j["rows"]) {
+    if (row["strategy"] != "halo" || row["parts"] != 2) continue;
+    double halo = 0;
+    for (std::size_t d = 0; d < 2; ++d)
+      halo += row["metrics"]["local_nodes"][d].get<double>() - row["metrics"]["inner_nodes"][d].get<double>();
+    std::string expected = std::to_string(std::llround(halo / 2));
+    for (int at = static_cast<int>(expected.size()) - 3; at > 0; at -= 3) expected.insert(at, ",");
+    std::istringstream lines(r.output);
+    std::string line;
+    bool found = false;
+    while (std::getline(lines, line)) {
+      std::istringstream cells(line);
+      std::vector<std::string> c;
+      for (std::string t; cells >> t;) c.push_back(t);
+      if (c.size() > 7 && c[0] == "halo" && c[1] == "2") {
+        found = true;
+        CHECK(c[7] == expected);
+      }
+    }
+    CHECK(found);
+  }
+}
+
+TEST_CASE("compare --help names the pipeline rows and says --imbalance is a target METIS can exceed") {
+  const auto r = run("compare --help");
+  INFO(r.output);
+  CHECK(r.status == 0);
+  CHECK(r.output.find("pipeline runs where K <= layers") != std::string::npos);
+  CHECK(r.output.find("'skipped'") != std::string::npos);
+  CHECK(r.output.find("not a bound") != std::string::npos);
+  CHECK(r.output.find("one node's weight") != std::string::npos);
+  CHECK(r.output.find("--data-dir") != std::string::npos);
 }
