@@ -37,8 +37,8 @@ TEST_CASE("an unknown, ambiguous or empty dataset name says where it looked or w
   gcnpart::testing::TempDir dir;
   touch(dir.file("a/g.graph"));
   touch(dir.file("b/g.mtx"));
-  CHECK_THROWS_WITH_AS(resolve_dataset_path("nope", dir.path.string()),
-                       doctest::Contains("no dataset of that name in the data folder " + dir.path.string()), IoError);
+  const std::string where = "no dataset of that name in the data folder " + dir.path.string();
+  CHECK_THROWS_WITH_AS(resolve_dataset_path("nope", dir.path.string()), doctest::Contains(where.c_str()), IoError);
   CHECK_THROWS_WITH_AS(resolve_dataset_path("nope", ""), doctest::Contains("set GCNPART_DATA (or --data-dir)"),
                        IoError);
   CHECK_THROWS_WITH_AS(resolve_dataset_path("g", dir.path.string()), doctest::Contains("it matches 2"), InvalidInput);
