@@ -31,13 +31,13 @@ std::string resolve_dataset_path(const std::string& data, const std::string& dat
   if (data.empty()) throw InvalidInput::parameter("DATA", data, "a dataset path, a dataset name or 'demo'");
   if (data == "demo" || path_exists(data)) return data;
   const bool bare_name = data.find('/') == std::string::npos && data != "." && data != "..";
-  if (!bare_name) throw IoError(data, "no such file or folder");
+  if (!bare_name) return data;  // a path: the loader reports it missing
   if (data_dir.empty())
-    throw IoError(data, "no such file or folder here; to find datasets by name, set GCNPART_DATA (or --data-dir) "
+    throw IoError(data, "no such file or directory; to find datasets by name, set GCNPART_DATA (or --data-dir) "
                         "to the folder that holds them");
   std::error_code ec;
   if (!fs::is_directory(data_dir, ec))
-    throw IoError(data, "no such file or folder, and the data folder " + data_dir + " is not a folder");
+    throw IoError(data, "no such file or directory, and the data folder " + data_dir + " is not a folder");
   if (auto top = find_in(data_dir, data); !top.empty()) return top;
   std::vector<std::string> found;
   std::vector<fs::path> subdirs;
@@ -48,7 +48,7 @@ std::string resolve_dataset_path(const std::string& data, const std::string& dat
     if (auto hit = find_in(sub, data); !hit.empty()) found.push_back(hit);
   if (found.size() == 1) return found.front();
   if (found.empty())
-    throw IoError(data, "no such file or folder, and no dataset of that name in the data folder " + data_dir +
+    throw IoError(data, "no such file or directory, and no dataset of that name in the data folder " + data_dir +
                             " (looked for " + data + "[.gcsr|.txt.gz|.txt|.edges|.graph|.metis|.mtx.gz|.mtx] there "
                             "and one folder down)");
   std::string list;

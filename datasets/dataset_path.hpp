@@ -14,7 +14,8 @@ inline const std::vector<std::string>& dataset_name_suffixes() {
   return kSuffixes;
 }
 
-/// Resolves DATA: "demo" and any path that exists are returned as they are. Otherwise a bare name (no '/') is looked
+/// Resolves DATA: "demo", any path that exists and any DATA with a '/' are returned as they are (a missing path is
+/// the loader's to report). Otherwise a bare name is looked
 /// up in `data_dir`: DATA_DIR/NAME, then NAME with each of dataset_name_suffixes(), then the same one folder down
 /// (DATA_DIR/*/NAME[.suffix]; e.g. "cora" -> DATA_DIR/cora, "email-Enron" -> DATA_DIR/snap/email-Enron.txt.gz).
 /// @throws IoError naming DATA, the data folder (or that none is set) and where it looked when nothing is found;
