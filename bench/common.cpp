@@ -6,9 +6,14 @@
 
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
-#include "kernels/core/format.hpp"
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/core/format.hpp"
+
+#if GCNPART_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/core/cuda_check.hpp"
+#endif
 
 #ifndef GCNPART_GIT_COMMIT
 #define GCNPART_GIT_COMMIT "unknown"
@@ -35,6 +40,7 @@ nlohmann::json Summary::to_json() const {
   return {{"median", median}, {"min", min}, {"p90", p90}, {"mean", mean}, {"runs", all.size()}, {"all", all}};
 }
 
+#if GCNPART_HAVE_CUDA
 GpuInfo GpuInfo::query(int device) {
   cudaDeviceProp p{};
   GCNPART_CUDA_TRY(cudaGetDeviceProperties(&p, device));
@@ -56,6 +62,9 @@ GpuInfo GpuInfo::query(int device) {
   g.theoretical_bandwidth_gbs = 2.0 * mem_khz * 1e3 * (g.memory_bus_bits / 8.0) / 1e9;
   return g;
 }
+#else
+GpuInfo GpuInfo::query(int) { throw NoCudaBuild("a GPU's properties"); }
+#endif
 
 nlohmann::json GpuInfo::to_json() const {
   return {{"device", device},
@@ -78,6 +87,7 @@ engine::Device cuda_device(const std::string& spec) {
     throw InvalidInput::parameter("--device", spec,
                                   "a CUDA device (cuda or cuda:N): gcnpart bench times GPU kernels only (CPU "
                                   "training is measured by `gcnpart train --device cpu`)");
+  if (!kernels::kHaveCuda) throw NoCudaBuild("gcnpart bench --device " + spec);
   const int n = engine::cuda_device_count();
   if (d.index >= n)
     throw InvalidInput::parameter("--device", spec,
@@ -101,17 +111,33 @@ std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, eng
   }
   for (int i = 0; i < repeats; ++i) {
     if (flush != nullptr && !flush->empty())
-      GCNPART_CUDA_TRY(cudaMemsetAsync(flush->data(), i & 0xff, flush->bytes(), stream));
+      fill_bytes_async(flush->data(), i & 0xff, flush->bytes(), stream);
     start[static_cast<std::size_t>(i)].record(stream);
     call();
     stop[static_cast<std::size_t>(i)].record(stream);
   }
-  GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
+  synchronize_stream(stream);
   std::vector<double> ms;
   for (int i = 0; i < repeats; ++i)
     ms.push_back(elapsed_ms(start[static_cast<std::size_t>(i)], stop[static_cast<std::size_t>(i)]));
   return ms;
 }
+
+#if GCNPART_HAVE_CUDA
+void fill_bytes_async(void* p, int value, std::size_t bytes, cudaStream_t stream) {
+  GCNPART_CUDA_TRY(cudaMemsetAsync(p, value, bytes, stream));
+}
+void copy_bytes_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream) {
+  GCNPART_CUDA_TRY(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDefault, stream));
+}
+void synchronize_stream(cudaStream_t stream) { GCNPART_CUDA_TRY(cudaStreamSynchronize(stream)); }
+void clear_cuda_error() noexcept { (void)cudaGetLastError(); }
+#else
+void fill_bytes_async(void*, int, std::size_t, cudaStream_t) { throw NoCudaBuild("a CUDA memset"); }
+void copy_bytes_async(void*, const void*, std::size_t, cudaStream_t) { throw NoCudaBuild("a CUDA copy"); }
+void synchronize_stream(cudaStream_t) { throw NoCudaBuild("a CUDA stream"); }
+void clear_cuda_error() noexcept {}
+#endif
 
 std::string now_iso() { return gcnpart::now_iso(); }
 

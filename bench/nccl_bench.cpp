@@ -30,6 +30,7 @@ NcclBenchReport bench_nccl(const NcclBenchConfig& config) {
     if (devices == 0) devices = engine::mpi_size();
   }
   const bool cuda = config.device.is_cuda();
+  if (cuda) engine::expect_cuda_build("gcnpart bench nccl --device cuda");
   if (devices == 0) devices = cuda ? engine::cuda_device_count() : 2;
   if (devices < 1)
     throw InvalidInput::parameter("--gpus", std::to_string(devices),

@@ -11,7 +11,6 @@
 #include "bench/detail/timing.hpp"
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/ops.hpp"
 #include "partition/reorder.hpp"
@@ -76,10 +75,9 @@ void measure_copy_bandwidth(cudaStream_t stream, engine::TrackingMemoryResource&
   constexpr auto kCount = static_cast<std::int64_t>(kCopyBytes);
   engine::Buffer<std::uint8_t> src(scratch, kCount, MemoryCategory::kWorkspace, stream);
   engine::Buffer<std::uint8_t> dst(scratch, kCount, MemoryCategory::kWorkspace, stream);
-  GCNPART_CUDA_TRY(cudaMemsetAsync(src.data(), 0x5a, kCopyBytes, stream));
-  const auto ms = detail::time_calls(stream, 3, kCopyRuns, nullptr, [&] {
-    GCNPART_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), kCopyBytes, cudaMemcpyDeviceToDevice, stream));
-  });
+  detail::fill_bytes_async(src.data(), 0x5a, kCopyBytes, stream);
+  const auto ms = detail::time_calls(stream, 3, kCopyRuns, nullptr,
+                                     [&] { detail::copy_bytes_async(dst.data(), src.data(), kCopyBytes, stream); });
   report.copy_bytes = static_cast<std::int64_t>(kCopyBytes);
   report.copy_ms = Summary::of(ms);
   report.copy_gbs = 2.0 * static_cast<double>(kCopyBytes) / (report.copy_ms.median * 1e-3) / 1e9;
@@ -129,8 +127,8 @@ void upload_workload(engine::Resources& res, const datasets::Csr& graph, const S
 std::vector<float> download(engine::Resources& res, const engine::Buffer<float>& y, std::size_t count) {
   std::vector<float> out(count);
   const cudaStream_t stream = res.context().stream;
-  GCNPART_CUDA_TRY(cudaMemcpyAsync(out.data(), y.data(), count * sizeof(float), cudaMemcpyDeviceToHost, stream));
-  GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
+  detail::copy_bytes_async(out.data(), y.data(), count * sizeof(float), stream);
+  detail::synchronize_stream(stream);
   return out;
 }
 
@@ -156,7 +154,7 @@ class WidthHarness {
       r.status = "out of memory";
       r.message = e.what();
     } catch (const DeviceError& e) {
-      (void)cudaGetLastError();  // clear a non-sticky error so that the next implementation starts clean
+      detail::clear_cuda_error();  // clear a non-sticky error so that the next implementation starts clean
       r.status = "unsupported";
       r.message = e.what();
     }
@@ -181,7 +179,7 @@ class WidthHarness {
     const std::int64_t before = res_.memory().stats().current;
     r.workspace = static_cast<std::int64_t>(prepare());
     r.time_ms = Summary::of(detail::time_calls(stream, c_.warmup, c_.repeats, flush_, call));
-    GCNPART_CUDA_TRY(cudaMemsetAsync(w_.y.data(), 0xff, count_ * sizeof(float), stream));
+    detail::fill_bytes_async(w_.y.data(), 0xff, count_ * sizeof(float), stream);
     call();
     std::vector<float> output = download(res_, w_.y, count_);
     r.peak_tracked = res_.memory().stats().peak;

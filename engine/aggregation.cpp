@@ -1,13 +1,16 @@
 #include "engine/aggregation.hpp"
 
+#if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
+
+#include "kernels/core/cuda_check.hpp"
+#endif
 
 #include <algorithm>
 #include <string>
 #include <utility>
 #include <vector>
 
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/cuda_event.hpp"
 
@@ -15,6 +18,32 @@ namespace gcnpart::engine {
 
 namespace {
 
+// The CUDA runtime calls of the overlapping aggregations (reached only for CUDA contexts, which a CPU-only build
+// never makes: Resources refuses them).
+#if GCNPART_HAVE_CUDA
+/// A non-blocking stream of the highest priority on the current device: NCCL's blocks are scheduled ahead of the
+/// SpMM's as SMs free up, so a collective is not held back (with its peer GPU waiting) by the kernel it overlaps.
+cudaStream_t create_priority_stream() {
+  int least = 0, greatest = 0;
+  cudaStream_t stream = nullptr;
+  GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+  GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
+  return stream;
+}
+void destroy_stream(cudaStream_t stream) noexcept { GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(stream)); }
+/// `rows` rows of `row_bytes` from src (rows `src_pitch` bytes apart) to dst (`dst_pitch` apart), device to device.
+void copy_rows_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
+                     std::int64_t rows, cudaStream_t stream) {
+  GCNPART_CUDA_TRY(cudaMemcpy2DAsync(dst, dst_pitch, src, src_pitch, row_bytes, static_cast<std::size_t>(rows),
+                                     cudaMemcpyDeviceToDevice, stream));
+}
+#else
+cudaStream_t create_priority_stream() { throw NoCudaBuild("a CUDA stream"); }
+void destroy_stream(cudaStream_t) noexcept {}
+void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::int64_t, cudaStream_t) {
+  throw NoCudaBuild("a CUDA copy");
+}
+#endif
 
 struct DeviceCsr {
   Buffer<RowOffset> offsets;
@@ -161,11 +190,7 @@ class GatherAggregation final : public Aggregation {
     if (!staging16_.empty()) kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     if (res.context().is_cuda()) {
       res.activate();
-      // High priority: NCCL's blocks are scheduled ahead of the SpMM's as SMs free up, so a collective is not
-      // held back (with its peer GPU waiting) by the kernel it is meant to overlap.
-      int least = 0, greatest = 0;
-      GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-      GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
+      comm_stream_ = create_priority_stream();
       for (int i = 0; i <= kMaxChunks; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
       comm_ctx_ = res.context();
       comm_ctx_.stream = comm_stream_;
@@ -173,7 +198,7 @@ class GatherAggregation final : public Aggregation {
   }
 
   ~GatherAggregation() override {
-    if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
+    if (comm_stream_ != nullptr) destroy_stream(comm_stream_);
   }
   GatherAggregation(const GatherAggregation&) = delete;
   GatherAggregation& operator=(const GatherAggregation&) = delete;
@@ -264,8 +289,8 @@ class GatherAggregation final : public Aggregation {
     }
     // Chunk c: staging rows of w_c columns at staging + block * c0, its table at table + parts * block * c0.
     for (const auto& [c0, w] : parts)
-      GCNPART_CUDA_TRY(cudaMemcpy2DAsync(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T),
-                                         w * sizeof(T), rows_, cudaMemcpyDeviceToDevice, ctx.stream));
+      copy_rows_async(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T), w * sizeof(T), rows_,
+                      ctx.stream);
     events_[0].record(ctx.stream);
     events_[0].make_wait(comm_stream_);
     for (std::size_t c = 0; c < parts.size(); ++c) {
@@ -303,9 +328,8 @@ class GatherAggregation final : public Aggregation {
     events_[0].record(comm_stream_);
     events_[0].make_wait(ctx.stream);
     for (const auto& [c0, w] : parts)
-      GCNPART_CUDA_TRY(cudaMemcpy2DAsync(dx + c0, width * sizeof(float), staging_.data() + block_ * c0,
-                                         w * sizeof(float), w * sizeof(float), rows_, cudaMemcpyDeviceToDevice,
-                                         ctx.stream));
+      copy_rows_async(dx + c0, width * sizeof(float), staging_.data() + block_ * c0, w * sizeof(float),
+                      w * sizeof(float), rows_, ctx.stream);
   }
 
   /// table16 holds parts blocks of 2 * words bf16; rewrite table_ as parts blocks of block * width floats. Block p's
@@ -384,16 +408,14 @@ class BoundaryAggregation final : public Aggregation {
     comm_ctx_ = res.context();
     if (res.context().is_cuda() && overlap_) {
       res.activate();
-      int least = 0, greatest = 0;
-      GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-      GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&comm_stream_, cudaStreamNonBlocking, greatest));
+      comm_stream_ = create_priority_stream();
       for (int i = 0; i < 2; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
       comm_ctx_.stream = comm_stream_;
     }
   }
 
   ~BoundaryAggregation() override {
-    if (comm_stream_ != nullptr) GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(comm_stream_));
+    if (comm_stream_ != nullptr) destroy_stream(comm_stream_);
   }
   BoundaryAggregation(const BoundaryAggregation&) = delete;
   BoundaryAggregation& operator=(const BoundaryAggregation&) = delete;

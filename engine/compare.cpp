@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <map>
+#include <thread>
 #include <utility>
 
 #include "engine/distributed.hpp"
@@ -108,6 +109,7 @@ nlohmann::json CompareReport::to_json() const {
 CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request, const CompareProgress& progress) {
   request.validate();
   const bool cuda = request.backend == Backend::kCuda;
+  if (cuda) expect_cuda_build("--device cuda");
   const int gpus = cuda ? cuda_device_count() : 0;
   if (cuda && gpus == 0) throw InvalidInput::parameter("--device", "cuda", "a visible CUDA device, but none was found");
   TrainConfig cfg = request.config;
@@ -133,6 +135,11 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   h["layers"] = request.layers;
   h["device"] = cuda ? "cuda (" + std::to_string(gpus) + " visible GPU(s), NCCL, one thread each)"
                      : std::string("cpu (virtual devices, one thread each)");
+  if (!cuda)
+    h["epoch_time_note"] = "the K virtual CPU devices are K threads sharing this machine's " +
+                           std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+                           " cores: epoch times at K > 1 include that contention and are not what K separate "
+                           "devices would take";
   h["precision"] = to_string(cfg.model.precision);
   h["epochs"] = cfg.epochs;
   h["trained"] = request.train;
@@ -174,13 +181,13 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
     for (int k : request.parts) {
       for (auto s : strategies) {
         if (s == partition::Strategy::kSingle) continue;
+        // What the engine would refuse (pipeline at K > layers: a stage needs a layer; bf16 pipeline), or more
+        // GPUs than there are: a "skipped" row that says why, so no configuration vanishes without a word.
         const auto refusal = partition::strategy_refusal(s, k, layers, cfg.model.precision);
-        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts) {  // e.g. a stage needs a layer
-          ++done;
-          continue;
-        }
-        std::string skip;  // what the engine would refuse (bf16 pipeline), or more GPUs than there are
+        std::string skip;
         if (refusal) skip = refusal->reason;
+        if (refusal && refusal->kind == partition::StrategyRefusal::Kind::kParts)
+          skip += " (needs " + refusal->expected + ")";
         if (cuda && k > gpus) skip = "needs " + std::to_string(k) + " GPUs, " + std::to_string(gpus) + " visible";
         if (!skip.empty()) {
           add({{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"status", "skipped"}, {"reason", skip}});

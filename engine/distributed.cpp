@@ -536,6 +536,7 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
   GCNPART_EXPECTS(static_cast<int>(plan.devices.size()) == k, "plan has one DevicePlan per part");
   const bool cuda = launch.backend == Backend::kCuda;
   if (cuda) {
+    expect_cuda_build("--device cuda");
     const int visible = cuda_device_count();
     const int needed = launch.mpi ? 1 : k;
     if (visible < needed)

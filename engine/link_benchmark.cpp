@@ -79,6 +79,7 @@ std::vector<CollectiveTiming> sweep_collectives(Backend backend, int devices, bo
   GCNPART_EXPECTS(devices >= 1, "at least one device");
   const bool cuda = backend == Backend::kCuda;
   if (cuda) {
+    expect_cuda_build("--device cuda");
     const int visible = cuda_device_count();
     if (visible < (mpi ? 1 : devices))
       throw InvalidInput::parameter("--gpus", std::to_string(devices),

@@ -1,12 +1,15 @@
 #include "engine/memory.hpp"
 
+#if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
+#endif
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <new>
 
+#include "kernels/context.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
@@ -31,6 +34,7 @@ std::string format_bytes(double bytes) {
 TrackingMemoryResource::TrackingMemoryResource(MemorySpace space, int device, std::string name,
                                                std::int64_t limit_bytes)
     : space_(space), device_(device), name_(std::move(name)) {
+  if (!kernels::kHaveCuda && space_ == MemorySpace::kDevice) throw NoCudaBuild("device memory on " + name_);
   stats_.limit = limit_bytes;
 }
 
@@ -43,9 +47,11 @@ void TrackingMemoryResource::release_cache() noexcept {
 
 void TrackingMemoryResource::release_cache_locked() noexcept {
   if (cache_.empty()) return;
+#if GCNPART_HAVE_CUDA  // (only device resources cache blocks, and a CPU-only build has none)
   cudaSetDevice(device_);
   cudaDeviceSynchronize();
   for (auto& [bytes, block] : cache_) cudaFree(block.p);
+#endif
   cache_.clear();
   stats_.cached = 0;
 }
@@ -96,6 +102,7 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
     p = reused;
     stats_.cached -= b;
   } else {
+#if GCNPART_HAVE_CUDA
     cudaSetDevice(device_);
     cudaError_t err = cudaMalloc(&p, bytes);
     if (err != cudaSuccess && !cache_.empty()) {
@@ -118,6 +125,7 @@ void* TrackingMemoryResource::allocate(std::size_t bytes, MemoryCategory categor
     } else {
       (void)cudaGetLastError();
     }
+#endif
   }
   stats_.current += b;
   stats_.current_by[idx(category)] += b;
@@ -141,6 +149,7 @@ void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCatego
   if (space_ == MemorySpace::kHost) {
     std::free(p);
   } else {
+#if GCNPART_HAVE_CUDA
     CachedBlock block{p, stream, std::nullopt};
     try {
       if (spare_events_.empty()) {
@@ -159,6 +168,7 @@ void TrackingMemoryResource::deallocate(void* p, std::size_t bytes, MemoryCatego
     }
     cache_.emplace(bytes, std::move(block));
     stats_.cached += static_cast<std::int64_t>(bytes);
+#endif
   }
 }
 

@@ -1,5 +1,8 @@
 #include "engine/nccl_communicator.hpp"
 
+#include "kernels/core/error.hpp"
+
+#if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
@@ -8,7 +11,6 @@
 #include <thread>
 
 #include "kernels/core/cuda_check.hpp"
-#include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
 
@@ -215,3 +217,40 @@ void NcclCommunicator::synchronize(const kernels::Context& ctx) {
 }
 
 }  // namespace gcnpart::engine
+
+#else  // a CPU-only build: no NCCL; nothing reaches these but a CUDA launch, which Resources refuses first
+
+namespace gcnpart::engine {
+
+NcclId nccl_unique_id() { throw NoCudaBuild("an NCCL group"); }
+std::string nccl_version() { return {}; }
+NcclCommunicator::NcclCommunicator(const NcclId&, int rank, int size, int device, NcclConnect, double timeout_s)
+    : rank_(rank), size_(size), device_(device), timeout_s_(timeout_s) {
+  throw NoCudaBuild("an NCCL communicator");
+}
+NcclCommunicator::~NcclCommunicator() = default;
+void NcclCommunicator::barrier(const kernels::Context&) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::synchronize(const kernels::Context&) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::do_allreduce_sum(const kernels::Context&, float*, std::int64_t) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::do_allreduce_sum(const kernels::Context&, std::int64_t*, std::int64_t) {
+  throw NoCudaBuild("NCCL");
+}
+void NcclCommunicator::do_all_gather(const kernels::Context&, const float*, std::int64_t, float*) {
+  throw NoCudaBuild("NCCL");
+}
+void NcclCommunicator::do_reduce_scatter_sum(const kernels::Context&, const float*, std::int64_t, float*) {
+  throw NoCudaBuild("NCCL");
+}
+void NcclCommunicator::do_send(const kernels::Context&, const float*, std::int64_t, int) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::do_recv(const kernels::Context&, float*, std::int64_t, int) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::do_all_to_all_v(const kernels::Context&, const void*, const std::vector<std::int64_t>&, void*,
+                                       const std::vector<std::int64_t>&) {
+  throw NoCudaBuild("NCCL");
+}
+void NcclCommunicator::begin_timing(const kernels::Context&, std::size_t) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::end_timing(const kernels::Context&, std::size_t) { throw NoCudaBuild("NCCL"); }
+double NcclCommunicator::elapsed_ms(std::size_t) { throw NoCudaBuild("NCCL"); }
+void NcclCommunicator::connect_up_front(NcclConnect) { throw NoCudaBuild("NCCL"); }
+
+}  // namespace gcnpart::engine
+#endif

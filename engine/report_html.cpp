@@ -111,10 +111,12 @@ struct Row {
   std::vector<DeviceMemory> memory;
   std::optional<double> epoch_seconds;
   std::optional<double> test_accuracy, valid_accuracy, final_loss, epochs;
+  std::string skipped;  ///< "status": "skipped": why the configuration did not run (else empty)
 };
 
 struct Report {
   std::string date, commit, device, partitioner, dataset;
+  std::string epoch_time_note;  ///< e.g. CPU virtual devices share the machine's cores
   std::optional<double> nodes, edges_directed, features, classes;
   std::vector<double> parts, layers;
   std::vector<Row> rows;
@@ -129,6 +131,7 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
   if (r.partitioner.empty()) r.partitioner = default_partitioner;
   r.parts = to_int(number(j, "parts"));
   r.layers = to_int(number(j, "layers"));
+  if (text(j, "status") == "skipped") r.skipped = "skipped: " + text(j, "reason");
   if (const json* m = field(j, "metrics"); m != nullptr && m->is_object()) {
     r.edge_cut = number(*m, "edge_cut");
     r.comm_volume = number(*m, "comm_volume");
@@ -192,6 +195,7 @@ Report parse_report(const json& j) {
   r.date = text(j, "date");
   r.commit = text(j, "commit");
   r.device = text(j, "device");
+  r.epoch_time_note = text(j, "epoch_time_note");
   r.partitioner = text(j, "partitioner");
   if (const json* d = field(j, "dataset"); d != nullptr && d->is_object()) {
     r.dataset = text(*d, "name");
@@ -1175,7 +1179,7 @@ void write_header(std::ostringstream& o, const Report& r) {
   fact(o, "features", r.features ? commas(*r.features) : "");
   fact(o, "classes", r.classes ? commas(*r.classes) : "");
   fact(o, "partitioner", r.partitioner);
-  fact(o, "device", r.device);
+  fact(o, "device", r.device, r.epoch_time_note);
   fact(o, "date", date_text(r.date));
   fact(o, "commit", r.commit);
   o << "</div>\n</header>\n";
@@ -1289,7 +1293,8 @@ void write_summary(std::ostringstream& o, const Report& r) {
        "<th title=\"undirected edges between parts that drop ignores\">lost edges</th>"
        "<th title=\"lost edges as a share of all undirected edges\">lost</th>"
        "<th title=\"undirected edges between parts\">edge cut</th>"
-       "<th title=\"sum of nodes held by all devices / nodes of the graph\">replication</th>"
+       "<th title=\"sum of nodes held by all devices / nodes of the graph; gather holds only its own rows (1.00): its "
+       "table of K x largest-part rows is counted in peak memory per device (category gather_table)\">replication</th>"
        "<th title=\"the largest peak over the devices\">peak memory<br>per device</th>"
        "<th title=\"bytes sent by all devices in one epoch\">sent per epoch<br>all devices</th>"
        "<th>epoch time</th>";
@@ -1312,6 +1317,11 @@ void write_summary(std::ostringstream& o, const Report& r) {
     o << "<td class=\"l\">" << chip(strategy_colour(row.strategy)) << esc(row.strategy) << "</td>";
     if (show_partitioner) o << "<td class=\"l\">" << esc(row.partitioner) << "</td>";
     o << "<td>" << (row.parts > 0 ? std::to_string(row.parts) : na()) << "</td>";
+    if (!row.skipped.empty()) {
+      o << "<td class=\"l\" colspan=\"" << columns - 2 - (show_partitioner ? 1 : 0) << "\">" << esc(row.skipped)
+        << "</td></tr>\n";
+      continue;
+    }
     o << "<td>" << cell(opt(row.lost_edges, commas)) << "</td>";
     std::optional<double> lost_fraction = row.lost_fraction;
     if (!lost_fraction && row.lost_edges && r.edges_directed && *r.edges_directed > 0)
@@ -1339,6 +1349,7 @@ void write_details(std::ostringstream& o, const Report& r) {
        "<th>work imbalance<br>predicted</th><th>work imbalance<br>measured</th><th>gather<br>table rows</th>"
        "<th>index<br>bytes</th><th>partition<br>time</th><th>plan<br>time</th></tr></thead>\n<tbody>\n";
   for (const Row& row : r.rows) {
+    if (!row.skipped.empty()) continue;
     o << "<tr><td class=\"l\">" << chip(strategy_colour(row.strategy)) << esc(row.strategy) << "</td><td class=\"l\">"
       << esc(row.partitioner) << "</td><td>" << row.parts << "</td><td>" << row.layers << "</td><td>"
       << cell(opt(row.comm_volume, commas)) << "</td><td>" << cell(opt(row.edge_cut, commas)) << "</td><td>"

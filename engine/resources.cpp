@@ -1,12 +1,15 @@
 #include "engine/resources.hpp"
 
+#if GCNPART_HAVE_CUDA
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 
+#include "kernels/core/cuda_check.hpp"
+#endif
+
 #include <charconv>
 
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
@@ -35,6 +38,7 @@ Device Device::parse(const std::string& spec, const std::string& parameter) {
 
 std::string Device::name() const { return std::string(is_cuda() ? "cuda:" : "cpu:") + std::to_string(index); }
 
+#if GCNPART_HAVE_CUDA
 int cuda_device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {
@@ -112,5 +116,24 @@ std::int64_t Resources::driver_used_bytes() const {
   GCNPART_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
   return static_cast<std::int64_t>(total_b - free_b);
 }
+
+#else  // a CPU-only build: no CUDA device exists, and Resources refuses to stand for one
+
+int cuda_device_count() noexcept { return 0; }
+std::string cuda_device_name(int) { return {}; }
+
+Resources::Resources(Device device, std::int64_t memory_limit) : device_(device) {
+  if (device_.is_cuda()) throw NoCudaBuild("--device " + device_.name());
+  memory_ = std::make_unique<TrackingMemoryResource>(MemorySpace::kHost, device_.index, device_.name(), memory_limit);
+  ctx_.backend = device_.backend;
+  ctx_.allocator = memory_.get();
+}
+Resources::~Resources() = default;
+const kernels::Context& Resources::context() { return ctx_; }
+void Resources::activate() const {}
+void Resources::synchronize() { kernels::synchronize(context()); }
+std::int64_t Resources::driver_used_bytes() const { return 0; }
+
+#endif
 
 }  // namespace gcnpart::engine

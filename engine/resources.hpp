@@ -8,6 +8,7 @@
 
 #include "engine/memory.hpp"
 #include "kernels/context.hpp"
+#include "kernels/core/error.hpp"
 
 namespace gcnpart::engine {
 
@@ -22,8 +23,13 @@ struct Device {
   [[nodiscard]] bool is_cuda() const noexcept { return backend == Backend::kCuda; }
 };
 
-/// Number of CUDA devices visible (0 when there is no driver or no GPU; never throws).
+/// Number of CUDA devices visible (0 when there is no driver or no GPU, and in a CPU-only build; never throws).
 int cuda_device_count() noexcept;
+/// Where CUDA devices are asked for (`what_asked`, e.g. "--device cuda"): throws NoCudaBuild in a CPU-only build,
+/// so that the user reads "this build has no CUDA" rather than "no GPU is visible". No-op otherwise.
+inline void expect_cuda_build(const std::string& what_asked) {
+  if (!kernels::kHaveCuda) throw NoCudaBuild(what_asked);
+}
 /// "NVIDIA H200" or "" when unavailable.
 std::string cuda_device_name(int device);
 

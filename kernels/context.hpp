@@ -12,7 +12,15 @@ typedef struct CUstream_st* cudaStream_t;
 typedef struct cublasContext* cublasHandle_t;
 typedef struct cusparseContext* cusparseHandle_t;
 
+#ifndef GCNPART_HAVE_CUDA
+#error "GCNPART_HAVE_CUDA (1 or 0) comes with gcnpart::kernels: link it"
+#endif
+
 namespace gcnpart::kernels {
+
+/// Whether this build has the CUDA backend. False for a CPU-only build (configured where no nvcc was found, or
+/// with -DGCNPART_CUDA=OFF): a Context with Backend::kCuda is then refused with gcnpart::NoCudaBuild.
+inline constexpr bool kHaveCuda = GCNPART_HAVE_CUDA != 0;
 
 class OpProfiler;
 

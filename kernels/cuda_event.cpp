@@ -2,6 +2,7 @@
 
 #include <utility>
 
+#if GCNPART_HAVE_CUDA
 #include "kernels/core/cuda_check.hpp"
 
 namespace gcnpart::kernels {
@@ -44,3 +45,23 @@ double elapsed_ms(const CudaEvent& start, const CudaEvent& stop) {
 }
 
 }  // namespace gcnpart::kernels
+#else  // a CPU-only build: no event can be made, so the other members never see one
+
+#include "kernels/core/error.hpp"
+
+namespace gcnpart::kernels {
+
+CudaEvent::CudaEvent(Kind) { throw NoCudaBuild("a CUDA event"); }
+CudaEvent::~CudaEvent() = default;
+CudaEvent::CudaEvent(CudaEvent&& o) noexcept : event_(std::exchange(o.event_, nullptr)) {}
+CudaEvent& CudaEvent::operator=(CudaEvent&& o) noexcept {
+  event_ = std::exchange(o.event_, nullptr);
+  return *this;
+}
+void CudaEvent::record(cudaStream_t) { throw NoCudaBuild("a CUDA event"); }
+void CudaEvent::make_wait(cudaStream_t) const { throw NoCudaBuild("a CUDA event"); }
+void CudaEvent::synchronize() const { throw NoCudaBuild("a CUDA event"); }
+double elapsed_ms(const CudaEvent&, const CudaEvent&) { throw NoCudaBuild("a CUDA event"); }
+
+}  // namespace gcnpart::kernels
+#endif

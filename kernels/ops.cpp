@@ -93,13 +93,19 @@ class ProfileScope {
   const Context& ctx_;
 };
 
+#if GCNPART_HAVE_CUDA
+#define GCNPART_BACKEND_CALL(call) (ctx.is_cuda() ? detail::cuda::call : detail::cpu::call)
+#else  // a CPU-only build: a CUDA context is refused (engine::Resources refuses --device cuda before one exists)
+#define GCNPART_BACKEND_CALL(call) (ctx.is_cuda() ? throw NoCudaBuild("a CUDA kernel call") : detail::cpu::call)
+#endif
+
 #define GCNPART_DISPATCH(call)                                        \
   do {                                                                \
     const ProfileScope gcnpart_profile_scope(ctx, op_class(#call));   \
-    ctx.is_cuda() ? detail::cuda::call : detail::cpu::call;           \
+    GCNPART_BACKEND_CALL(call);                                       \
   } while (false)
 
-void synchronize(const Context& ctx) { ctx.is_cuda() ? detail::cuda::synchronize(ctx) : detail::cpu::synchronize(ctx); }
+void synchronize(const Context& ctx) { GCNPART_BACKEND_CALL(synchronize(ctx)); }
 
 void copy_async(const Context& ctx, void* dst, const void* src, std::size_t bytes) {
   if (bytes == 0) return;
@@ -143,10 +149,12 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
                 MatrixView y, SpmmAlgo algo, const SpmmTuning& tuning) {
   tuning.validate();
   if (!expect_spmm_args(ctx, a, x, y)) return;
+#if GCNPART_HAVE_CUDA
   if (ctx.is_cuda() && algo == SpmmAlgo::kCusparse) {
     detail::cuda::cusparse_spmm_once(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, 2);
     return;
   }
+#endif
   GCNPART_DISPATCH(spmm(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
 }
 
@@ -449,5 +457,16 @@ void sum_squares_async(const Context& ctx, const float* x, std::int64_t n, float
 }
 
 #undef GCNPART_DISPATCH
+#undef GCNPART_BACKEND_CALL
+
+#if !GCNPART_HAVE_CUDA
+// cusparse_spmm.cu is not built: the plan cannot exist, so run_unchecked_async is never reached.
+CusparseSpmm::CusparseSpmm(const Context& ctx, const CsrView&, const float*, const float*, std::int64_t, int) {
+  GCNPART_EXPECTS(ctx.is_cuda(), "CusparseSpmm needs a CUDA context (the CPU backend has no cuSPARSE)");
+  throw NoCudaBuild("a cuSPARSE SpMM plan");
+}
+CusparseSpmm::~CusparseSpmm() = default;
+void CusparseSpmm::run_unchecked_async(const float*, float*) { throw NoCudaBuild("a cuSPARSE SpMM"); }
+#endif
 
 }  // namespace gcnpart::kernels

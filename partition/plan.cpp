@@ -372,7 +372,9 @@ void finish_metrics(const Csr& g, Strategy strategy, PlanMetrics& m) {
   const std::int64_t local_nodes = std::accumulate(m.local_nodes.begin(), m.local_nodes.end(), std::int64_t{0});
   const std::int64_t local_edges = std::accumulate(m.local_edges.begin(), m.local_edges.end(), std::int64_t{0});
   m.replication_factor = m.nodes > 0 ? static_cast<double>(local_nodes) / static_cast<double>(m.nodes) : 1.0;
-  m.replicated_edges = local_edges - g.num_edges();
+  // Entries no device holds are drop's lost edges (both directions); every other entry is held at least once, so
+  // the copies beyond the first are the held entries minus the covered ones (never negative, 0 for drop).
+  m.replicated_edges = local_edges - (g.num_edges() - 2 * m.lost_edges);
   m.node_imbalance = max_over_mean(m.local_nodes);
   m.edge_imbalance = max_over_mean(m.local_edges);
   detail::fill_work(m, strategy);

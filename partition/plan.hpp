@@ -107,8 +107,9 @@ struct PlanMetrics {
   std::vector<std::int64_t> local_edges;    ///< per device: directed entries of its local matrix, self loops excluded
   std::vector<std::vector<std::int64_t>> halo_per_hop;  ///< [device][hop-1]: nodes first reached at that hop
   double replication_factor = 1;            ///< sum of local nodes / nodes
-  std::int64_t replicated_edges = 0;        ///< sum of local directed entries - graph's directed entries
-                                            ///< (drop: -2 x lost edges)
+  std::int64_t replicated_edges = 0;        ///< directed entries held by more than one device, once per extra
+                                            ///< copy: sum of local entries - entries some device holds
+                                            ///< (= all but drop's lost ones); >= 0, 0 for drop, gather, boundary
   std::int64_t table_rows = 0;              ///< gather: rows of the table on every device (parts * table_block)
   std::int64_t index_bytes = 0;             ///< gather, boundary: bytes of the source matrices (and boundary's send
                                             ///< lists), max over devices

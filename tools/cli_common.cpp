@@ -6,9 +6,11 @@
 #include <charconv>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 
+#include "datasets/dataset_path.hpp"
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 
@@ -41,11 +43,15 @@ void add_reorder_option(CLI::App& cmd, std::string& reorder) {
   cmd.add_option("--reorder", reorder, help)->check(CLI::IsMember(enum_names<Reorder>()))->capture_default_str();
 }
 
-void add_data_options(CLI::App& cmd, DataOptions& opts) {
-  cmd.add_option("DATA", opts.path,
-                 "Dataset: an OGB node-property directory, SNAP edge list (.txt[.gz]), METIS graph (.graph), Matrix "
-                 "Market (.mtx[.gz]), .gcsr file, or 'demo' (built-in SBM, 10,000 nodes)")
-      ->capture_default_str();
+void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required) {
+  auto* data = cmd.add_option("DATA", opts.path,
+                              "Dataset: an OGB node-property directory, SNAP edge list (.txt[.gz]), METIS graph "
+                              "(.graph), Matrix Market (.mtx[.gz]), .gcsr file, a dataset name looked up in "
+                              "--data-dir (e.g. 'cora'), or 'demo' (built-in SBM, 10,000 nodes)");
+  if (data_required) data->required();
+  cmd.add_option("--data-dir", opts.data_dir,
+                 "Folder in which a DATA name is looked up: DIR/NAME[.gcsr|.txt.gz|.mtx|...], also one folder down "
+                 "(default: $GCNPART_DATA)");
   cmd.add_option("--format", opts.format, "Force the input format instead of detecting it")
       ->check(CLI::IsMember({"auto", "ogb", "snap", "metis", "mtx", "gcsr", "demo"}))
       ->capture_default_str();
@@ -85,7 +91,14 @@ datasets::Dataset load_data(const DataOptions& opts) {
     lo.max_host_bytes = parse_bytes(opts.max_host_memory, "--max-host-memory");
     if (lo.max_host_bytes < 1) throw InvalidInput::parameter("--max-host-memory", opts.max_host_memory, "> 0 bytes");
   }
-  return datasets::load_dataset(opts.path, lo);
+  std::string data_dir = opts.data_dir;
+  if (const char* env = std::getenv("GCNPART_DATA"); data_dir.empty() && env != nullptr) data_dir = env;
+  if (opts.path.empty())  // only `fit` leaves DATA optional (statistics instead); a forgotten one is not the demo
+    throw InvalidInput::parameter("DATA", "", "a dataset: a path, a name found in --data-dir / GCNPART_DATA, or "
+                                              "'demo' for the built-in one");
+  return datasets::load_dataset(lo.format == datasets::Format::kDemo ? opts.path
+                                                                     : datasets::resolve_dataset_path(opts.path, data_dir),
+                                lo);
 }
 
 double metis_sample(const std::string& option, std::int64_t directed_edges) {

@@ -23,7 +23,8 @@ using engine::dataset_json;  // one JSON form of a dataset, the library's
 
 /// Options every subcommand that reads DATA shares.
 struct DataOptions {
-  std::string path = "demo";
+  std::string path;      ///< DATA: a path, a name looked up in data_dir, or "demo"; never defaulted
+  std::string data_dir;  ///< --data-dir; empty: $GCNPART_DATA
   std::string format = "auto";
   std::string split;
   std::int64_t synthetic_features = 0;
@@ -33,8 +34,9 @@ struct DataOptions {
   std::string max_host_memory;  ///< --max-host-memory, empty = the loaders' default
 };
 
-/// Adds DATA (positional, default "demo") and the loader options to a subcommand.
-void add_data_options(CLI::App& cmd, DataOptions& opts);
+/// Adds DATA (positional, required unless data_required is false: `fit` can work from statistics) and the loader
+/// options, --data-dir among them, to a subcommand. There is no default DATA: the demo is asked for by name.
+void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required = true);
 
 /// Adds --reorder (none, degree, rcm, metis) writing the name into `reorder`.
 void add_reorder_option(CLI::App& cmd, std::string& reorder);
@@ -42,7 +44,8 @@ void add_reorder_option(CLI::App& cmd, std::string& reorder);
 /// Adds --spmm-long-row and --spmm-segment (the own SpMM's tuning, defaults as SpmmTuning) to a subcommand.
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning);
 
-/// Loads DATA as the options say. @throws InvalidInput / IoError.
+/// Loads DATA as the options say; a DATA name (no '/') that is not a path here is looked up in --data-dir, else in
+/// $GCNPART_DATA (datasets::resolve_dataset_path). @throws InvalidInput (also for an empty DATA) / IoError.
 datasets::Dataset load_data(const DataOptions& opts);
 
 /// "24GB", "24GiB", "1e9" -> bytes. @throws InvalidInput naming the parameter.

@@ -1,5 +1,6 @@
 // gcnpart compare: every strategy x K x layers on one graph, priced side by side.
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -69,7 +70,7 @@ engine::CompareRequest make_request(const CompareOptions& o, const datasets::Dat
 
 void print_header() {
   std::printf("%-7s %3s %2s %12s %12s %8s %7s %12s %12s %12s %10s %9s %9s %15s %8s\n", "strategy", "K", "L",
-              "edge cut", "lost edges", "lost %", "repl", "halo/dev", "peak/dev", "sent/epoch", "epoch ms", "comm ms",
+              "edge cut", "lost edges", "lost %", "repl", "halo/dev", "peak/dev", "sent/ep all", "epoch ms", "comm ms",
               "wait ms", "work imb p/m", "test acc");
 }
 
@@ -79,6 +80,14 @@ T row_max(const nlohmann::json& series) {
   T m{};
   for (const auto& v : series) m = std::max(m, v.get<T>());
   return m;
+}
+
+/// The sum of a per-device series in a row (bytes sent by all devices: the HTML report's "sent per epoch").
+template <typename T>
+T row_sum(const nlohmann::json& series) {
+  T s{};
+  for (const auto& v : series) s += v.get<T>();
+  return s;
 }
 
 void print_row(const nlohmann::json& r) {
@@ -105,12 +114,30 @@ void print_row(const nlohmann::json& r) {
               r["strategy"].get<std::string>().c_str(), r["parts"].get<int>(), r["layers"].get<int>(),
               with_commas(m["edge_cut"].get<std::int64_t>()).c_str(),
               with_commas(m["lost_edges"].get<std::int64_t>()).c_str(), 100 * m["lost_fraction"].get<double>(),
-              m["replication_factor"].get<double>(), with_commas(static_cast<std::int64_t>(halo)).c_str(),
+              m["replication_factor"].get<double>(), with_commas(std::llround(halo)).c_str(),
               human_bytes(static_cast<double>(peak)).c_str(),
-              human_bytes(static_cast<double>(row_max<std::int64_t>(r["bytes_sent_per_epoch"]))).c_str(),
+              human_bytes(static_cast<double>(row_sum<std::int64_t>(r["bytes_sent_per_epoch"]))).c_str(),
               1e3 * r["epoch_seconds"].get<double>(), row_max<double>(r["comm_ms_per_epoch"]),
               row_max<double>(r["wait_ms_per_epoch"]), work, acc);
   std::fflush(stdout);
+}
+
+/// What the table's columns mean where a reader could misread them: printed once, after the rows.
+void print_notes(const engine::CompareReport& report) {
+  bool gather = false, multi = false;
+  for (const auto& r : report.rows) {
+    if (r.contains("status")) continue;
+    gather = gather || r["strategy"] == "gather";
+    multi = multi || r["parts"].get<int>() > 1;
+  }
+  std::printf("columns: repl = nodes held by all devices / nodes; halo/dev = halo nodes per device (mean, rounded); "
+              "peak/dev = largest peak over the devices; sent/ep all = bytes all devices send per epoch; comm ms, "
+              "wait ms = the largest over the devices\n");
+  if (gather)
+    std::printf("gather: repl counts the rows a device computes (its own, 1.00); its table of K x largest-part rows "
+                "is memory, counted in peak/dev (category gather_table)\n");
+  if (multi && report.header.contains("epoch_time_note"))
+    std::printf("epoch ms: %s\n", report.header["epoch_time_note"].get<std::string>().c_str());
 }
 
 void run_compare(const CompareOptions& o) {
@@ -128,6 +155,7 @@ void run_compare(const CompareOptions& o) {
     progress.update(done);
   });
   progress.finish();
+  print_notes(report);
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
   if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
@@ -145,19 +173,27 @@ void run_compare(const CompareOptions& o) {
 
 Command register_compare(CLI::App& app) {
   auto* cmd = app.add_subcommand(
-      "compare", "Run every strategy (single, drop, halo, gather, boundary) for each device count and layer count on one graph "
-                 "and compare lost edges, halo growth, memory per device, communication, epoch time and accuracy");
+      "compare", "Run every strategy (single, drop, halo, gather, boundary, pipeline) for each device count and layer "
+                 "count on one graph and compare lost edges, halo growth, memory per device, communication, epoch time "
+                 "and accuracy. pipeline (one stage of whole layers per device) runs where K <= layers; at K > layers "
+                 "its row says 'skipped'");
   auto o = std::make_shared<CompareOptions>();
   add_data_options(*cmd, o->data);
   cmd->add_option("--parts", o->parts, "Device counts K (distinct)")->delimiter(',')->capture_default_str();
   cmd->add_option("--layers", o->layers, "GCN layer counts")->delimiter(',')->capture_default_str();
   cmd->add_option("--strategies", o->strategies,
-                  "Strategies besides single (pipeline runs where K <= layers: one layer per stage at least)")
+                  "Strategies besides single (default: all; pipeline runs where K <= layers, one layer per stage at "
+                  "least, and prints a 'skipped' row at K > layers)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--partitioner", o->partitioner, "How to split the nodes")
       ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
   cmd->add_option("--partition-seed", o->partition_seed, "Partitioner seed")->capture_default_str();
-  cmd->add_option("--imbalance", o->imbalance, "Largest part / mean part (METIS)")->capture_default_str();
+  cmd->add_option("--imbalance", o->imbalance,
+                  "Target largest part / mean part for METIS (its ufactor; the weights --balance names). A target, "
+                  "not a bound: METIS moves whole nodes, so a part can exceed it by about one node's weight (e.g. "
+                  "1.030049 x mean for 1.03 at K = 8); --balance work then moves nodes until the largest device's "
+                  "work is within it or no move helps")
+      ->capture_default_str();
   cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember({"cut", "vol"}))
       ->capture_default_str();
   cmd->add_option("--balance", o->balance,

@@ -400,7 +400,7 @@ Command register_fit(CLI::App& app) {
       "this graph and model fit one card, and which cards and strategies would (from DATA, or from --nodes --edges "
       "--features --classes alone)");
   auto o = std::make_shared<FitOptions>();
-  add_data_options(*cmd, o->data);
+  add_data_options(*cmd, o->data, /*data_required=*/false);
   cmd->add_option("--nodes", o->nodes, "Statistics instead of DATA: number of nodes")->check(CLI::NonNegativeNumber);
   cmd->add_option("--edges", o->edges, "Statistics: undirected edges (no self loops)")->check(CLI::NonNegativeNumber);
   cmd->add_option("--features", o->features, "Statistics: input features per node")->check(CLI::NonNegativeNumber);

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <memory>
 #include <numeric>
+#include <tuple>
 
 #include "engine/distributed.hpp"
 #include "engine/mpi_communicator.hpp"
@@ -45,6 +46,7 @@ struct TrainOptions {
   bool gpus_given = false;
   std::string link_bench = "auto";
   std::string fault;  // tests: RANK:EPOCH, that device SIGKILLs the process after that epoch's train step
+  std::string fault_fail;  // tests: RANK:EPOCH, that device throws FaultInjected after that epoch's train step
   double nccl_timeout = engine::kDefaultNcclTimeoutSeconds;
   std::string reorder = "degree";
 };
@@ -58,12 +60,17 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
   if (o.tf32) o.precision = "tf32";
   o.config.model.precision = from_string<Precision>(o.precision, "--precision");
   o.config.normalize_features = !o.no_normalize;
-  if (!o.fault.empty()) {
+  // Tests: --fault-kill SIGKILLs the process of device RANK (an MPI rank; in threads mode the whole process),
+  // --fault-fail makes device RANK's thread fail with an error, as a device that dies in threads mode.
+  for (const auto& [option, text, kind] :
+       {std::tuple{"--fault-kill", &o.fault, engine::FaultInjection::Kind::kKill},
+        std::tuple{"--fault-fail", &o.fault_fail, engine::FaultInjection::Kind::kThrow}}) {
+    if (text->empty()) continue;
     int rank = -1, epoch = -1;
     char tail = 0;
-    if (std::sscanf(o.fault.c_str(), "%d:%d%c", &rank, &epoch, &tail) != 2 || rank < 0 || epoch < 0)
-      throw InvalidInput::parameter("--fault-kill", o.fault, "RANK:EPOCH, two non-negative integers");
-    o.config.fault = {engine::FaultInjection::Kind::kKill, rank, epoch};
+    if (std::sscanf(text->c_str(), "%d:%d%c", &rank, &epoch, &tail) != 2 || rank < 0 || epoch < 0)
+      throw InvalidInput::parameter(option, *text, "RANK:EPOCH, two non-negative integers");
+    o.config.fault = {kind, rank, epoch};
   }
   if (!o.memory_limit.empty()) o.config.memory_limit = parse_bytes(o.memory_limit, "--memory-limit");
   o.config.load_weights = o.load;
@@ -110,6 +117,7 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
 std::string device_label(const engine::Device& device, const std::string& spec) {
   std::string name = device.name();
   if (!device.is_cuda()) return name;
+  engine::expect_cuda_build("--device " + spec);
   const int n = engine::cuda_device_count();
   if (device.index >= n)
     throw InvalidInput::parameter("--device", spec,
@@ -290,6 +298,9 @@ Command register_train(CLI::App& app) {
                 "without one is refused");
   cmd->add_option("--fault-kill", o->fault, "Tests: device RANK kills the process in EPOCH (RANK:EPOCH)")
       ->group("");  // hidden
+  cmd->add_option("--fault-fail", o->fault_fail, "Tests: device RANK fails with an error in EPOCH (RANK:EPOCH)")
+      ->group("")  // hidden
+      ->excludes("--fault-kill");
   cmd->add_option("--load", o->load, "Start from weights saved with --save");
   add_reorder_option(*cmd, o->reorder);
   cmd->add_option("--json", o->json, "Write the full report as JSON ('-' for stdout: then stdout carries only the "

@@ -8,9 +8,11 @@
 #include <cstdio>
 #include <exception>
 #include <new>
+#include <string>
 #include <vector>
 
 #include "kernels/core/atomic_file.hpp"
+#include "kernels/context.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/progress.hpp"
 #include "tools/cli_common.hpp"
@@ -75,7 +77,8 @@ int main(int argc, char** argv) {
                "Exit codes: 0 ok, 1 internal error, 2 usage, 3 invalid input, 4 I/O error, 5 out of memory, "
                "6 device/library error."};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "gcnpart 0.1.0");
+  app.set_version_flag("--version", std::string("gcnpart 0.1.0 (commit ") + GCNPART_GIT_COMMIT +
+                                        (gcnpart::kernels::kHaveCuda ? ", CPU and CUDA)" : ", CPU only: built without CUDA)"));
   bool quiet = false;
   app.add_flag("-q,--quiet", quiet, "No progress bars");
   int threads = 0;

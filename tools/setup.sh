@@ -25,9 +25,26 @@ gcnpart_install_list() {
 
 gcnpart_install_missing() {
   gcnpart_install_list "${gcnpart_packages[@]}"
+  # The CUDA toolkit is not a Debian package here: without nvcc, CMake configures a CPU-only gcnpart and says so.
   if ! command -v nvcc >/dev/null 2>&1 && [ ! -x /usr/local/cuda/bin/nvcc ]; then
-    echo "tools: nvcc not found: install the CUDA toolkit (13.x) at /usr/local/cuda" >&2
-    exit 1
+    echo "tools: nvcc not found: building a CPU-only gcnpart (install the CUDA toolkit 13.x at /usr/local/cuda" \
+         "for GPUs)" >&2
+  fi
+}
+
+# gcnpart_install PRESET: copies the built gcnpart to ${GCNPART_PREFIX:-~/.local}/bin (cmake --install) and prints
+# where it is; a prefix that cannot be written is reported, not fatal (the binary stays in build/PRESET/tools).
+gcnpart_install() {
+  local preset=$1 prefix=${GCNPART_PREFIX:-$HOME/.local}
+  if cmake --install "build/$preset" --prefix "$prefix" >/dev/null 2>&1; then
+    echo "tools: installed $prefix/bin/gcnpart" >&2
+    case ":$PATH:" in
+      *":$prefix/bin:"*) ;;
+      *) echo "tools: $prefix/bin is not on PATH: add it (export PATH=\"$prefix/bin:\$PATH\") or run" \
+              "$prefix/bin/gcnpart" >&2 ;;
+    esac
+  else
+    echo "tools: could not install into $prefix (set GCNPART_PREFIX); the binary is build/$preset/tools/gcnpart" >&2
   fi
 }
 

@@ -1,8 +1,6 @@
 // What the benchmarks share behind bench/bench.hpp: CUDA-event timing, the report stamp, tracked scratch.
 #pragma once
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -21,6 +19,14 @@ using kernels::elapsed_ms;
 /// when given, is written before each start event and is not timed). Returns milliseconds per call.
 std::vector<double> time_calls(cudaStream_t stream, int warmup, int repeats, engine::Buffer<std::uint8_t>* flush,
                                const std::function<void()>& call);
+
+/// cudaMemsetAsync, cudaMemcpyAsync (any direction) and cudaStreamSynchronize for the harnesses. @throws DeviceError,
+/// or NoCudaBuild in a CPU-only build (where no benchmark gets this far: cuda_device() refuses first).
+void fill_bytes_async(void* p, int value, std::size_t bytes, cudaStream_t stream);
+void copy_bytes_async(void* dst, const void* src, std::size_t bytes, cudaStream_t stream);
+void synchronize_stream(cudaStream_t stream);
+/// Clears a non-sticky CUDA error so that the next call starts clean.
+void clear_cuda_error() noexcept;
 
 /// The current UTC time as "2026-11-29T18:40:00Z" and the commit gcnpart was built from.
 std::string now_iso();

@@ -150,6 +150,17 @@ class DeviceError : public Error {
   std::string library_, call_;
 };
 
+/// A CUDA device, stream or library asked of a gcnpart built without CUDA (configured where no nvcc was found, or
+/// with -DGCNPART_CUDA=OFF). `what_asked` names the request ("--device cuda:0", "a CUDA event"). Exit code 3, as
+/// for a CUDA device that is not there.
+class NoCudaBuild : public Error {
+ public:
+  explicit NoCudaBuild(const std::string& what_asked)
+      : Error(what_asked + ": this build has no CUDA (configured without nvcc or with -DGCNPART_CUDA=OFF): use "
+                           "--device cpu, or install the CUDA toolkit and rebuild") {}
+  [[nodiscard]] ExitCode exit_code() const noexcept override { return ExitCode::kInvalidInput; }
+};
+
 /// A violated precondition of a public entry point (a programming error by the caller).
 class LogicError : public Error {
  public:

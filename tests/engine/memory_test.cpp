@@ -2,14 +2,17 @@
 
 #include <doctest/doctest.h>
 
-#include <cuda_runtime_api.h>
-
 #include <cstdint>
 #include <utility>
 
 #include "engine/resources.hpp"
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
+
+#if GCNPART_HAVE_CUDA
+#include <cuda_runtime_api.h>
+
+#include "kernels/core/cuda_check.hpp"
+#endif
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
@@ -32,6 +35,7 @@ TEST_CASE("a host resource tracks buffers by category, whatever stream they name
   CHECK(s.cached == 0);  // host memory is not cached
 }
 
+#if GCNPART_HAVE_CUDA  // the gpu suite calls the CUDA runtime itself
 TEST_SUITE("gpu") {
   TEST_CASE("a device block is reused on the stream that freed it at once and on another only after that stream's work") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
@@ -69,3 +73,4 @@ TEST_SUITE("gpu") {
     GCNPART_CUDA_TRY(cudaStreamDestroy(b));
   }
 }
+#endif

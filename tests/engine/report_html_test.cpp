@@ -251,3 +251,19 @@ TEST_CASE("the page template is filled completely and text from the report is ne
   CHECK(html.find("commit {{date}}") != std::string::npos);
   CHECK(count(html, "<h2>Summary</h2>") == 1);
 }
+
+TEST_CASE("a skipped configuration is one line with its reason, and the CPU caveat and the gather table's memory "
+          "are stated") {
+  json j = cora_report(false);
+  j["epoch_time_note"] = "the K virtual CPU devices are K threads sharing this machine's 2 cores";
+  j["rows"].push_back({{"strategy", "pipeline"}, {"parts", 4}, {"layers", 2}, {"status", "skipped"},
+                       {"reason", "4 pipeline stages for 2 layers"}});
+  const std::string html = compare_html(j);
+  CHECK(html.find("skipped: 4 pipeline stages for 2 layers") != std::string::npos);
+  CHECK(html.find("K threads sharing this machine&#39;s 2 cores") != std::string::npos);
+  CHECK(html.find("counted in peak memory per device (category gather_table)") != std::string::npos);
+  // the halo chart's caption describes what it plots: each ring, not a running total
+  CHECK(html.find("each point is one ring, not a running total") != std::string::npos);
+  CHECK(html.find("climbs steeply towards the whole graph") == std::string::npos);
+  CHECK(html.find("sent per epoch<br>all devices") != std::string::npos);
+}

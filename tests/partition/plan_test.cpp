@@ -809,7 +809,10 @@ TEST_CASE("metrics follow their definitions") {
       CHECK(m.halo_per_hop[p].size() == (s == Strategy::kHalo ? 2u : 0u));
     }
     CHECK(m.replication_factor == doctest::Approx(static_cast<double>(local_nodes) / g.num_nodes));
-    CHECK(m.replicated_edges == local_edges - entries);
+    CHECK(m.replicated_edges == local_edges - (entries - 2 * m.lost_edges));
+    CHECK(m.replicated_edges >= 0);
+    if (s == Strategy::kDrop || s == Strategy::kGather || s == Strategy::kBoundary) CHECK(m.replicated_edges == 0);
+    if (s == Strategy::kHalo) CHECK(m.replicated_edges > 0);
     CHECK(m.node_imbalance == doctest::Approx(4.0 * max_nodes / local_nodes));
     CHECK(m.edge_imbalance == doctest::Approx(4.0 * max_edges / local_edges));
     if (s == Strategy::kDrop) CHECK(local_edges == entries - 2 * partition.edge_cut);
