@@ -18,7 +18,13 @@ pip=("$venv/bin/pip" install --disable-pip-version-check --no-index --find-links
 "$venv/bin/python" -c 'import nanobind, scikit_build_core, pytest' 2>/dev/null ||
   "${pip[@]}" nanobind scikit-build-core pytest > "$out/pip-deps.log" 2>&1 || { tail -20 "$out/pip-deps.log"; exit 1; }
 t0=$(date +%s)
-CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+# The module is a shared object: it needs a position-independent zlib. The carried Debian packages (.deps) hold a
+# static libz.a, which CMake would take when their shared library is not next to it: use the machine's libz.so.1.
+zlib=""
+for z in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do
+  [ -e "$z" ] && { zlib="-DZLIB_LIBRARY=$z -DZLIB_LIBRARY_RELEASE=$z"; break; }
+done
+CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90 $zlib" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   "${pip[@]}" --no-build-isolation -v . > "$out/pip-build.log" 2>&1 || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
 echo "pip install .: $(( $(date +%s) - t0 )) s"
 cd /tmp  # import the installed package, not the source folder
