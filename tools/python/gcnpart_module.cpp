@@ -376,7 +376,8 @@ gcnpart::partition::FitRequest fit_request(const Dataset* ds, Options& o) {
   partition::FitRequest req;
   req.catalogue = partition::load_cards(o.value<std::string>("cards_file", "", "a str"));
   o.get("rank_gpus", req.rank_gpus, "a list of ints");
-  std::vector<std::string> strategies{"drop", "halo", "gather"};
+  std::vector<std::string> strategies;  // default: the library's (what `gcnpart fit` prices)
+  for (const auto s : req.strategies) strategies.emplace_back(gcnpart::to_string(s));
   o.get("strategies", strategies, "a list of strategy names");
   req.strategies.clear();
   for (const auto& s : strategies) {

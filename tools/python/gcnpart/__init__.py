@@ -439,7 +439,7 @@ def _card_configs(cards: Optional[Iterable[Union[str, Sequence]]]) -> list:
 
 def fit(dataset_or_statistics: Union[Dataset, Mapping[str, Any]], *, layers: int = 2, hidden: int = 16,
         cards: Optional[Iterable[Union[str, Sequence]]] = None, precision: str = "fp32", dropout: float = 0.5,
-        rank_gpus: Sequence[int] = (1, 2, 4), strategies: Sequence[str] = ("drop", "halo", "gather"),
+        rank_gpus: Sequence[int] = (1, 2, 4), strategies: Optional[Sequence[str]] = None,
         **options: Any) -> FitReport:
     """Does this graph and GCN fit one card, and which cards, GPU counts and strategies would run it best?
 
@@ -451,14 +451,17 @@ def fit(dataset_or_statistics: Union[Dataset, Mapping[str, Any]], *, layers: int
         layers, hidden, dropout: the model. precision: "fp32" or "bf16" (a projection).
         cards: configurations to compare, e.g. ["rtx3090", "rtx3080:2"] or [("h100-sxm", 4)]; the first two make
             the verdict (default: one rtx3090 against 2 x rtx3080). ``gcnpart cards`` lists the ids.
-        rank_gpus: GPU counts every catalogue card is ranked at. strategies: priced for K > 1.
+        rank_gpus: GPU counts every catalogue card is ranked at. strategies: priced for K > 1 (default: those
+            ``gcnpart fit`` prices: drop, halo, gather, pipeline).
         **options: tf32, spmm, sparse_features_below, partitioner, samples, seed, cards_file.
 
     Example:
         >>> gcnpart.fit(ds, hidden=256, cards=["rtx3090"]).verdict
     """
     opts = dict(options, layers=layers, hidden=hidden, precision=precision, dropout=dropout,
-                rank_gpus=list(rank_gpus), strategies=list(strategies), configs=_card_configs(cards))
+                rank_gpus=list(rank_gpus), configs=_card_configs(cards))
+    if strategies is not None:
+        opts["strategies"] = list(strategies)
     if isinstance(dataset_or_statistics, Dataset):
         return FitReport(_core.fit(dataset_or_statistics._core, opts))
     if isinstance(dataset_or_statistics, Mapping):

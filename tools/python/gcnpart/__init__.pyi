@@ -89,7 +89,7 @@ class TrainReport:
 
 def fit(dataset_or_statistics: Union[Dataset, Mapping[str, Any]], *, layers: int = ..., hidden: int = ...,
         cards: Optional[Iterable[Union[str, Sequence[Any]]]] = ..., precision: str = ..., dropout: float = ...,
-        rank_gpus: Sequence[int] = ..., strategies: Sequence[str] = ..., **options: Any) -> FitReport: ...
+        rank_gpus: Sequence[int] = ..., strategies: Optional[Sequence[str]] = ..., **options: Any) -> FitReport: ...
 def compare(dataset: Dataset, *, parts: Sequence[int] = ..., layers: Sequence[int] = ...,
             strategies: Optional[Sequence[str]] = ..., train: bool = ..., device: str = ..., epochs: int = ...,
             measure_epochs: int = ..., precision: str = ..., hidden: int = ..., progress: Progress = ...,
