@@ -182,7 +182,7 @@ TEST_CASE("concatenated gzip members read as one stream; anything else after the
   std::string first((std::istreambuf_iterator<char>(ia)), {}), second((std::istreambuf_iterator<char>(ib)), {});
   write_file(both, first + second);
   CHECK(all_lines(both) == std::vector<std::string>{"0 1", "1 2"});
-  for (const std::string tail : {std::string("garbage"), std::string(8, '\0'), std::string("\x1f")}) {
+  for (const std::string& tail : {std::string("garbage"), std::string(8, '\0'), std::string("\x1f")}) {
     const auto bad = dir.file("tail.txt.gz");
     write_file(bad, first + tail);
     const std::string msg = message_of<InvalidInput>([&] { (void)all_lines(bad); });
