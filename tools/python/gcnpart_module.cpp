@@ -329,6 +329,8 @@ gcnpart::engine::TrainRequest train_request(const Dataset& ds, Options& o) {
   q.partition.method = partition::parse_partitioner(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
   q.partition.metis_edge_sample = gcnpart::cli::metis_sample(metis_sample_text(o), ds.graph.num_edges());
   q.partition.balance = partition::parse_balance(o.value<std::string>("balance", "work", "a str"), "balance");
+  q.reorder = gcnpart::from_string<gcnpart::Reorder>(
+      o.value<std::string>("reorder", gcnpart::to_string(q.reorder), "'none', 'degree', 'rcm' or 'metis'"), "reorder");
   const std::string link = o.value<std::string>("link_bench", "auto", "'auto', 'on' or 'off'");
   if (link != "auto" && link != "on" && link != "off") throw InvalidInput::parameter("link_bench", link, "auto, on or off");
   q.launch.link = link == "on"    ? engine::LaunchOptions::Link::kAlways

@@ -61,6 +61,20 @@ def test_predict_gives_the_logits_of_every_node_in_the_users_order():
     assert abs(acc - r.test_accuracy) < 1e-9
 
 
+def test_the_locality_order_trains_the_same_model_and_predicts_in_the_users_order():
+    ei, x, y = tiny_graph(seed=1)
+    splits = {"train": np.arange(0, 40), "valid": np.arange(40, 50), "test": np.arange(50, 60)}
+    ds = gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits=splits)
+    plain = gcnpart.train(ds, epochs=30, hidden=8, reorder="none", normalize_features=False, progress=False)
+    by_degree = gcnpart.train(ds, epochs=30, hidden=8, normalize_features=False, progress=False)  # default order
+    np.testing.assert_allclose(by_degree.train_loss, plain.train_loss, rtol=1e-4)
+    for a, b in zip(by_degree.weights, plain.weights):
+        np.testing.assert_allclose(a, b, rtol=1e-3, atol=1e-5)
+    np.testing.assert_allclose(by_degree.predict(), gcn_forward(ds, by_degree.weights), rtol=1e-4, atol=1e-4)
+    with pytest.raises(gcnpart.InvalidInput, match="reorder"):
+        gcnpart.train(ds, epochs=1, reorder="sideways", progress=False)
+
+
 def test_progress_callback_sees_every_epoch_on_the_calling_thread():
     events = []
     caller = threading.get_ident()

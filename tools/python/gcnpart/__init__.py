@@ -522,7 +522,8 @@ def train(dataset: Dataset, *, device: str = "cpu", strategy: str = "single", pa
             "train_loss", "valid_loss", "valid_accuracy"} after every epoch (on the calling thread).
         **options: early_stopping, normalize_features, weight_decay_all_layers, memory_limit (bytes or "24GB"),
             partitioner, balance, metis_sample, spmm, checkpoint_dir, checkpoint_every, resume, load_weights,
-            boundary_overlap, gather_chunks, link_bench.
+            boundary_overlap, gather_chunks, link_bench, reorder ("degree", the default: nodes renumbered once
+            for memory locality, exact and reported in your node order; "none", "rcm", "metis").
 
     Returns:
         TrainReport with accuracies, losses, epoch times, memory by category, ``.weights`` and ``.predict()``.
