@@ -1,6 +1,5 @@
 // gcnpart bench calibrate: the per-kernel efficiencies of gcnpart fit's epoch-time model (partition/cost_model.hpp),
 // measured on the present GPU and written as a calibration document shaped like partition/calibration.json.
-#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <cmath>
@@ -13,7 +12,6 @@
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
 #include "datasets/generators.hpp"
-#include "kernels/core/cuda_check.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/ops.hpp"
 
@@ -65,12 +63,11 @@ json time_gemms(const std::string& device_spec, std::int64_t rows, int warmup, i
   engine::Buffer<kernels::Bf16> cb(res.memory(), count, MemoryCategory::kWorkspace, stream);
   engine::Buffer<kernels::Bf16> wb(res.memory(), static_cast<std::size_t>(widest * widest), MemoryCategory::kWorkspace,
                                    stream);
-  GCNPART_CUDA_TRY(cudaMemsetAsync(a.data(), 0x3c, count * sizeof(float), stream));
-  GCNPART_CUDA_TRY(cudaMemsetAsync(w.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(float), stream));
-  GCNPART_CUDA_TRY(cudaMemsetAsync(ab.data(), 0x3c, count * sizeof(kernels::Bf16), stream));
-  GCNPART_CUDA_TRY(cudaMemsetAsync(cb.data(), 0x3c, count * sizeof(kernels::Bf16), stream));
-  GCNPART_CUDA_TRY(
-      cudaMemsetAsync(wb.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(kernels::Bf16), stream));
+  detail::fill_bytes_async(a.data(), 0x3c, count * sizeof(float), stream);
+  detail::fill_bytes_async(w.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(float), stream);
+  detail::fill_bytes_async(ab.data(), 0x3c, count * sizeof(kernels::Bf16), stream);
+  detail::fill_bytes_async(cb.data(), 0x3c, count * sizeof(kernels::Bf16), stream);
+  detail::fill_bytes_async(wb.data(), 0x3c, static_cast<std::size_t>(widest * widest) * sizeof(kernels::Bf16), stream);
   json out = json::array();
   for (Precision math : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
     kernels::Context mc = ctx;
