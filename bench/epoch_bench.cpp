@@ -97,10 +97,9 @@ EpochBenchReport bench_epoch(const datasets::Dataset& user_data, const EpochBenc
   report.commit = detail::commit();
   report.dataset = engine::dataset_json(user_data);
   report.model = config.model();
-  partition::Reordering reordering = partition::locality_order(user_data.graph, config.reorder);
+  partition::Reordering reordering;
   datasets::Dataset reordered;
-  if (!reordering.identity()) reordered = partition::permute(user_data, reordering);
-  const datasets::Dataset& data = reordering.identity() ? user_data : reordered;
+  const datasets::Dataset& data = partition::reorder_dataset(user_data, config.reorder, reordering, reordered);
   report.reorder_seconds[0] = reordering.order_seconds;
   report.reorder_seconds[1] = reordering.apply_seconds;
   const engine::LocalProblem problem = engine::single_device_problem(data, config.normalize_features);

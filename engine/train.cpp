@@ -71,10 +71,9 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   s.request = request;
   s.dataset = dataset_json(user_ds);
   // Reordered data trains in place of the user's (nodes keep their user ids: the same masks, the same model).
-  partition::Reordering reordering = partition::locality_order(user_ds.graph, request.reorder);
+  partition::Reordering reordering;
   datasets::Dataset reordered;
-  if (!reordering.identity()) reordered = partition::permute(user_ds, reordering);
-  const datasets::Dataset& ds = reordering.identity() ? user_ds : reordered;
+  const datasets::Dataset& ds = partition::reorder_dataset(user_ds, request.reorder, reordering, reordered);
   s.reorder_seconds[0] = reordering.order_seconds;
   s.reorder_seconds[1] = reordering.apply_seconds;
   s.dims = request.config.model.dims(ds.num_features, ds.num_classes);

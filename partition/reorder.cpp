@@ -200,4 +200,12 @@ datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r) {
   return out;
 }
 
+const datasets::Dataset& reorder_dataset(const datasets::Dataset& user, Reorder method, Reordering& r,
+                                         datasets::Dataset& storage) {
+  r = locality_order(user.graph, method);
+  if (r.identity()) return user;
+  storage = permute(user, r);
+  return storage;
+}
+
 }  // namespace gcnpart::partition

@@ -35,4 +35,9 @@ datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r);
 /// Records the time in r.apply_seconds. The identity returns a copy.
 datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r);
 
+/// `user` in the order `method` gives it: the order goes into `r`; unless it is the identity, `storage` receives the
+/// permuted dataset, which is returned; else `user` itself (no copy).
+const datasets::Dataset& reorder_dataset(const datasets::Dataset& user, Reorder method, Reordering& r,
+                                         datasets::Dataset& storage);
+
 }  // namespace gcnpart::partition
