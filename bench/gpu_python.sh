@@ -24,10 +24,24 @@ zlib=""
 for z in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do
   [ -e "$z" ] && { zlib="-DZLIB_LIBRARY=$z -DZLIB_LIBRARY_RELEASE=$z"; break; }
 done
+# The first run (2026-12-01) built with /opt/gcc's g++ and crashed in gcnpart.rmat() / Dataset.info() while the
+# system libstdc++ / libgomp were loaded: build with the system compiler when there is one (COMPILER=keep: as is).
+if [ "${COMPILER:-system}" = system ] && [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
+rm -f build/python/CMakeCache.txt  # a compiler or zlib choice of an earlier call must not stick
 CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90 $zlib" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
   "${pip[@]}" --no-build-isolation -v . > "$out/pip-build.log" 2>&1 || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
 echo "pip install .: $(( $(date +%s) - t0 )) s"
 cd /tmp  # import the installed package, not the source folder
+# The calls that crashed in the first run, each in a process of its own, with a native backtrace when gdb exists.
+for call in "gcnpart.rmat(10, features=8, classes=4)" "gcnpart.load('demo').info()"; do
+  if "$venv/bin/python" -X faulthandler -c "import gcnpart; $call" > "$out/probe.log" 2>&1; then
+    echo "probe ok: $call"
+  else
+    echo "probe FAILED: $call"; tail -5 "$out/probe.log"
+    command -v gdb > /dev/null && gdb -batch -ex run -ex bt --args "$venv/bin/python" -c "import gcnpart; $call" 2>&1 |
+      tail -25 | tee -a "$out/probe-backtrace.log"
+  fi
+done
 "$venv/bin/python" -c 'import gcnpart, torch, torch_geometric; print("gcnpart", gcnpart.__version__, "cuda devices:", gcnpart._core.cuda_device_count(), "torch", torch.__version__, "pyg", torch_geometric.__version__)'
 "$venv/bin/python" -m pytest -q -m "not cli" -p no:cacheprovider --rootdir "$OLDPWD" "$OLDPWD/tests/tools/python" 2>&1 |
   tee "$out/pytest.log" | tail -15
