@@ -5,7 +5,7 @@
 #include <set>
 
 #include "kernels/core/error.hpp"
-#include "kernels/core/spmm_padding.hpp"
+#include "kernels/core/spmm_layout.hpp"
 
 namespace gcnpart::partition {
 

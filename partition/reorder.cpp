@@ -97,18 +97,6 @@ std::vector<NodeId> metis_order(const datasets::Csr& g) {
 
 }  // namespace
 
-std::vector<float> Reordering::to_user_order(const std::vector<float>& rows, std::int64_t width) const {
-  if (identity()) return rows;
-  GCNPART_EXPECTS(static_cast<std::int64_t>(rows.size()) == static_cast<std::int64_t>(order.size()) * width,
-                  "to_user_order: rows x width values");
-  std::vector<float> out(rows.size());
-  const auto n = static_cast<std::int64_t>(order.size());
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n; ++i)
-    std::copy_n(rows.begin() + i * width, width, out.begin() + static_cast<std::int64_t>(order[i]) * width);
-  return out;
-}
-
 Reordering locality_order(const datasets::Csr& graph, Reorder method) {
   Reordering r;
   r.method = method;

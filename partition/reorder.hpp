@@ -1,7 +1,8 @@
 // Locality reordering: renumber a graph's nodes so that rows processed at the same time gather from nearby rows
 // (L2 reuse in the SpMM) and rows of like degree share warps. Exact: a permutation applied once to the dataset;
 // the node keeps its user id (Dataset::user_ids), by which dropout masks are drawn, so a reordered run trains the
-// same model up to summation order, and outputs go back to the user's order with Reordering::to_user_order.
+// same model up to summation order. Weights do not depend on the order; per-node outputs (engine::predict) are
+// computed on the user's dataset.
 #pragma once
 
 #include <cstdint>
@@ -19,8 +20,6 @@ struct Reordering {
   double order_seconds = 0;   ///< computing the order
   double apply_seconds = 0;   ///< permuting the dataset (permute())
   [[nodiscard]] bool identity() const noexcept { return order.empty(); }
-  /// Rows of a node-major matrix (rows x width, in the reordered node order) back in the old order.
-  [[nodiscard]] std::vector<float> to_user_order(const std::vector<float>& rows, std::int64_t width) const;
 };
 
 /// The order `method` gives `graph` (symmetric CSR, as datasets build it). kNone gives the identity.

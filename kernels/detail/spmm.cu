@@ -40,7 +40,7 @@
 #include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/spmm_tuning.hpp"
-#include "kernels/core/spmm_padding.hpp"
+#include "kernels/core/spmm_layout.hpp"
 #include "kernels/detail/workspace.hpp"
 
 namespace gcnpart::kernels::detail::cuda {
@@ -310,7 +310,7 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
     const std::int64_t row = seg.row;
     const std::int64_t seg_beg = seg.begin;
     const std::int64_t seg_end = min(__ldg(s.offsets + row + 1), seg_beg + s.segment);
-  // This lane group's share of the segment.
+    // This lane group's share of the segment.
     const std::int64_t share = (seg_end - seg_beg + kSubgroups - 1) / kSubgroups;
     const std::int64_t beg = min(seg_end, seg_beg + subgroup * share);
     const std::int64_t end = min(seg_end, beg + share);
@@ -332,44 +332,44 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
   }
 }
 
-template <class Elem, int kVec, int kGroup, int kChunks>
-void launch(const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
-  constexpr int kGroups = kBlockThreads / kGroup;
-  const std::int64_t blocks = (s.num_rows + kGroups - 1) / kGroups;
-  spmm_row_kernel<Elem, kVec, kGroup, kChunks>
-      <<<static_cast<unsigned>(blocks), kBlockThreads, 0, stream>>>(s, segments);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+/// Lanes of the group that owns a row of `vectors` vectors: the smallest power of two covering them, at most 32.
+constexpr int group_lanes(std::int64_t vectors) {
+  int lanes = 1;
+  while (lanes < 32 && lanes < vectors) lanes *= 2;
+  return lanes;
 }
 
-/// Picks the lane group and the number of accumulators from the number of vectors per row.
-template <class Elem, int kVec>
-void launch_for_width(const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
-  static_assert(spmm_tuning::kMaxChunks == 4, "launch_for_width instantiates chunks 1, 2 and 4");
-  const std::int64_t vectors = (s.width + kVec - 1) / kVec;
-  if (vectors <= 1) return launch<Elem, kVec, 1, 1>(s, segments, stream);
-  if (vectors <= 2) return launch<Elem, kVec, 2, 1>(s, segments, stream);
-  if (vectors <= 4) return launch<Elem, kVec, 4, 1>(s, segments, stream);
-  if (vectors <= 8) return launch<Elem, kVec, 8, 1>(s, segments, stream);
-  if (vectors <= 16) return launch<Elem, kVec, 16, 1>(s, segments, stream);
-  if (vectors <= 32) return launch<Elem, kVec, 32, 1>(s, segments, stream);
-  if (vectors <= 64) return launch<Elem, kVec, 32, 2>(s, segments, stream);
-  return launch<Elem, kVec, 32, 4>(s, segments, stream);
+/// Calls launch.template operator()<kGroup, kChunks>() with the lane group and the accumulators per lane that a row
+/// of `vectors` vectors gets (2 and 4 accumulators past 32 and 64 vectors): the one place both kernels are sized.
+template <class Launch>
+void with_row_layout(std::int64_t vectors, Launch&& launch) {
+  static_assert(spmm_tuning::kMaxChunks == 4, "with_row_layout instantiates chunks 1, 2 and 4");
+  switch (group_lanes(vectors)) {
+    case 1: return launch.template operator()<1, 1>();
+    case 2: return launch.template operator()<2, 1>();
+    case 4: return launch.template operator()<4, 1>();
+    case 8: return launch.template operator()<8, 1>();
+    case 16: return launch.template operator()<16, 1>();
+    default: break;
+  }
+  if (vectors <= 32) return launch.template operator()<32, 1>();
+  if (vectors <= 64) return launch.template operator()<32, 2>();
+  launch.template operator()<32, 4>();
 }
 
+/// One slab: the row kernel, then the segment kernel over the long rows' segments (same lane groups, the warp's
+/// groups sharing each segment), with kVec elements per lane load.
 template <class Elem, int kVec>
-void launch_segments(const SpmmArgs<Elem>& s, const Segment* first, const int* count, int blocks,
-                     cudaStream_t stream) {
-  // Lane groups as the row kernel sizes them (launch_for_width), the warp's groups sharing each segment.
-  const std::int64_t vectors = (s.width + kVec - 1) / kVec;
-  if (vectors <= 1) spmm_segment_kernel<Elem, kVec, 1, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 2) spmm_segment_kernel<Elem, kVec, 2, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 4) spmm_segment_kernel<Elem, kVec, 4, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 8) spmm_segment_kernel<Elem, kVec, 8, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 16) spmm_segment_kernel<Elem, kVec, 16, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 32) spmm_segment_kernel<Elem, kVec, 32, 1><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else if (vectors <= 64) spmm_segment_kernel<Elem, kVec, 32, 2><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  else spmm_segment_kernel<Elem, kVec, 32, 4><<<blocks, kBlockThreads, 0, stream>>>(s, first, count);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+void launch_slab(const SpmmArgs<Elem>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
+  with_row_layout((s.width + kVec - 1) / kVec, [&]<int kGroup, int kChunks>() {
+    constexpr int kGroups = kBlockThreads / kGroup;  // rows per block
+    const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
+    spmm_row_kernel<Elem, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
+    GCNPART_CUDA_TRY(cudaGetLastError());
+    spmm_segment_kernel<Elem, kVec, kGroup, kChunks>
+        <<<segment_blocks, kBlockThreads, 0, stream>>>(s, list.items, list.count);
+    GCNPART_CUDA_TRY(cudaGetLastError());
+  });
 }
 
 bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
@@ -389,26 +389,17 @@ int vector_width(const SpmmArgs<Elem>& s) {
 }
 
 template <class Elem>
-void launch_rows(int vec, const SpmmArgs<Elem>& s, const SegmentList& segments, cudaStream_t stream) {
+void launch_slab(int vec, const SpmmArgs<Elem>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_for_width<Elem, 8>(s, segments, stream);
+    if (vec == 8) return launch_slab<Elem, 8>(s, list, segment_blocks, stream);
   }
-  if (vec == 4) return launch_for_width<Elem, 4>(s, segments, stream);
-  launch_for_width<Elem, 1>(s, segments, stream);
+  if (vec == 4) return launch_slab<Elem, 4>(s, list, segment_blocks, stream);
+  launch_slab<Elem, 1>(s, list, segment_blocks, stream);
 }
 
-template <class Elem>
-void launch_long_rows(int vec, const SpmmArgs<Elem>& s, const SegmentList& list, int blocks, cudaStream_t stream) {
-  if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_segments<Elem, 8>(s, list.items, list.count, blocks, stream);
-  }
-  if (vec == 4) return launch_segments<Elem, 4>(s, list.items, list.count, blocks, stream);
-  launch_segments<Elem, 1>(s, list.items, list.count, blocks, stream);
-}
-
-/// The row kernel, a scan of the long rows' segment counts, then the segment kernel (see the file comment), per
-/// slab of columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
-/// first copied into a padded workspace when SpmmTuning::pad (see kernels::spmm_padding_bytes).
+/// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
+/// columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
+/// first copied into a padded workspace when SpmmTuning::pad (see kernels/core/spmm_layout.hpp).
 template <class Elem>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
               std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning) {
@@ -446,12 +437,8 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     GCNPART_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
     entries = last;
   }
-  if (whole.long_row == 0) {  // by the product: the lane groups the GPU holds at once (2048 threads per SM)
-    const std::int64_t vectors = (std::min(slab, width) + vec - 1) / vec;
-    std::int64_t lanes = 1;
-    while (lanes < 32 && lanes < vectors) lanes *= 2;
-    whole.long_row = spmm_auto_long_row(entries, static_cast<std::int64_t>(sms) * 2048 / lanes);
-  }
+  if (whole.long_row == 0)  // by the product: the lane groups the GPU holds at once (2048 threads per SM)
+    whole.long_row = spmm_auto_long_row(entries, std::int64_t{sms} * 2048 / group_lanes((slab + vec - 1) / vec));
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
   // at most nnz / (long_row + 1) such rows.
   const std::int64_t long_row = whole.long_row;
@@ -466,8 +453,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     s.y = y + c0;
     s.width = std::min(slab, width - c0);
     list.fill = c0 == 0;  // later slabs reuse the first slab's list
-    launch_rows(vec, s, list, ctx.stream);
-    launch_long_rows(vec, s, list, blocks, ctx.stream);
+    launch_slab(vec, s, list, blocks, ctx.stream);
   }
 }
 

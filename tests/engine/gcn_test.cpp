@@ -13,7 +13,7 @@
 #include "kernels/core/atomic_file.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
-#include "kernels/core/spmm_padding.hpp"
+#include "kernels/core/spmm_layout.hpp"
 #include "partition/allocation_plan.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"

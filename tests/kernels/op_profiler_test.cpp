@@ -36,7 +36,7 @@ TEST_CASE("operations are attributed to their class by name, and only when a pro
   CHECK(p.calls[0] == 3);
   CHECK(p.calls[1] == 1);
   CHECK(p.calls[2] == 1);
-  CHECK(p.ms[0] >= 0);
+  CHECK(p.ms[0] > 0);  // three timed SpMMs took some time
   CHECK(z == std::vector<float>{3, 4, 6, 8, 3, 4});  // the work still happened: Y = A X, Z = relu(Y W), W = I
   profiler.reset();
   CHECK(profiler.summary().calls[0] == 0);

@@ -16,7 +16,7 @@
 #include "device_fixture.hpp"
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
-#include "kernels/core/spmm_padding.hpp"
+#include "kernels/core/spmm_layout.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"
 

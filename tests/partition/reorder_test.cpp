@@ -117,13 +117,6 @@ TEST_CASE("a permuted dataset is the same graph, features, labels and splits und
       REQUIRE(got.size() == ids.size());
       for (std::size_t k = 0; k < ids.size(); ++k) REQUIRE(r.order[got[k]] == ids[k]);
     }
-    // Rows back in the user's order.
-    std::vector<float> rows(static_cast<std::size_t>(p.num_nodes() * 2));
-    for (std::int64_t i = 0; i < p.num_nodes(); ++i) rows[2 * i] = rows[2 * i + 1] = static_cast<float>(r.order[i]);
-    const auto back = r.to_user_order(rows, 2);
-    bool in_order = true;
-    for (std::int64_t u = 0; u < p.num_nodes(); ++u) in_order = in_order && back[2 * u] == static_cast<float>(u);
-    CHECK(in_order);
     // A second reordering composes the user ids.
     Reordering again = locality_order(p.graph, Reorder::kDegree);
     const datasets::Dataset pp = permute(p, again);

@@ -1,5 +1,6 @@
-// How much the own CUDA SpMM pads X (kernels::SpmmTuning::pad): header-only, so that the memory model
-// (partition::allocation_plan) prices the same workspace the kernel takes.
+// The own CUDA SpMM's layout choices the host must know: how much it pads X (kernels::SpmmTuning::pad) and its
+// automatic long-row threshold. Header-only, so that the memory model (partition::allocation_plan) prices the same
+// workspace the kernel takes.
 #pragma once
 
 #include <cstdint>
