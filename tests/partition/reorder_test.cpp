@@ -126,6 +126,51 @@ TEST_CASE("a permuted dataset is the same graph, features, labels and splits und
   }
 }
 
+TEST_CASE("permute_graph sorts long rows (radix path) and short rows alike, values following their columns") {
+  // Hubs joined to thousands of nodes (rows far past the short-row cut) plus random edges; weighted and not.
+  datasets::EdgeList edges;
+  const std::int64_t n = 5000;
+  edges.num_nodes = n;
+  std::uint64_t state = 12345;
+  const auto next = [&] { return state = state * 6364136223846793005ULL + 1442695040888963407ULL; };
+  for (NodeId hub = 0; hub < 3; ++hub)
+    for (NodeId v = 3; v < n; v += 1 + hub) {
+      edges.src.push_back(hub);
+      edges.dst.push_back(v);
+    }
+  for (int k = 0; k < 20000; ++k) {
+    edges.src.push_back(static_cast<NodeId>(next() >> 33) % n);
+    edges.dst.push_back(static_cast<NodeId>(next() >> 33) % n);
+  }
+  for (const bool weighted : {false, true}) {
+    CAPTURE(weighted);
+    datasets::EdgeList e = edges;
+    if (weighted)
+      for (std::size_t k = 0; k < e.src.size(); ++k) e.weights.push_back(static_cast<float>(k % 97) + 0.5f);
+    const datasets::Csr g = datasets::build_csr(e);
+    REQUIRE(g.degree(0) > 1000);
+    for (const Reorder m : {Reorder::kDegree, Reorder::kRcm}) {
+      const Reordering r = locality_order(g, m);
+      const datasets::Csr h = permute_graph(g, r);
+      REQUIRE(h.col_ids.size() == g.col_ids.size());
+      bool same = true;
+      for (std::int64_t i = 0; i < n && same; ++i) {
+        const NodeId old = r.order[i];
+        std::vector<std::pair<NodeId, float>> want;
+        for (RowOffset k = g.row_offsets[old]; k < g.row_offsets[old + 1]; ++k)
+          want.emplace_back(r.rank[g.col_ids[k]], weighted ? g.values[k] : 0.0f);
+        std::sort(want.begin(), want.end());
+        same = h.degree(i) == static_cast<std::int64_t>(want.size());
+        for (std::size_t k = 0; k < want.size() && same; ++k) {
+          const RowOffset at = h.row_offsets[i] + static_cast<RowOffset>(k);
+          same = h.col_ids[at] == want[k].first && (!weighted || h.values[at] == want[k].second);
+        }
+      }
+      CHECK(same);
+    }
+  }
+}
+
 TEST_CASE("training a reordered graph gives the same losses and accuracy as the user's order (same dropout masks)") {
   const datasets::Dataset& ds = testing::sbm_3000();
   engine::TrainRequest q;
