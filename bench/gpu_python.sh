@@ -26,12 +26,25 @@ for z in /usr/lib/x86_64-linux-gnu/libz.so.1 /lib/x86_64-linux-gnu/libz.so.1; do
 done
 # The first run (2026-12-01) built with /opt/gcc's g++ and crashed in gcnpart.rmat() / Dataset.info() while the
 # system libstdc++ / libgomp were loaded: build with the system compiler when there is one (COMPILER=keep: as is).
-if [ "${COMPILER:-system}" = system ] && [ -x /usr/bin/g++ ]; then export CXX=/usr/bin/g++ CC=/usr/bin/gcc; fi
-rm -f build/python/CMakeCache.txt  # a compiler or zlib choice of an earlier call must not stick
-CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90 $zlib" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
-  "${pip[@]}" --no-build-isolation -v . > "$out/pip-build.log" 2>&1 || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
+build_package() {
+  rm -rf build/python  # a compiler or zlib choice of an earlier call must not stick
+  CMAKE_ARGS="-DCMAKE_CUDA_ARCHITECTURES=90 $zlib" CMAKE_BUILD_PARALLEL_LEVEL=$(nproc) \
+    "${pip[@]}" --no-build-isolation --force-reinstall --no-deps -v . > "$out/pip-build.log" 2>&1
+}
+built=no
+if [ "${COMPILER:-system}" = system ] && [ -x /usr/bin/g++ ]; then
+  echo "compiler: $(/usr/bin/g++ --version | head -1) (system)"
+  CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++ build_package && built=yes ||
+    { echo "system compiler build failed:"; grep -E "error" "$out/pip-build.log" | head -10; }
+fi
+if [ $built = no ]; then
+  echo "compiler: $(g++ --version | head -1) (PATH)"
+  build_package || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
+fi
 echo "pip install .: $(( $(date +%s) - t0 )) s"
 cd /tmp  # import the installed package, not the source folder
+so=$(ls "$venv"/lib/python3*/site-packages/gcnpart/_core*.so 2>/dev/null | head -1)
+[ -n "$so" ] && ldd "$so" | grep -E "gomp|stdc\+\+|libz|metis|cuda" | tee "$out/ldd.txt"
 # The calls that crashed in the first run, each in a process of its own, with a native backtrace when gdb exists.
 for call in "gcnpart.rmat(10, features=8, classes=4)" "gcnpart.load('demo').info()"; do
   if "$venv/bin/python" -X faulthandler -c "import gcnpart; $call" > "$out/probe.log" 2>&1; then

@@ -426,6 +426,38 @@ std::optional<std::vector<double>> least_squares(const std::vector<std::vector<d
   return x;
 }
 
+/// Least squares with every unknown >= 0 (an active set: the most negative unknown is fixed at 0 and the rest
+/// solved again, until none is negative); none when the system is singular.
+std::optional<std::vector<double>> nonnegative_least_squares(const std::vector<std::vector<double>>& rows,
+                                                             std::size_t n) {
+  std::vector<bool> free(n, true);
+  for (std::size_t round = 0; round < n; ++round) {
+    std::vector<std::size_t> cols;
+    for (std::size_t i = 0; i < n; ++i)
+      if (free[i]) cols.push_back(i);
+    std::vector<std::vector<double>> reduced;
+    reduced.reserve(rows.size());
+    for (const auto& r : rows) {
+      std::vector<double> row;
+      row.reserve(cols.size() + 1);
+      for (std::size_t c : cols) row.push_back(r[c]);
+      row.push_back(r[n]);
+      reduced.push_back(std::move(row));
+    }
+    const auto sub = least_squares(reduced, cols.size());
+    if (!sub) return std::nullopt;
+    std::vector<double> x(n, 0.0);
+    std::size_t worst = n;
+    for (std::size_t k = 0; k < cols.size(); ++k) {
+      x[cols[k]] = (*sub)[k];
+      if ((*sub)[k] < 0 && (worst == n || (*sub)[k] < x[worst])) worst = cols[k];
+    }
+    if (worst == n) return x;
+    free[worst] = false;
+  }
+  return std::nullopt;
+}
+
 EpochWork work_of(const CalibrationMeasurement& m) {
   EpochWork w = epoch_work(single_device_shape(m.graph), m.model);
   if (m.graph.degree_second_moment > 0 && m.graph.degree_mean > 0)
@@ -477,9 +509,10 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
       row[n] = 1;
       a.push_back(std::move(row));
     }
-    const std::optional<std::vector<double>> coef = least_squares(a, n);
+    const std::optional<std::vector<double>> coef = nonnegative_least_squares(a, n);
     bool ok = coef.has_value();
     for (std::size_t i = 0; ok && i < n; ++i) ok = (*coef)[i] >= 0 && std::isfinite((*coef)[i]);
+    ok = ok && std::any_of(coef->begin(), coef->begin() + static_cast<std::ptrdiff_t>(nw), [](double c) { return c > 0; });
     if (!ok) {
       note(name, "default: the timed calls gave no positive fit");
       continue;
@@ -488,7 +521,8 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     eff.dram.points.clear();
     eff.l2_per_sm.points.clear();
     for (std::size_t i = 0; i < nw; ++i) {
-      eff.dram.points.emplace_back(widths[i], 1 / std::max((*coef)[i], 1e-9));
+      // A DRAM term the fit dropped (0) or that would beat the card's bandwidth: the bandwidth itself.
+      eff.dram.points.emplace_back(widths[i], std::min(1.0, 1 / std::max((*coef)[i], 1e-9)));
       eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
     }
     eff.fixed_seconds = (*coef)[2 * nw];

@@ -170,7 +170,7 @@ void run_bench_epoch(const BenchOptions& o) {
 
 struct CalibrateOptions {
   bench::CalibrateConfig config;
-  std::string graphs = "20:16,18:64", widths = "16,32,64,128,256,512", json, cards_file;
+  std::string graphs = "17:32,19:16,19:48,20:24", widths = "16,32,64,128,256,512", json, cards_file;
   bool no_gemm = false;
 };
 
@@ -200,11 +200,18 @@ void run_bench_calibrate(CalibrateOptions& o) {
   const auto data = partition::parse_calibration_data(doc.dump(), "the measured calibration");
   const partition::Calibration cal = partition::calibrate(card, data);
   std::printf("calibration of %s (%s)\n", card.id.c_str(), card.name.c_str());
+  const auto provenance = [&](const std::string& factor) {
+    for (const auto& [name, where] : cal.provenance)
+      if (name == factor) return where;
+    return std::string();
+  };
+  std::printf("SpMM: DRAM efficiency / L2 GB/s per SM, by width\n");
   for (const auto* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
-    std::printf("%-14s", t == &cal.spmm_own ? "spmm own" : t == &cal.spmm_cusparse ? "spmm cusparse" : "spmm own-bf16");
-    for (const auto& [w, e] : t->dram.points) std::printf(" w%g %.2f/%.0fGB/s/SM", w, e, t->l2_per_sm.at(w) / 1e9);
-    std::printf(" fixed %.1f us", t->fixed_seconds * 1e6);
-    std::printf("\n");
+    const bool own = t == &cal.spmm_own, cus = t == &cal.spmm_cusparse;
+    std::printf("%-14s", own ? "spmm own" : cus ? "spmm cusparse" : "spmm own-bf16");
+    for (const auto& [w, e] : t->dram.points) std::printf(" w%g %.2f/%.0f", w, e, t->l2_per_sm.at(w) / 1e9);
+    std::printf(" fixed %.1f us (%s)\n", t->fixed_seconds * 1e6,
+                provenance(own ? "spmm_own" : cus ? "spmm_cusparse" : "spmm_bf16").c_str());
   }
   std::printf("stream %.3f, gemm fp32 %.3f tf32 %.3f bf16 %.3f, launch %.2f us\n", cal.stream_efficiency,
               cal.gemm_fp32_efficiency, cal.gemm_tf32_efficiency, cal.gemm_bf16_efficiency, cal.launch_seconds * 1e6);
