@@ -7,6 +7,7 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -60,6 +61,28 @@ double spmm_call_seconds(const SpmmTerm& call, double act, double degree_ratio, 
          b.l2 / (sms * eff.l2_per_sm.at(call.width));
 }
 
+double Calibration::gemm_efficiency(Precision math, double m, double n, double k) const {
+  const double median = math == Precision::kBf16   ? gemm_bf16_efficiency
+                        : math == Precision::kTf32 ? gemm_tf32_efficiency
+                                                   : gemm_fp32_efficiency;
+  // The two narrow dimensions, in order, and whether k (a weight gradient) or m is the long one.
+  const auto narrow = [](double a, double b, double c) {
+    const bool k_long = c >= a;
+    return std::tuple{k_long, k_long ? a : b, k_long ? b : c};
+  };
+  const auto [k_long, x, y] = narrow(m, n, k);
+  double best = -1, best_distance = 0;
+  for (const GemmPoint& p : gemm_points) {
+    if (p.math != math || p.efficiency <= 0) continue;
+    const auto [pk_long, px, py] = narrow(p.m, p.n, p.k);
+    if (pk_long != k_long) continue;
+    const double distance = std::fabs(std::log2(std::max(x, 1.0) / std::max(px, 1.0))) +
+                            std::fabs(std::log2(std::max(y, 1.0) / std::max(py, 1.0)));
+    if (best < 0 || distance < best_distance) best = p.efficiency, best_distance = distance;
+  }
+  return best > 0 ? best : median;
+}
+
 double Calibration::max_error() const {
   double e = 0;
   for (const auto& p : points) e = std::max(e, std::fabs(p.error()));
@@ -110,16 +133,22 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       w.collectives += 1;
     }
   };
-  auto gemm = [&](double mm, double nn, double kk) {
-    const double flops = 2 * mm * nn * kk, bytes = (mm * kk + kk * nn + mm * nn) * act;
+  auto gemm = [&](double mm, double nn, double kk, double out_bytes = 0) {
+    const double flops = 2 * mm * nn * kk, bytes = (mm * kk + kk * nn) * act + mm * nn * (out_bytes > 0 ? out_bytes : act);
     w.gemm_flops += flops;
     w.gemm_bytes += bytes;
-    w.gemms.emplace_back(flops, bytes);
+    w.gemms.push_back({mm, nn, kk, flops, bytes});
     w.kernels += 1;
   };
   auto elementwise = [&](double bytes, int kernels = 1) {
     w.stream_bytes += bytes;
     w.kernels += kernels;
+  };
+  // bf16 storage: the engine's SpMMs accumulate into float rows (then one pass rounds them to bf16 where a GEMM
+  // reads them), the epilogue reads float and writes bf16, and logits and the loss gradient stay float.
+  const bool bf16 = traits(m.precision).bf16_storage;
+  auto to_bf16 = [&](double elements) {
+    if (bf16) elementwise(elements * (4 + 2));
   };
 
   // Forward.
@@ -129,33 +158,48 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     if (l == 0 && sparse) {
       if (m.dropout) elementwise(nnz_x * 12);           // dropout on the stored values (columns, values, output)
-      elementwise(nnz_x * (4 + act) + (r + 1) * 8 + r * out * act);  // X W (W stays in cache)
+      elementwise(nnz_x * (4 + act) + (r + 1) * 8 + r * out * (bf16 ? 4 : act));  // X W (W stays in cache)
+      to_bf16(r * out);
       spmm(out, false);
     } else {
       if (l == 0 && m.dropout) elementwise(2 * r * f * act);
-      gemm(r, out, in);
-      spmm(aggregates_first(d, l) ? in : out, false);
+      if (aggregates_first(d, l)) {
+        spmm(in, false);
+        to_bf16(r * in);
+        gemm(r, out, in, 4);  // float output: the epilogue reads it (bf16: rounds it)
+      } else {
+        gemm(r, out, in);
+        spmm(out, false);
+      }
     }
-    elementwise(2 * r * out * act + out * 4);  // bias, ReLU, dropout of the next input
+    // Bias, ReLU, dropout of the next input (bf16: float in, bf16 out; the last layer's float logits in place).
+    const bool last_layer = l == L - 1;
+    elementwise((bf16 ? (last_layer ? 8 : 6) : 2 * act) * r * out + out * 4);
   }
   // Loss: zero the gradient, per-row softmax cross-entropy, reduction.
   const double classes = static_cast<double>(d[L]);
   const double train = static_cast<double>(s.split_rows[0]);
-  if (last == L) elementwise(r * classes * act + 2 * train * classes * act + train * 8, 3);
+  const double logit_bytes = bf16 ? 4 : act;
+  if (last == L) {
+    elementwise(r * classes * logit_bytes + 2 * train * classes * logit_bytes + train * 8, 3);
+    to_bf16(r * classes);
+  }
   if (comm) w.collectives += 1;
   // Backward.
   for (int l = last - 1; l >= first; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
-    elementwise(r * out * act, 2);  // bias gradient (column sums over slabs, then their sum)
+    elementwise(r * out * (l == L - 1 ? logit_bytes : act), 2);  // bias gradient (column sums, then their sum)
     if (aggregate_first) {
       gemm(in, out, r);
       if (l > 0) {
         gemm(r, in, out);
         spmm(in, true);
+        to_bf16(r * in);
       }
     } else {
       spmm(out, true);
+      if (!(l == 0 && sparse)) to_bf16(r * out);
       if (l == 0 && sparse) {
         if (m.dropout) elementwise(nnz_x * 12);
         elementwise(nnz_x * (4 + act) + nnz_x * out * act + (f + 1) * 8 + f * out * 4);  // X^T dP
@@ -201,9 +245,10 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   t.measured = card.id == cal.card;
   const double bw = card.memory_bandwidth_gbs * kGiga;
   const PrecisionTraits& math = traits(precision);
-  double tflops = card.fp32_tflops, gemm_eff = cal.gemm_fp32_efficiency;
-  if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops, gemm_eff = cal.gemm_tf32_efficiency;
-  if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_eff = cal.gemm_bf16_efficiency;
+  double tflops = card.fp32_tflops;
+  Precision gemm_math = Precision::kFp32;
+  if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops, gemm_math = Precision::kTf32;
+  if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_math = Precision::kBf16;
   const double flops = tflops * kTera;
   const SpmmEfficiency& spmm_eff = cal.spmm(cusparse, math.bf16_storage);
   const double ratio = w.degree_ratio > 0 ? w.degree_ratio : 1.0;
@@ -213,8 +258,9 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
     t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
   t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
-  for (const auto& [fl, by] : w.gemms)
-    t.gemm += std::max(fl / (flops * gemm_eff), by / (bw * cal.stream_efficiency));
+  for (const auto& g : w.gemms)
+    t.gemm += std::max(g.flops / (flops * cal.gemm_efficiency(gemm_math, g.m, g.n, g.k)),
+                       g.bytes / (bw * cal.stream_efficiency));
   t.launch = static_cast<double>(w.kernels) * cal.launch_seconds + cal.step_seconds;
   if (w.collectives > 0) {
     const double link_bw = link.gbs * kGiga * cal.link_efficiency;
@@ -542,7 +588,10 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
                         : math == Precision::kTf32 ? card.tf32_tflops
                                                    : card.fp32_tflops;
     for (const auto& g : data.gemm)
-      if (g.math == math && rate > 0) effs.push_back(2 * g.m * g.n * g.k / (rate * kTera * g.seconds));
+      if (g.math == math && rate > 0 && g.seconds > 0) {
+        effs.push_back(std::min(1.0, 2 * g.m * g.n * g.k / (rate * kTera * g.seconds)));
+        cal.gemm_points.push_back({math, g.m, g.n, g.k, effs.back()});
+      }
     double& eff = math == Precision::kBf16   ? cal.gemm_bf16_efficiency
                   : math == Precision::kTf32 ? cal.gemm_tf32_efficiency
                                              : cal.gemm_fp32_efficiency;
@@ -553,7 +602,8 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     }
     std::sort(effs.begin(), effs.end());
     eff = std::min(1.0, effs[effs.size() / 2]);
-    note(name, "measured: median of " + std::to_string(effs.size()) + " GEMM shapes on " + card.name);
+    note(name, "measured: " + std::to_string(effs.size()) + " GEMM shapes on " + card.name +
+                   " (each GEMM at its nearest shape; median " + std::to_string(eff).substr(0, 5) + ")");
   }
   if (data.link_gbs > 0 && card.nvlink_gbs > 0) {
     cal.link_efficiency = std::min(1.0, data.link_gbs / (card.nvlink_gbs / 2));

@@ -66,6 +66,18 @@ struct Calibration {
   double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
   double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
   double gemm_bf16_efficiency = 0.5;      ///< of the BF16 tensor rate
+  /// One GEMM shape timed on the card: its efficiency (of the math's peak rate). GEMMs whose two narrow
+  /// dimensions are not multiples of the tensor tile (a class count of 47, 100 features) run far below the median,
+  /// so each GEMM of an epoch takes the efficiency of the nearest timed shape (see gemm_efficiency).
+  struct GemmPoint {
+    Precision math = Precision::kFp32;
+    double m = 0, n = 0, k = 0, efficiency = 0;
+  };
+  std::vector<GemmPoint> gemm_points;
+  /// Efficiency of an m x n x k GEMM in `math`: the timed shape of that math with the long dimension in the same
+  /// place (m: forward and input gradient, k: weight gradient) nearest in log2 of the two narrow dimensions; the
+  /// median (gemm_*_efficiency) when none was timed.
+  [[nodiscard]] double gemm_efficiency(Precision math, double m, double n, double k) const;
   double launch_seconds = 5e-6;           ///< fixed cost per kernel launch (launch + tail of a tiny kernel)
   double step_seconds = 20e-6;            ///< fixed cost per step (loss copy to host, synchronisation)
   double link_efficiency = 0.7;           ///< fraction of link bandwidth a ring collective reaches
@@ -128,7 +140,10 @@ struct EpochWork {
   double stream_bytes = 0;  ///< element-wise kernels, sparse-feature products, dropout, Adam, copies
   double gemm_flops = 0;
   double gemm_bytes = 0;    ///< operand traffic of the GEMMs (thin GEMMs are bandwidth-bound)
-  std::vector<std::pair<double, double>> gemms;  ///< (flops, bytes) per GEMM, for the per-call roofline
+  struct Gemm {
+    double m = 0, n = 0, k = 0, flops = 0, bytes = 0;
+  };
+  std::vector<Gemm> gemms;  ///< every GEMM, for the per-call roofline at its shape's efficiency
   std::vector<SpmmTerm> spmms;                    ///< every aggregation call, for the per-call SpMM term
   double element_bytes = 4;                       ///< activation storage (fp32 4, bf16 2)
   double degree_ratio = 0;  ///< E[d^2] / E[d]^2 of the graph, set by the caller; 0 = unknown (uniform access)
@@ -214,7 +229,7 @@ std::vector<CalibrationMeasurement> h200_measurements();
 std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin);
 /// The efficiencies from the measured kernels: per SpMM kind, the fixed cost and per width the DRAM efficiency and
 /// L2 rate per SM by least squares on the relative error over the timed calls; the stream efficiency from the copy bandwidth; per math the GEMM
-/// efficiency (median over shapes); the launch cost by least squares on the launch-role epochs. Then every
+/// efficiency of every timed shape (and their median); the launch cost by least squares on the launch-role epochs. Then every
 /// held-out epoch is predicted (Calibration::points). `card` is the GPU they were measured on.
 Calibration calibrate(const Card& card, const CalibrationData& data);
 /// Same, from epochs alone (the SpMM tables stay at their defaults): for tests.

@@ -146,7 +146,7 @@ void print_header(const FitReport& r, const FitOptions& o) {
   std::fprintf(g_out, "model        GCN %s, %s parameters, dropout %s, %s, Adam; SpMM %s%s\n", dims_text.c_str(),
               with_commas(r.model.parameters()).c_str(), r.model.dropout ? "on" : "off",
               to_string(r.model.precision), o.spmm.c_str(),
-              r.model.precision == Precision::kBf16 ? " (bf16 is a projection: the engine trains in fp32)" : "");
+              r.model.precision == Precision::kBf16 ? " (bf16 activations, float accumulation and master weights)" : "");
   std::fprintf(g_out, "epoch time   per-kernel terms (SpMM by width and L2 locality, GEMM, element-wise, launches,\n"
               "             collectives), efficiencies measured on the %s; +-%s = worst residual on %s;\n"
               "             other cards: extrapolated from their bandwidth, L2, SMs and tensor rates\n",
@@ -423,7 +423,7 @@ Command register_fit(CLI::App& app) {
   cmd->add_option("--hidden", o->hidden, "Hidden width")->capture_default_str();
   cmd->add_option("--dropout", o->dropout, "Dropout probability (0 = off: no saved dropped-out inputs)")
       ->capture_default_str();
-  cmd->add_option("--precision", o->precision, "fp32 (what the engine runs) or bf16 (a projection)")
+  cmd->add_option("--precision", o->precision, "fp32, or bf16 (bf16 features and activations, float accumulation, as gcnpart train --precision bf16)")
       ->check(CLI::IsMember({"fp32", "bf16"}))
       ->capture_default_str();
   cmd->add_option("--spmm", o->spmm, "auto (memory: cuSPARSE plans kept, the upper bound), own or cusparse")

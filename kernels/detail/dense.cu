@@ -86,47 +86,130 @@ __global__ void column_sum_finish_kernel(const float* partial, std::int64_t slab
 
 // ------------------------------------------------------------------------------------------------ epilogues
 
-/// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements.
-template <class In, class Out>
-__global__ void bias_act_dropout_kernel(const In* z, const float* bias, std::int64_t rows, std::int64_t width,
-                                        bool relu, Dropout d, Out* out) {
+/// Four consecutive elements as one load / store: float4 for float, one 8-byte word for bf16 (the caller checks
+/// the 4-element alignment).
+__device__ __forceinline__ void load4(const float* p, float v[4]) {
+  const float4 q = *reinterpret_cast<const float4*>(p);
+  v[0] = q.x, v[1] = q.y, v[2] = q.z, v[3] = q.w;
+}
+__device__ __forceinline__ void load4(const Bf16* p, float v[4]) {
+  const uint2 q = *reinterpret_cast<const uint2*>(p);
+  v[0] = bf16_to_float(static_cast<std::uint16_t>(q.x & 0xffffu));
+  v[1] = bf16_to_float(static_cast<std::uint16_t>(q.x >> 16));
+  v[2] = bf16_to_float(static_cast<std::uint16_t>(q.y & 0xffffu));
+  v[3] = bf16_to_float(static_cast<std::uint16_t>(q.y >> 16));
+}
+__device__ __forceinline__ void store4(float* p, const float v[4]) {
+  *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
+}
+__device__ __forceinline__ void store4(Bf16* p, const float v[4]) {
+  uint2 q;
+  q.x = static_cast<unsigned>(float_to_bf16(v[0])) | (static_cast<unsigned>(float_to_bf16(v[1])) << 16);
+  q.y = static_cast<unsigned>(float_to_bf16(v[2])) | (static_cast<unsigned>(float_to_bf16(v[3])) << 16);
+  *reinterpret_cast<uint2*>(p) = q;
+}
+
+/// Whether p may be accessed 4 elements at a time.
+template <class T>
+bool four_aligned(const T* p) {
+  return reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0;
+}
+
+/// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements. kVec: the width is
+/// a multiple of 4 and z / out are 4-element aligned, so each block is one vector load and one vector store.
+/// Index: 32-bit index arithmetic when rows x blocks fits (a 64-bit division per element costs more than the
+/// element's bytes).
+template <class In, class Out, bool kVec, class Index>
+__global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index rows, Index width, bool relu, Dropout d,
+                                        Out* out) {
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
-  const std::int64_t blocks_per_row = (width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw;
-  const std::int64_t n = rows * blocks_per_row;
-  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
-    const std::int64_t row = t / blocks_per_row, block = t - row * blocks_per_row;
-    const std::int64_t c0 = block * kDropoutColumnsPerDraw;
+  const Index blocks_per_row = (width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw;
+  const Index n = rows * blocks_per_row;
+  const Index stride = static_cast<Index>(grid_stride());
+  for (Index t = static_cast<Index>(global_thread()); t < n; t += stride) {
+    const Index row = t / blocks_per_row, block = t - row * blocks_per_row;
+    const Index c0 = block * kDropoutColumnsPerDraw;
+    const std::int64_t at = static_cast<std::int64_t>(row) * width + c0;
     float v[kDropoutColumnsPerDraw];
+    if constexpr (kVec) {
+      load4(z + at, v);
+    } else {
+#pragma unroll
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u) v[u] = c0 + u < width ? load_float(z + at + u) : 0.0f;
+    }
     bool any = false;
 #pragma unroll
     for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
-      float x = 0.0f;
-      if (c0 + u < width) {
-        x = load_float(z + row * width + c0 + u);
-        if (bias != nullptr) x += bias[c0 + u];  // no add without a bias: -0 stays -0, as on the CPU
-        if (relu) x = x > 0.0f ? x : 0.0f;
-      }
+      float x = v[u];
+      if (bias != nullptr && (kVec || c0 + u < width)) x += bias[c0 + u];  // no add without a bias: -0 stays -0
+      if (relu) x = x > 0.0f ? x : 0.0f;
       v[u] = x;
       any = any || x != 0.0f;
     }
     if (drop && any) {  // an all-zero block is zero either way: no draw (see dropout_mask.hpp)
-      const rng::Philox4 r = dropout_draw(d.key, dropout_global_node(d, row), block);
+      const rng::Philox4 r = dropout_draw(d.key, dropout_global_node(d, static_cast<std::int64_t>(row)), block);
 #pragma unroll
       for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
         v[u] = dropout_word_keeps(r.v[u], keep_probability) ? v[u] * scale : 0.0f;
     }
+    if constexpr (kVec) {
+      store4(out + at, v);
+    } else {
 #pragma unroll
-    for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
-      if (c0 + u < width) store_float(out + row * width + c0 + u, v[u]);
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+        if (c0 + u < width) store_float(out + at + u, v[u]);
+    }
   }
 }
 
+/// Launches bias_act_dropout_kernel with vector access and 32-bit indices where the shapes allow them.
+template <class In, class Out>
+void launch_bias_act_dropout(const Context& ctx, const In* z, const float* bias, std::int64_t rows, std::int64_t width,
+                             bool relu, const Dropout& d, Out* out) {
+  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
+  const unsigned blocks = elementwise_blocks(threads);
+  const bool vec = width % kDropoutColumnsPerDraw == 0 && four_aligned(z) && four_aligned(out);
+  const bool narrow = rows * width < (std::int64_t{1} << 31);
+  auto go = [&]<bool kVec>() {
+    if (narrow)
+      bias_act_dropout_kernel<In, Out, kVec, std::uint32_t><<<blocks, kElementwiseThreads, 0, ctx.stream>>>(
+          z, bias, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(width), relu, d, out);
+    else
+      bias_act_dropout_kernel<In, Out, kVec, std::int64_t>
+          <<<blocks, kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width, relu, d, out);
+  };
+  if (vec)
+    go.template operator()<true>();
+  else
+    go.template operator()<false>();
+  GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+/// dz = h > 0 ? dh * scale : 0, four elements per step (one vector load of h and of dh) where n and the pointers
+/// allow it, then the tail one at a time.
 template <class T>
-__global__ void relu_dropout_backward_kernel(const T* h, const T* dh, std::int64_t n, float scale, T* dz) {
-  for (std::int64_t i = global_thread(); i < n; i += grid_stride())
+__global__ void relu_dropout_backward_kernel(const T* h, const T* dh, std::int64_t n, float scale, T* dz, bool vec) {
+  const std::int64_t n4 = vec ? n / 4 : 0;
+  for (std::int64_t i = global_thread(); i < n4; i += grid_stride()) {
+    float hv[4], gv[4];
+    load4(h + 4 * i, hv);
+    load4(dh + 4 * i, gv);
+#pragma unroll
+    for (int u = 0; u < 4; ++u) gv[u] = hv[u] > 0.0f ? gv[u] * scale : 0.0f;
+    store4(dz + 4 * i, gv);
+  }
+  for (std::int64_t i = 4 * n4 + global_thread(); i < n; i += grid_stride())
     store_float(dz + i, load_float(h + i) > 0.0f ? load_float(dh + i) * scale : 0.0f);
+}
+
+template <class T>
+void launch_relu_dropout_backward(const Context& ctx, const T* h, const T* dh, std::int64_t n, float scale, T* dz) {
+  const bool vec = four_aligned(h) && four_aligned(dh) && four_aligned(dz);
+  relu_dropout_backward_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(
+      h, dh, n, scale, dz, vec);
+  GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
 // ------------------------------------------------------------------------------------------------ loss
@@ -333,10 +416,7 @@ void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, s
 
 void bias_act_dropout(const Context& ctx, const float* z, const float* bias, std::int64_t rows, std::int64_t width,
                       bool relu, const Dropout& dropout, float* out) {
-  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
-  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width,
-                                                                                              relu, dropout, out);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out);
 }
 
 void bias_act_dropout_backward(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
@@ -347,30 +427,22 @@ void bias_act_dropout_backward(const Context& ctx, const float* h, const float* 
     return;
   }
   const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
-  relu_dropout_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(h, dh, n, scale, dz);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_relu_dropout_backward(ctx, h, dh, n, scale, dz);
 }
 
 void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
                               std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
-  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
-  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width,
-                                                                                              relu, dropout, out);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out);
 }
 
 void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
                   Bf16* out) {
-  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
-  bias_act_dropout_kernel<<<elementwise_blocks(threads), kElementwiseThreads, 0, ctx.stream>>>(
-      x, static_cast<const float*>(nullptr), rows, width, false, dropout, out);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_bias_act_dropout(ctx, x, static_cast<const float*>(nullptr), rows, width, false, dropout, out);
 }
 
 void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p, Bf16* dz) {
   const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
-  relu_dropout_backward_kernel<<<elementwise_blocks(n), kElementwiseThreads, 0, ctx.stream>>>(h, dh, n, scale, dz);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_relu_dropout_backward(ctx, h, dh, n, scale, dz);
 }
 
 // ------------------------------------------------------------------------------------------------ loss

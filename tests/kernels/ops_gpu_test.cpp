@@ -459,52 +459,56 @@ TEST_CASE("cuBLAS GEMM matches the CPU GEMM for all transpose combinations, beta
 
 TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bit") {
   DeviceFixture f;
-  const std::int64_t rows = 3001, width = 37;
-  const auto z = random_floats(static_cast<std::size_t>(rows * width), 51);
-  const auto bias = random_floats(static_cast<std::size_t>(width), 52);
-  std::vector<NodeId> ids(static_cast<std::size_t>(rows));
-  for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(5 * i + 1);
-  const DeviceBuffer<float> dz(z), dbias(bias);
-  const DeviceBuffer<NodeId> dids(ids);
-  for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
-    for (bool relu : {false, true}) {
-      for (bool use_ids : {false, true}) {
-        CAPTURE(p);
-        CAPTURE(relu);
-        CAPTURE(use_ids);
-        Dropout d;
-        d.p = p;
-        d.key = rng::stream_key(7, rng::kDropout, 2, 1);
-        d.global_offset = 12345;
-        Dropout dd = d;
-        if (use_ids) {
-          d.global_ids = ids.data();
-          dd.global_ids = dids.data();
-        }
-        std::vector<float> out(z.size());
-        DeviceBuffer<float> dout(z.size());
-        bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
-                               make_view(out.data(), rows, width));
-        bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
-                               make_view(dout.data(), rows, width));
-        CHECK(dout.to_host() == out);
-        dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
-        dropout_async(f.ctx, make_view(dz.data(), rows, width), dd, make_view(dout.data(), rows, width));
-        CHECK(dout.to_host() == out);
-        if (relu) {
-          // Backward from the relu output just computed, in place on the device copy of dh.
-          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+  // 37 columns: element by element; 64: four per vector load and store.
+  for (const std::int64_t width : {37, 64}) {
+    CAPTURE(width);
+    const std::int64_t rows = 3001;
+    const auto z = random_floats(static_cast<std::size_t>(rows * width), 51);
+    const auto bias = random_floats(static_cast<std::size_t>(width), 52);
+    std::vector<NodeId> ids(static_cast<std::size_t>(rows));
+    for (std::int64_t i = 0; i < rows; ++i) ids[static_cast<std::size_t>(i)] = static_cast<NodeId>(5 * i + 1);
+    const DeviceBuffer<float> dz(z), dbias(bias);
+    const DeviceBuffer<NodeId> dids(ids);
+    for (float p : {0.0f, 0.1f, 0.5f, 0.9f}) {
+      for (bool relu : {false, true}) {
+        for (bool use_ids : {false, true}) {
+          CAPTURE(p);
+          CAPTURE(relu);
+          CAPTURE(use_ids);
+          Dropout d;
+          d.p = p;
+          d.key = rng::stream_key(7, rng::kDropout, 2, 1);
+          d.global_offset = 12345;
+          Dropout dd = d;
+          if (use_ids) {
+            d.global_ids = ids.data();
+            dd.global_ids = dids.data();
+          }
+          std::vector<float> out(z.size());
+          DeviceBuffer<float> dout(z.size());
+          bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
                                  make_view(out.data(), rows, width));
-          const DeviceBuffer<float> dh_host_out(out);
-          const auto dh = random_floats(z.size(), 53);
-          DeviceBuffer<float> ddh(dh);
-          std::vector<float> dzz(z.size());
-          bias_act_dropout_backward_async(kCpu, make_view(out.data(), rows, width), make_view(dh.data(), rows, width),
-                                          true, p, make_view(dzz.data(), rows, width));
-          bias_act_dropout_backward_async(f.ctx, make_view(dh_host_out.data(), rows, width),
-                                          make_view(ddh.data(), rows, width), true, p,
-                                          make_view(ddh.data(), rows, width));
-          CHECK(ddh.to_host() == dzz);
+          bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
+                                 make_view(dout.data(), rows, width));
+          CHECK(dout.to_host() == out);
+          dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
+          dropout_async(f.ctx, make_view(dz.data(), rows, width), dd, make_view(dout.data(), rows, width));
+          CHECK(dout.to_host() == out);
+          if (relu) {
+            // Backward from the relu output just computed, in place on the device copy of dh.
+            bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                                   make_view(out.data(), rows, width));
+            const DeviceBuffer<float> dh_host_out(out);
+            const auto dh = random_floats(z.size(), 53);
+            DeviceBuffer<float> ddh(dh);
+            std::vector<float> dzz(z.size());
+            bias_act_dropout_backward_async(kCpu, make_view(out.data(), rows, width), make_view(dh.data(), rows, width),
+                                            true, p, make_view(dzz.data(), rows, width));
+            bias_act_dropout_backward_async(f.ctx, make_view(dh_host_out.data(), rows, width),
+                                            make_view(ddh.data(), rows, width), true, p,
+                                            make_view(ddh.data(), rows, width));
+            CHECK(ddh.to_host() == dzz);
+          }
         }
       }
     }

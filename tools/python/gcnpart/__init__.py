@@ -448,7 +448,7 @@ def fit(dataset_or_statistics: Union[Dataset, Mapping[str, Any]], *, layers: int
     Args:
         dataset_or_statistics: a :class:`Dataset` (exact statistics) or a dict of statistics: nodes, edges
             (undirected), features, classes, and optionally feature_density, train_nodes, degree_m2, isolated, name.
-        layers, hidden, dropout: the model. precision: "fp32" or "bf16" (a projection).
+        layers, hidden, dropout: the model. precision: "fp32" or "bf16" (as train's precision).
         cards: configurations to compare, e.g. ["rtx3090", "rtx3080:2"] or [("h100-sxm", 4)]; the first two make
             the verdict (default: one rtx3090 against 2 x rtx3080). ``gcnpart cards`` lists the ids.
         rank_gpus: GPU counts every catalogue card is ranked at. strategies: priced for K > 1 (default: those
