@@ -275,6 +275,29 @@ std::int64_t largest_hidden_within(const std::vector<DeviceShape>& shapes, Model
 
 namespace {
 
+/// The widths at which the engine's autotuner (SpmmAlgo::kAuto) is predicted to keep its own SpMM: the calibrated
+/// SpMM terms on the calibration card, for the whole graph, give the own kernel a lead of kAutoOwnMargin or more
+/// over cuSPARSE. Closer calls keep the upper bound (a cuSPARSE plan priced as kept), so that a wrong guess can only
+/// overstate memory.
+constexpr double kAutoOwnMargin = 0.25;
+std::vector<std::int64_t> auto_own_widths(const Context& c, const FitRequest& r, const std::string& card_id) {
+  std::vector<std::int64_t> widths;
+  const Card* card = &r.catalogue.find(card_id, "the calibration card (" + card_id + ")");
+  const double rows = static_cast<double>(c.stats.nodes);
+  const double entries = 2.0 * static_cast<double>(c.stats.edges) + rows;  // Â with self loops
+  const double ratio = c.degree_ratio > 0 ? c.degree_ratio : 1.0;
+  for (const auto& call : spmm_calls_per_epoch(c.model)) {
+    const double w = static_cast<double>(call.width);
+    const SpmmTerm term{w, rows, rows, entries};
+    const double own = spmm_call_seconds(term, 4.0, ratio, *card, c.cal.spmm(false, false));
+    const double cusparse = spmm_call_seconds(term, 4.0, ratio, *card, c.cal.spmm(true, false));
+    if (own * (1 + kAutoOwnMargin) <= cusparse &&
+        std::find(widths.begin(), widths.end(), call.width) == widths.end())
+      widths.push_back(call.width);
+  }
+  return widths;
+}
+
 Context resolve(const FitRequest& r) {
   Context c(r);
   const CalibrationData data = r.calibration ? *r.calibration : builtin_calibration();
@@ -309,6 +332,7 @@ Context resolve(const FitRequest& r) {
   c.degree_ratio = c.stats.degree_second_moment > 0 && mean > 0 ? c.stats.degree_second_moment / (mean * mean)
                    : mean > 0                                   ? 1 + 1 / mean
                                                                 : 1;
+  if (c.model.spmm == SpmmAlgo::kAuto) c.model.auto_own_widths = auto_own_widths(c, r, data.card);
   return c;
 }
 

@@ -192,13 +192,16 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("dinv_cols", "D^-1/2 (columns)", C::kGraph, r, kFloatBytes);
     if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
       // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
-      // entries) and the SpMM buffer. kAuto: the upper bound, cuSPARSE kept at every width.
+      // entries) and the SpMM buffer. kAuto: kept at every width but ModelSpec::auto_own_widths.
       const bool narrow = s.graph_entries <= std::numeric_limits<std::int32_t>::max();
       const std::int64_t indices = narrow ? (r + 1) * 4 : s.graph_entries * 8;
       const std::int64_t buffer = static_cast<std::int64_t>(static_cast<double>(s.graph_entries) *
                                                             kCusparseBufferPerEntry) + kCusparseBufferBase;
       const std::set<std::int64_t> distinct(widths.begin(), widths.end());
       for (auto w : distinct) {
+        if (m.spmm == SpmmAlgo::kAuto &&
+            std::find(m.auto_own_widths.begin(), m.auto_own_widths.end(), w) != m.auto_own_widths.end())
+          continue;  // the own kernel is predicted to win here: no plan kept
         const std::string at = "(width " + std::to_string(w) + ")";
         plan.push_back({indexed("cusparse_values", w), "cuSPARSE values " + at, C::kGraph, s.graph_entries,
                         kFloatBytes, Lifetime::kPersistent, false});

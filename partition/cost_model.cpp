@@ -520,6 +520,9 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
   return calibrate(card, data);
 }
 
+/// Upper bound of a fitted SpMM DRAM efficiency (see calibrate).
+constexpr double kMaxDramEfficiency = 2.0;
+
 Calibration calibrate(const Card& card, const CalibrationData& data) {
   Calibration cal;
   cal.card = card.id;
@@ -567,8 +570,9 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     eff.dram.points.clear();
     eff.l2_per_sm.points.clear();
     for (std::size_t i = 0; i < nw; ++i) {
-      // A DRAM term the fit dropped (0) or that would beat the card's bandwidth: the bandwidth itself.
-      eff.dram.points.emplace_back(widths[i], std::min(1.0, 1 / std::max((*coef)[i], 1e-9)));
+      // A DRAM term the fit dropped (0) or tiny: bounded at kMaxDramEfficiency (above 1: the byte model counts more
+      // DRAM traffic than a well-ordered graph causes, its L2 serving more than the Pareto estimate says).
+      eff.dram.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[i], 1e-9)));
       eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
     }
     eff.fixed_seconds = (*coef)[2 * nw];

@@ -39,6 +39,10 @@ struct ModelSpec {
   Precision precision = Precision::kFp32;
   SpmmAlgo spmm = SpmmAlgo::kAuto;
   bool spmm_pad = true;  ///< kernels::SpmmTuning::pad: the own CUDA SpMM copies X of unaligned rows into padding
+  /// kAuto: widths at which the autotuner is predicted to keep the own kernel (gcnpart fit decides from its time
+  /// model, with a margin): no cuSPARSE plan is priced as kept for them, only the candidate alive while tuning.
+  /// Empty: the upper bound (a plan kept at every width).
+  std::vector<std::int64_t> auto_own_widths;
   /// Pipeline (GcnConfig::pipeline_stages): this device is stage `stage` of `stages` and holds layers
   /// [stage L / stages, (stage + 1) L / stages). 1 stage: every layer.
   int stages = 1;
