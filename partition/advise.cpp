@@ -159,11 +159,8 @@ EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card, con
     const bool own_only = shape.gather || shape.boundary;  // their aggregations run gcnpart's SpMM only
     if (base.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
     else if (base.spmm == SpmmAlgo::kCusparse) t = predict_epoch(work, card, c.cal, link, true, math);
-    else {
-      const auto a = predict_epoch(work, card, c.cal, link, false, math);
-      const auto b = predict_epoch(work, card, c.cal, link, true, math);
-      t = a.seconds <= b.seconds ? a : b;  // autotuning keeps the faster
-    }
+    else
+      t = predict_epoch_autotuned(work, card, c.cal, link, math);  // the faster kernel at each width
     if (t.seconds > worst.seconds) worst = t;
     sum.seconds += t.seconds, sum.spmm += t.spmm, sum.stream += t.stream, sum.gemm += t.gemm;
     sum.launch += t.launch, sum.comm += t.comm, sum.measured = t.measured;

@@ -238,8 +238,25 @@ Link link_for(const Card& card, int gpus) {
   return {"pcie" + std::to_string(card.pcie_generation), card.pcie_gbs};
 }
 
+namespace {
+enum class SpmmPick { kOwn, kCusparse, kFaster };
+EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, SpmmPick pick,
+                  Precision precision);
+}  // namespace
+
 EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, bool cusparse,
                         Precision precision) {
+  return predict(w, card, cal, link, cusparse ? SpmmPick::kCusparse : SpmmPick::kOwn, precision);
+}
+
+EpochTime predict_epoch_autotuned(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link,
+                                  Precision precision) {
+  return predict(w, card, cal, link, SpmmPick::kFaster, precision);
+}
+
+namespace {
+EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, SpmmPick pick,
+                  Precision precision) {
   GCNPART_EXPECTS(card.memory_bandwidth_gbs > 0 && card.fp32_tflops > 0, "a card with bandwidth and FP32 throughput");
   EpochTime t;
   t.measured = card.id == cal.card;
@@ -250,10 +267,15 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   if (math.tf32_gemm && card.tf32_tflops > 0) tflops = card.tf32_tflops, gemm_math = Precision::kTf32;
   if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_math = Precision::kBf16;
   const double flops = tflops * kTera;
-  const SpmmEfficiency& spmm_eff = cal.spmm(cusparse, math.bf16_storage);
+  const SpmmEfficiency& spmm_eff = cal.spmm(pick == SpmmPick::kCusparse, math.bf16_storage);
   const double ratio = w.degree_ratio > 0 ? w.degree_ratio : 1.0;
   if (!w.spmms.empty()) {
-    for (const auto& call : w.spmms) t.spmm += spmm_call_seconds(call, w.element_bytes, ratio, card, spmm_eff);
+    for (const auto& call : w.spmms) {
+      double s = spmm_call_seconds(call, w.element_bytes, ratio, card, spmm_eff);
+      if (pick == SpmmPick::kFaster && !math.bf16_storage)
+        s = std::min(s, spmm_call_seconds(call, w.element_bytes, ratio, card, cal.spmm(true, false)));
+      t.spmm += s;
+    }
   } else {
     t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
@@ -273,6 +295,7 @@ EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration&
   t.bound = std::max_element(std::begin(terms), std::end(terms))->second;
   return t;
 }
+}  // namespace
 
 namespace {
 

@@ -179,6 +179,10 @@ struct EpochTime {
 /// kernel's efficiencies; the SpMM terms use the card's L2 and the work's degree_ratio.
 EpochTime predict_epoch(const EpochWork& work, const Card& card, const Calibration& cal, const Link& link,
                         bool cusparse = false, Precision precision = Precision::kFp32);
+/// The engine's autotuned SpMM (SpmmAlgo::kAuto): each call at the faster of the own kernel and cuSPARSE, as the
+/// engine times both at every width and keeps the faster (fp32; bf16 runs the own kernel).
+EpochTime predict_epoch_autotuned(const EpochWork& work, const Card& card, const Calibration& cal, const Link& link,
+                                  Precision precision = Precision::kFp32);
 
 /// A measured epoch: held out of the calibration (checks it) or, for launch-bound graphs, fixing the launch cost.
 struct CalibrationMeasurement {
