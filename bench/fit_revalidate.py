@@ -7,7 +7,7 @@ measurements stay valid as long as the engine that produced them did not change:
 `gcnpart fit` on the same generated graphs (regenerate them with the generator arguments of gpu_fit_validate.sh;
 generation is deterministic) and writes the same JSON and table, with the measured columns copied.
 
-  bench/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX [--gcnpart build/ci/tools/gcnpart]
+  bench/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX [--gcnpart build/ci/tools/gcnpart] [--calibration F]
 
 GRAPH_DIR holds NAME.gcsr for every graph the rows name. Writes OUT_PREFIX.json and OUT_PREFIX.md.
 """
@@ -20,13 +20,15 @@ import sys
 import tempfile
 
 
-def fit_row(gcnpart, graph, row):
+def fit_row(gcnpart, graph, row, calibration=None):
     args = [gcnpart, "-q", "fit", graph, "--layers", str(row["layers"]), "--hidden", str(row["hidden"]),
             "--precision", row["precision"], "--rank-gpus", "1"]
     if row["gpus"] > 1:
         args += ["--card", "h200:%d" % row["gpus"], "--strategies", row["strategy"]]
     else:
         args += ["--card", "h200"]
+    if calibration:
+        args += ["--calibration", calibration]
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "fit.json")
         subprocess.run(args + ["--json", out], check=True, stdout=subprocess.DEVNULL)
@@ -46,6 +48,7 @@ def main():
     ap.add_argument("graphs")
     ap.add_argument("out_prefix")
     ap.add_argument("--gcnpart", default="build/ci/tools/gcnpart")
+    ap.add_argument("--calibration", help="a calibration JSON for fit (default: the built-in one)")
     a = ap.parse_args()
     measured = json.load(open(a.measured))
     rows = []
@@ -53,7 +56,7 @@ def main():
         graph = os.path.join(a.graphs, r["graph"] + ".gcsr")
         if not os.path.exists(graph):
             sys.exit("missing %s (generate it with bench/gpu_fit_validate.sh's arguments)" % graph)
-        e, m = fit_row(a.gcnpart, graph, r)
+        e, m = fit_row(a.gcnpart, graph, r, a.calibration)
         n = dict(r)
         n.update({"predicted_epoch_s": e["seconds"], "predicted_tracked_peak": m["tracked_peak_bytes"],
                   "predicted_driver": m.get("driver_used_bytes_predicted"), "predicted_per_card": m.get("per_card_bytes"),

@@ -395,7 +395,9 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
     m.model.features = m.graph.features;
     m.model.classes = m.graph.classes;
     m.model.precision = in.name<Precision>(e, "precision", path);
-    m.cusparse = in.name<SpmmAlgo>(e, "spmm", path) == SpmmAlgo::kCusparse;
+    const SpmmAlgo algo = in.name<SpmmAlgo>(e, "spmm", path);
+    m.cusparse = algo == SpmmAlgo::kCusparse;
+    m.autotuned = algo == SpmmAlgo::kAuto;
     m.seconds = in.number(e, "seconds", path, 0);
     if (e.contains("role")) {
       const std::string role = in.text(e, "role", path);
@@ -665,7 +667,9 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   }
   for (const auto& m : data.epochs) {
     if (m.fixes_launch) continue;
-    const EpochTime t = predict_epoch(work_of(m), card, cal, none, m.cusparse, m.model.precision);
+    const EpochWork w = work_of(m);
+    const EpochTime t = m.autotuned ? predict_epoch_autotuned(w, card, cal, none, m.model.precision)
+                                    : predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
   cal.held_out_residual = data.held_out_residual >= 0 ? data.held_out_residual : cal.max_error();

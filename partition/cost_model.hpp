@@ -190,6 +190,7 @@ struct CalibrationMeasurement {
   GraphStats graph;
   ModelSpec model;
   bool cusparse = false;
+  bool autotuned = false;     ///< "spmm": "auto": the engine's tuner picked per width (priced as predict_epoch_autotuned)
   double seconds = 0;
   bool fixes_launch = false;  ///< "role": "launch" (tiny graphs: the per-launch cost is fitted on these)
 };

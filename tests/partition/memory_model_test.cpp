@@ -343,7 +343,8 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   CHECK(cal.band() == doctest::Approx(data.held_out_residual));
   CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
   // The SpMM terms are measured per width, for each kind, and the DRAM efficiency grows with the width (wider rows,
-  // fuller sectors); the fit reproduces every timed call within 20 %.
+  // fuller sectors); the fit reproduces every timed call within 25 % (graphs of 2^15 to 2^20 nodes: the small ones
+  // launch- and tail-bound).
   for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
     REQUIRE(t->dram.points.size() >= 3);
     CHECK(t->dram.at(256) > t->dram.at(64));
@@ -352,7 +353,7 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   for (const auto& x : data.spmm) {
     const double t = spmm_call_seconds(x.call, x.bf16 ? 2 : 4, x.degree_ratio, h200, cal.spmm(x.cusparse, x.bf16));
     INFO(x.graph << " width " << x.call.width << (x.cusparse ? " cusparse" : x.bf16 ? " own-bf16" : " own"));
-    CHECK(std::fabs(t / x.seconds - 1) <= 0.2);
+    CHECK(std::fabs(t / x.seconds - 1) <= 0.25);
   }
   CHECK(cal.launch_seconds > 0);
   CHECK(cal.stream_efficiency > 0.8);
@@ -426,17 +427,18 @@ TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus it
 
 TEST_CASE("calibration epochs come from partition/calibration.json and a broken file is refused by field") {
   const auto ms = h200_measurements();
-  REQUIRE(ms.size() == 17);
-  CHECK(ms[0].what == "Cora, own SpMM");
-  CHECK(ms[0].fixes_launch);   // Cora and CiteSeer fix the launch cost
-  CHECK(!ms[4].fixes_launch);  // the RMAT epochs are held out
+  REQUIRE(ms.size() == 25);
+  CHECK(ms[0].what == "rmat-s12-e4-f64 h16 L2");
+  CHECK(ms[0].fixes_launch);   // small RMAT epochs fix the launch cost
+  CHECK(!ms[3].fixes_launch);  // bench/gpu_fit_validate.sh's configurations are held out
   CHECK(builtin_calibration().spmm.size() >= 30);
-  CHECK(ms[0].graph.nodes == 2708);
-  CHECK(ms[0].graph.feature_density == doctest::Approx(49216.0 / (2708.0 * 1433.0)));
-  CHECK(ms[0].seconds == 0.796e-3);
-  CHECK(ms[1].cusparse);
-  CHECK(ms[6].model.precision == Precision::kBf16);
-  CHECK(ms[6].graph.split_sizes[0] == 262144 * 6 / 10);
+  CHECK(ms[0].graph.nodes == 4096);
+  CHECK(ms[0].graph.feature_density == 1.0);
+  CHECK(ms[0].seconds == doctest::Approx(0.313088e-3));
+  CHECK(!ms[0].cusparse);
+  CHECK(ms[3].autotuned);  // "spmm": "auto", as gcnpart train ran them
+  CHECK(ms[4].model.precision == Precision::kBf16);
+  CHECK(ms[3].graph.split_sizes[0] == 65536 * 6 / 10);
   const std::string good = R"({"graphs": {"g": {"nodes": 10, "edges": 9, "features": 4, "classes": 2,
     "feature_density": 1.0, "splits": [5, 2, 3]}}, "measurements": [{"what": "w", "graph": "g", "hidden": 8,
     "layers": 2, "spmm": "own", "precision": "fp32", "seconds": 0.001}]})";
