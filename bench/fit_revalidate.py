@@ -10,6 +10,7 @@ generation is deterministic) and writes the same JSON and table, with the measur
   bench/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX [--gcnpart build/ci/tools/gcnpart] [--calibration F]
 
 GRAPH_DIR holds NAME.gcsr for every graph the rows name. Writes OUT_PREFIX.json and OUT_PREFIX.md.
+`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX EPOCHS` writes the same report from gpu_fit_validate.sh's rows.
 """
 import argparse
 import datetime
@@ -43,6 +44,14 @@ def fit_row(gcnpart, graph, row, calibration=None):
 
 
 def main():
+    if len(sys.argv) == 5 and sys.argv[1] == "--report":  # ROWS.jsonl OUT_PREFIX EPOCHS (gpu_fit_validate.sh)
+        rows = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
+        report(rows, {"epochs_per_run": int(sys.argv[4]),
+                      "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+                      "method": "gcnpart train --device cuda: median train step over the epochs after the first; "
+                                "driver memory = cudaMemGetInfo after set-up (summary.driver_used_bytes); gcnpart fit "
+                                "on the same .gcsr (exact degree statistics)"}, sys.argv[3])
+        return
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("measured")
     ap.add_argument("graphs")
@@ -65,6 +74,18 @@ def main():
         print("%s L%d h%d %s: %.2f ms predicted, %.2f measured" % (r["graph"], r["layers"], r["hidden"], r["precision"],
               1e3 * n["predicted_epoch_s"], 1e3 * n["measured_epoch_s"]), file=sys.stderr)
 
+    summary = dict(measured.get("summary", {}))
+    summary.update({
+        "repriced": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+        "repriced_from": a.measured,
+        "method": measured.get("summary", {}).get("method", "") +
+        "; predictions re-priced on the CPU by bench/fit_revalidate.py with the current gcnpart fit"})
+    report(rows, summary, a.out_prefix)
+
+
+def report(rows, summary, out_prefix):
+    """Errors, the summary (share within 15 %, worst error, memory within 5 %) and the table: OUT_PREFIX.json / .md.
+    Shared with bench/gpu_fit_validate.sh (`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX`)."""
     def err(p, m):
         return None if not m or p is None else p / m - 1
     for r in rows:
@@ -73,17 +94,13 @@ def main():
         r["driver_error"] = err(r["predicted_driver"], r["measured_driver"])
     te = [abs(r["epoch_error"]) for r in rows if r["epoch_error"] is not None]
     de = [abs(r["driver_error"]) for r in rows if r["driver_error"] is not None]
-    summary = dict(measured.get("summary", {}))
+    summary = dict(summary)
     summary.update({
         "rows": len(rows),
         "time_within_15pct": sum(e <= 0.15 for e in te) / max(1, len(te)), "time_worst_abs_error": max(te, default=None),
         "driver_memory_within_5pct": sum(e <= 0.05 for e in de) / max(1, len(de)),
-        "driver_memory_worst_abs_error": max(de, default=None), "held_out_residual": max(te, default=None),
-        "repriced": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "repriced_from": a.measured,
-        "method": measured.get("summary", {}).get("method", "") +
-        "; predictions re-priced on the CPU by bench/fit_revalidate.py with the current gcnpart fit"})
-    json.dump({"summary": summary, "rows": rows}, open(a.out_prefix + ".json", "w"), indent=1)
+        "driver_memory_worst_abs_error": max(de, default=None), "held_out_residual": max(te, default=None)})
+    json.dump({"summary": summary, "rows": rows}, open(out_prefix + ".json", "w"), indent=1)
     pct = lambda x: "-" if x is None else "%+.1f %%" % (100 * x)
     gib = lambda b: "-" if b is None else "%.2f" % (b / 2**30)
     lines = ["| graph | L | hidden | prec | GPUs | strategy | epoch predicted ms | measured ms | error | "
@@ -100,7 +117,7 @@ def main():
                                                     pct(summary["time_worst_abs_error"]),
                                                     100 * summary["driver_memory_within_5pct"],
                                                     pct(summary["driver_memory_worst_abs_error"])))
-    open(a.out_prefix + ".md", "w").write("\n".join(lines) + "\n")
+    open(out_prefix + ".md", "w").write("\n".join(lines) + "\n")
     print("\n".join(lines))
 
 

@@ -95,36 +95,4 @@ PY
   echo "$tag done in $(( $(date +%s) - start )) s"
 done
 
-python3 - "$results" "$out" "$epochs" <<'PY'
-import json, sys, datetime
-rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
-out = sys.argv[2]
-def err(p, m): return None if not m or p is None else p / m - 1
-for r in rows:
-    r["epoch_error"] = err(r["predicted_epoch_s"], r["measured_epoch_s"])
-    r["tracked_error"] = err(r["predicted_tracked_peak"], r["measured_tracked_peak"])
-    r["driver_error"] = err(r["predicted_driver"], r["measured_driver"])
-te = [abs(r["epoch_error"]) for r in rows if r["epoch_error"] is not None]
-de = [abs(r["driver_error"]) for r in rows if r["driver_error"] is not None]
-summary = {"rows": len(rows), "epochs_per_run": int(sys.argv[3]),
-  "time_within_15pct": sum(e <= 0.15 for e in te) / max(1, len(te)), "time_worst_abs_error": max(te, default=None),
-  "driver_memory_within_5pct": sum(e <= 0.05 for e in de) / max(1, len(de)), "driver_memory_worst_abs_error": max(de, default=None),
-  "held_out_residual": max(te, default=None),
-  "date": datetime.datetime.utcnow().strftime("%Y-%m-%dT%H:%M:%SZ"),
-  "method": "gcnpart train --device cuda: median train step over the epochs after the first; driver memory = cudaMemGetInfo after set-up (summary.driver_used_bytes); gcnpart fit on the same .gcsr (exact degree statistics)"}
-json.dump({"summary": summary, "rows": rows}, open(out + "/fit-validate.json", "w"), indent=1)
-pct = lambda x: "-" if x is None else "%+.1f %%" % (100 * x)
-gib = lambda b: "-" if b is None else "%.2f" % (b / 2**30)
-lines = ["| graph | L | hidden | prec | GPUs | strategy | epoch predicted ms | measured ms | error | driver predicted GiB | measured GiB | error | tracked error |",
-         "|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
-for r in rows:
-    lines.append("| %s | %d | %d | %s | %d | %s | %.2f | %.2f | %s | %s | %s | %s | %s |" % (r["graph"], r["layers"], r["hidden"],
-        r["precision"], r["gpus"], r["strategy"], 1e3 * r["predicted_epoch_s"], 1e3 * r["measured_epoch_s"], pct(r["epoch_error"]),
-        gib(r["predicted_driver"]), gib(r["measured_driver"]), pct(r["driver_error"]), pct(r["tracked_error"])))
-lines.append("")
-lines.append("time within +-15 %%: %.0f %% of %d rows, worst |error| %s (the held-out residual); driver memory within 5 %%: %.0f %%, worst %s" % (
-    100 * summary["time_within_15pct"], len(rows), pct(summary["time_worst_abs_error"]), 100 * summary["driver_memory_within_5pct"],
-    pct(summary["driver_memory_worst_abs_error"])))
-open(out + "/fit-validate.md", "w").write("\n".join(lines) + "\n")
-print("\n".join(lines))
-PY
+python3 bench/fit_revalidate.py --report "$results" "$out/fit-validate" "$epochs"
