@@ -119,8 +119,8 @@ Csr build_csr(const EdgeList& edges, const BuildOptions& options, BuildStats* st
   const std::int64_t entries = csr.row_offsets[n];
 
   // Pass 2: scatter through per-row cursors (order within a row is fixed by the sort below).
-  std::vector<NodeId> cols(static_cast<std::size_t>(entries));
-  std::vector<float> vals(weighted ? static_cast<std::size_t>(entries) : 0);
+  HostVector<NodeId> cols(static_cast<std::size_t>(entries));  // every entry is scattered below
+  HostVector<float> vals(weighted ? static_cast<std::size_t>(entries) : 0);
 #pragma omp parallel for
   for (std::int64_t u = 0; u < n; ++u) degree[u].store(csr.row_offsets[u], std::memory_order_relaxed);
 #pragma omp parallel for

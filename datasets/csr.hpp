@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "kernels/core/csr_view.hpp"
+#include "kernels/core/host_vector.hpp"
 
 namespace gcnpart::datasets {
 
@@ -41,8 +42,8 @@ struct BuildStats {
 struct Csr {
   std::int64_t num_nodes = 0;
   std::vector<RowOffset> row_offsets;  ///< num_nodes + 1 entries (empty when num_nodes == 0 and never built)
-  std::vector<NodeId> col_ids;         ///< num_edges entries
-  std::vector<float> values;           ///< empty = unweighted, else num_edges entries
+  HostVector<NodeId> col_ids;          ///< num_edges entries (resize leaves them unwritten: see host_vector.hpp)
+  HostVector<float> values;            ///< empty = unweighted, else num_edges entries
 
   [[nodiscard]] std::int64_t num_edges() const noexcept { return static_cast<std::int64_t>(col_ids.size()); }
   [[nodiscard]] bool weighted() const noexcept { return !values.empty(); }

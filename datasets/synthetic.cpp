@@ -24,7 +24,7 @@ void normal4(std::uint64_t key, std::uint64_t a, std::uint64_t b, double out[4])
   }
 }
 
-std::vector<float> class_gaussian_features(const std::vector<std::int32_t>& labels, std::int32_t classes,
+HostVector<float> class_gaussian_features(const std::vector<std::int32_t>& labels, std::int32_t classes,
                                            std::int64_t features, double signal, std::uint64_t mean_key,
                                            std::uint64_t noise_key) {
   const auto n = static_cast<std::int64_t>(labels.size());
@@ -33,7 +33,7 @@ std::vector<float> class_gaussian_features(const std::vector<std::int32_t>& labe
   for (std::int32_t c = 0; c < classes; ++c)
     for (std::int64_t j = 0; j < blocks; ++j) normal4(mean_key, static_cast<std::uint64_t>(c), j, &means[(c * blocks + j) * 4]);
 
-  std::vector<float> x(static_cast<std::size_t>(n) * static_cast<std::size_t>(features));
+  HostVector<float> x(static_cast<std::size_t>(n) * static_cast<std::size_t>(features));  // rows written in parallel
 #pragma omp parallel for schedule(static)
   for (std::int64_t u = 0; u < n; ++u) {
     const double* mean = &means[static_cast<std::size_t>(labels[u]) * static_cast<std::size_t>(blocks) * 4];

@@ -45,8 +45,9 @@ Buffer<T> take_if_planned(Resources& res, const AllocationPlan& plan, std::strin
 }
 
 /// The plan's buffer `name` holding a copy of `host`, whose size must be the planned one.
-template <typename T>
-Buffer<T> upload_planned(Resources& res, const AllocationPlan& plan, std::string_view name, const std::vector<T>& host) {
+template <typename T, typename Alloc>
+Buffer<T> upload_planned(Resources& res, const AllocationPlan& plan, std::string_view name,
+                         const std::vector<T, Alloc>& host) {
   const partition::Allocation& a = detail::planned<T>(plan, name);
   GCNPART_EXPECTS(a.elements == static_cast<std::int64_t>(host.size()),
                   ("size of " + std::string(name) + " matches the allocation plan").c_str());

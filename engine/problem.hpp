@@ -19,7 +19,7 @@ struct LocalProblem {
   std::vector<float> dinv_row, dinv_col;
   /// Input features of the column nodes (num_cols x num_features), already row-normalised if asked.
   std::int64_t num_features = 0;
-  std::vector<float> features;
+  HostVector<float> features;
   /// Labels of the rows (num_rows), -1 = none.
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
@@ -55,7 +55,7 @@ datasets::Csr with_self_loops(const datasets::Csr& g);
 
 /// Row-normalises features in place: each row divided by its L1 norm (its sum for the non-negative bag-of-words
 /// features of Kipf & Welling; signed features keep their signs); zero rows stay zero.
-void row_normalize(std::vector<float>& features, std::int64_t rows, std::int64_t cols);
+void row_normalize(HostVector<float>& features, std::int64_t rows, std::int64_t cols);
 
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
 /// or lacks a train split.

@@ -75,8 +75,8 @@ class Resources {
 
 /// A device buffer holding a copy of `host`, allocated on the device's stream (asynchronous on it; keep `host`
 /// alive until the stream is synchronised).
-template <typename T>
-Buffer<T> upload(Resources& res, const std::vector<T>& host, MemoryCategory category) {
+template <typename T, typename Alloc>
+Buffer<T> upload(Resources& res, const std::vector<T, Alloc>& host, MemoryCategory category) {
   Buffer<T> b(res.memory(), static_cast<std::int64_t>(host.size()), category, res.stream());
   if (!host.empty()) kernels::copy_async(res.context(), b.data(), host.data(), host.size() * sizeof(T));
   return b;

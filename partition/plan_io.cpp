@@ -119,8 +119,8 @@ struct OutRecord {
 
 class RecordList {
  public:
-  template <class T>
-  void add(const std::vector<T>& v) {
+  template <class T, class Alloc>
+  void add(const std::vector<T, Alloc>& v) {
     records_.push_back({dtype_of<T>(), v.data(), v.size(), v.size() * sizeof(T)});
   }
   template <class T>
@@ -357,7 +357,7 @@ Plan load_plan(const std::string& path) {
   RecordReader in(file, path, kHeaderBytes);
 
   // Contents are checked as they arrive, so a bad file is an error here rather than a crash in an executor.
-  auto check_ids = [&](const std::vector<NodeId>& ids, std::int64_t low, std::int64_t high, const std::string& what) {
+  auto check_ids = [&](const auto& ids, std::int64_t low, std::int64_t high, const std::string& what) {
     const auto count = static_cast<std::int64_t>(ids.size());
     const std::int64_t bad = first_bad(count, [&](std::int64_t i) { return ids[i] < low || ids[i] >= high; });
     if (bad < count)
@@ -392,7 +392,10 @@ Plan load_plan(const std::string& path) {
              std::to_string(m.row_offsets[bad + 1]), "non-decreasing, within the file");
     }
     const std::int64_t entries = m.row_offsets.empty() ? 0 : m.row_offsets[rows];
-    m.col_ids = in.next<NodeId>(name + ".col_ids", entries);
+    {
+      const std::vector<NodeId> cols_read = in.next<NodeId>(name + ".col_ids", entries);
+      m.col_ids.assign(cols_read.begin(), cols_read.end());
+    }
     check_ids(m.col_ids, 0, cols, name + " column");
     const std::int64_t bad = first_bad(rows, [&](std::int64_t r) {
       for (RowOffset k = m.row_offsets[r] + 1; k < m.row_offsets[r + 1]; ++k)
@@ -402,7 +405,10 @@ Plan load_plan(const std::string& path) {
     if (bad < rows)
       fail(path, in.last_data_at() + 4 * static_cast<std::uint64_t>(m.row_offsets[bad]),
            name + " row " + std::to_string(bad) + " columns", "not strictly ascending", "strictly ascending columns");
-    m.values = in.next<float>(name + ".values");
+    {
+      const std::vector<float> values_read = in.next<float>(name + ".values");
+      m.values.assign(values_read.begin(), values_read.end());
+    }
     if (!m.values.empty() && static_cast<std::int64_t>(m.values.size()) != entries)
       fail(path, in.last_data_at() - 8, name + " value count", std::to_string(m.values.size()),
            "0 or " + std::to_string(entries));

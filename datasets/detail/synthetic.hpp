@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "kernels/core/csr_view.hpp"
+#include "kernels/core/host_vector.hpp"
 
 namespace gcnpart::datasets::detail {
 
@@ -15,7 +16,7 @@ void normal4(std::uint64_t key, std::uint64_t a, std::uint64_t b, double out[4])
 
 /// Row-major num_nodes x features: signal * mean[labels[u]] + N(0, 1), where each class mean has N(0, 1)
 /// entries drawn under `mean_key` and the noise under `noise_key`. Parallel (OpenMP), deterministic.
-std::vector<float> class_gaussian_features(const std::vector<std::int32_t>& labels, std::int32_t classes,
+HostVector<float> class_gaussian_features(const std::vector<std::int32_t>& labels, std::int32_t classes,
                                            std::int64_t features, double signal, std::uint64_t mean_key,
                                            std::uint64_t noise_key);
 

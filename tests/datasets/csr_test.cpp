@@ -28,7 +28,7 @@ TEST_CASE("build_csr symmetrises, drops self loops and duplicates, and counts ea
   CHECK(g.num_nodes == 5);
   CHECK(g.num_edges() == 4);
   CHECK(g.row_offsets == std::vector<RowOffset>{0, 1, 2, 3, 4, 4});
-  CHECK(g.col_ids == std::vector<NodeId>{1, 0, 3, 2});
+  CHECK(g.col_ids == HostVector<NodeId>{1, 0, 3, 2});
   CHECK(st.input_edges == 4);
   CHECK(st.self_loops_removed == 1);
   CHECK(st.after_symmetrize == 6);
@@ -46,7 +46,7 @@ TEST_CASE("build_csr keeps direction, loops and duplicates when told to") {
   o.deduplicate = false;
   const Csr g = build_csr(e, o);
   CHECK(g.row_offsets == std::vector<RowOffset>{0, 2, 2, 3});
-  CHECK(g.col_ids == std::vector<NodeId>{1, 1, 2});
+  CHECK(g.col_ids == HostVector<NodeId>{1, 1, 2});
   CHECK_FALSE(g.is_symmetric());
 }
 
@@ -55,7 +55,7 @@ TEST_CASE("build_csr keeps the largest weight of duplicate entries") {
   e.weights = {0.5f, 2.0f};
   const Csr g = build_csr(e);
   REQUIRE(g.weighted());
-  CHECK(g.values == std::vector<float>{2.0f, 2.0f});
+  CHECK(g.values == HostVector<float>{2.0f, 2.0f});
 }
 
 TEST_CASE("build_csr names the first edge whose id is out of range") {
