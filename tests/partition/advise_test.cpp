@@ -76,6 +76,39 @@ TEST_CASE("advise predicts the memory model's peak for one card and the same spl
   CHECK(rep.verdict.find("Verdict:") != std::string::npos);
 }
 
+TEST_CASE("--spmm auto: the whole graph skips the cuSPARSE plans its own kernel wins, a split's devices keep them") {
+  // products-sized statistics: the calibrated terms give the own SpMM a clear lead at the narrow widths.
+  FitRequest req = small_request();
+  req.stats.nodes = 2449029;
+  req.stats.edges = 61859140;
+  req.stats.features = 100;
+  req.stats.classes = 47;
+  req.model.hidden = 256;
+  req.configs = {{"h200", 1}, {"h200", 2}};
+  req.rank_gpus = {1};
+  const FitReport rep = advise(req);
+  REQUIRE(!rep.model.auto_own_widths.empty());  // decided on the whole graph
+  const auto has_plan = [](const MemoryEstimate& e) {
+    for (const auto& item : e.items)
+      if (item.what.rfind("cuSPARSE values", 0) == 0) return true;
+    return false;
+  };
+  const FitConfiguration& one = rep.configurations[0];
+  ModelSpec upper = rep.model;
+  upper.auto_own_widths.clear();
+  const MemoryEstimate bound = estimate_device_memory(single_device_shape(rep.graph), upper, Backend::kCuda);
+  CHECK(one.memory.peak < bound.peak);  // plans left out where the own kernel wins
+  const FitConfiguration& two = rep.configurations[1];
+  for (const auto& s : two.strategies) {
+    if (s.fit.strategy == Strategy::kPipeline || s.fit.strategy == Strategy::kGather) continue;  // whole graph / own only
+    CAPTURE(to_string(s.fit.strategy));
+    for (std::size_t d = 0; d < s.fit.shapes.size(); ++d) {
+      CHECK(s.fit.memory[d].peak == estimate_device_memory(s.fit.shapes[d], upper, Backend::kCuda).peak);
+      CHECK(has_plan(s.fit.memory[d]));  // a device's smaller graph may tip its tuner: the upper bound
+    }
+  }
+}
+
 TEST_CASE("advise's report serialises to the keys gcnpart fit writes") {
   const FitReport rep = advise(small_request());
   const nlohmann::json j = rep.to_json();
