@@ -497,36 +497,78 @@ std::optional<std::vector<double>> least_squares(const std::vector<std::vector<d
   return x;
 }
 
-/// Least squares with every unknown >= 0 (an active set: the most negative unknown is fixed at 0 and the rest
-/// solved again, until none is negative); none when the system is singular.
+/// Least squares over the columns `cols` of rows [a_0 .. a_{n-1} | y] (the others taken as 0).
+std::optional<std::vector<double>> least_squares_on(const std::vector<std::vector<double>>& rows, std::size_t n,
+                                                    const std::vector<std::size_t>& cols) {
+  std::vector<std::vector<double>> reduced;
+  reduced.reserve(rows.size());
+  for (const auto& r : rows) {
+    std::vector<double> row;
+    row.reserve(cols.size() + 1);
+    for (std::size_t c : cols) row.push_back(r[c]);
+    row.push_back(r[n]);
+    reduced.push_back(std::move(row));
+  }
+  const auto sub = least_squares(reduced, cols.size());
+  if (!sub) return std::nullopt;
+  std::vector<double> x(n, 0.0);
+  for (std::size_t k = 0; k < cols.size(); ++k) x[cols[k]] = (*sub)[k];
+  return x;
+}
+
+/// Least squares with every unknown >= 0: the unconstrained solution when it is non-negative, else Lawson and
+/// Hanson's active-set method (columns enter while the residual's gradient favours them and leave when an
+/// interpolation step reaches 0); none when a needed subsystem is singular.
 std::optional<std::vector<double>> nonnegative_least_squares(const std::vector<std::vector<double>>& rows,
                                                              std::size_t n) {
-  std::vector<bool> free(n, true);
-  for (std::size_t round = 0; round < n; ++round) {
-    std::vector<std::size_t> cols;
-    for (std::size_t i = 0; i < n; ++i)
-      if (free[i]) cols.push_back(i);
-    std::vector<std::vector<double>> reduced;
-    reduced.reserve(rows.size());
+  std::vector<std::size_t> all(n);
+  for (std::size_t i = 0; i < n; ++i) all[i] = i;
+  if (const auto x = least_squares_on(rows, n, all);
+      x && std::all_of(x->begin(), x->end(), [](double v) { return v >= 0; }))
+    return x;
+  // gradient of -|y - A x|^2 / 2: A^T (y - A x)
+  const auto gradient = [&](const std::vector<double>& x) {
+    std::vector<double> w(n, 0.0);
     for (const auto& r : rows) {
-      std::vector<double> row;
-      row.reserve(cols.size() + 1);
-      for (std::size_t c : cols) row.push_back(r[c]);
-      row.push_back(r[n]);
-      reduced.push_back(std::move(row));
+      double residual = r[n];
+      for (std::size_t j = 0; j < n; ++j) residual -= r[j] * x[j];
+      for (std::size_t j = 0; j < n; ++j) w[j] += r[j] * residual;
     }
-    const auto sub = least_squares(reduced, cols.size());
-    if (!sub) return std::nullopt;
-    std::vector<double> x(n, 0.0);
-    std::size_t worst = n;
-    for (std::size_t k = 0; k < cols.size(); ++k) {
-      x[cols[k]] = (*sub)[k];
-      if ((*sub)[k] < 0 && (worst == n || (*sub)[k] < x[worst])) worst = cols[k];
+    return w;
+  };
+  constexpr double kTolerance = 1e-12;
+  std::vector<double> x(n, 0.0);
+  std::vector<bool> passive(n, false);
+  for (std::size_t outer = 0; outer < 3 * n; ++outer) {
+    const std::vector<double> w = gradient(x);
+    std::size_t enter = n;
+    for (std::size_t j = 0; j < n; ++j)
+      if (!passive[j] && w[j] > kTolerance && (enter == n || w[j] > w[enter])) enter = j;
+    if (enter == n) return x;  // optimal: no zero unknown would lower the residual
+    passive[enter] = true;
+    for (std::size_t inner = 0; inner < 3 * n; ++inner) {
+      std::vector<std::size_t> cols;
+      for (std::size_t j = 0; j < n; ++j)
+        if (passive[j]) cols.push_back(j);
+      const auto s = least_squares_on(rows, n, cols);
+      if (!s) return std::nullopt;
+      bool feasible = true;
+      double alpha = 1;
+      for (std::size_t j : cols)
+        if ((*s)[j] <= 0) {
+          feasible = false;
+          alpha = std::min(alpha, x[j] / std::max(x[j] - (*s)[j], 1e-300));
+        }
+      if (feasible) {
+        x = *s;
+        break;
+      }
+      for (std::size_t j = 0; j < n; ++j) x[j] += alpha * ((*s)[j] - x[j]);
+      for (std::size_t j : cols)
+        if (x[j] <= kTolerance) passive[j] = false, x[j] = 0;
     }
-    if (worst == n) return x;
-    free[worst] = false;
   }
-  return std::nullopt;
+  return x;
 }
 
 EpochWork work_of(const CalibrationMeasurement& m) {

@@ -360,6 +360,42 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   CHECK(cal.fitted);
 }
 
+TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants a negative fixed cost") {
+  // Calls timed from known terms with no fixed cost, 3 % fast on the small graphs and 3 % slow on the large
+  // ones: the unconstrained fit then takes a negative fixed cost. The fit must keep every term >= 0, still follow
+  // every call within 5 %, and not fall back to the defaults.
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& h200 = catalogue.find("h200");
+  SpmmEfficiency truth;
+  truth.dram.points = {{16, 0.4}, {64, 0.8}, {256, 1.0}};
+  truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
+  truth.fixed_seconds = 0;
+  CalibrationData data;
+  data.card = "h200";
+  const double scales[] = {14, 16, 18, 20, 21};
+  for (const double scale : scales)
+    for (const double width : {16.0, 64.0, 256.0}) {
+      SpmmSample x;
+      x.graph = "g" + std::to_string(static_cast<int>(scale));
+      const double rows = std::pow(2.0, scale);
+      x.call = SpmmTerm{width, rows, rows, rows * 24};
+      x.degree_ratio = 20;
+      const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, truth);
+      x.seconds = t * (scale < 17 ? 0.97 : 1.03);
+      data.spmm.push_back(x);
+    }
+  const Calibration cal = calibrate(h200, data);
+  CHECK(cal.spmm_own.fixed_seconds >= 0);
+  REQUIRE(cal.spmm_own.dram.points.size() == 3);  // fitted, not the one-point default
+  for (const auto& [w, e] : cal.spmm_own.dram.points) CHECK(e > 0);
+  for (const auto& x : data.spmm) {
+    CAPTURE(x.graph);
+    CAPTURE(x.call.width);
+    const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, cal.spmm_own);
+    CHECK(std::fabs(t / x.seconds - 1) <= 0.05);
+  }
+}
+
 TEST_CASE("the SpMM term sees the card's L2 and the degree distribution") {
   SpmmTerm call{256, 1e6, 1e6, 3e7};
   const double no_cache = spmm_call_bytes(call, 4, 0, 1).dram;
