@@ -4,7 +4,8 @@
 # 1. builds the gpu preset and runs every gpu test suite (test_kernels, test_engine, test_partition);
 # 2. bench/peer/gemm_alignment.py: bf16 GEMMs at 47 / 100 columns as is, on a padded layout, padded on the fly;
 # 3. bench epoch on the reddit- and products-sized graphs, degree order, fp32 and bf16 (epoch, breakdown, reorder
-#    time: the host arrays no longer zero-fill, not yet measured on the GPU).
+#    time: the host arrays no longer zero-fill, not yet measured on the GPU);
+# 4. bench/peer/pyg_spmm.py: PyG's SpMM (torch.sparse.mm on CSR) per width on both graphs.
 # Results: $OUT/check.tar.gz and $OUT/summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -46,5 +47,10 @@ print("%-14s epoch %.2f ms  spmm %.1f %%  gemm %.1f %%  else %.1f %%  reorder %.
     d["reorder"]["order_seconds"], d["reorder"]["apply_seconds"]))
 PY
   done
+done
+for name in reddit products; do  # PyG's SpMM per width (stored order), for the issue 15 table's PyG column
+  timeout 150 python3 bench/peer/pyg_spmm.py "/tmp/$name.gcsr" --json "$o/pyg-spmm-$name.json" > "$o/pyg-spmm-$name.log" 2>&1 ||
+    echo "pyg_spmm $name failed"
+  { echo "PyG SpMM, $name:"; cat "$o/pyg-spmm-$name.log"; } | tee -a "$o/summary.txt"
 done
 echo "total: ${SECONDS}s" | tee -a "$o/summary.txt"
