@@ -6,7 +6,7 @@
 # order: `bench spmm --precision bf16` (own fp32, own bf16 and every cuSPARSE algorithm at the issue's widths),
 # `bench epoch` fp32 and bf16 (2 layers, hidden 256, with the per-class breakdown), the PyG CSR peer, a slab sweep
 # of the own kernel, and the shared real graphs. Everything lands in $OUT/issue15.tar.gz plus summary.txt.
-# Knobs: ORDERS (default "none degree rcm"), GRAPHS, SLABS, STEPS, REPEATS.
+# Knobs: ORDERS (default "none degree"), GRAPHS, SLABS, STEPS, REPEATS, EPOCHS_SET, LAYERS, DEADLINE.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 o=/tmp/issue15

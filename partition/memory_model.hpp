@@ -25,8 +25,8 @@ using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCa
 // Precision (element bytes), Backend (which backend's allocations to mirror: CPU virtual devices track GEMM packing
 // and split-k partials; CUDA tracks CUB and column-sum scratch and cuSPARSE plans, while cuBLAS keeps its own
 // workspace, part of the fixed per-GPU overhead) and SpmmAlgo (GcnConfig::spmm; kAuto on CUDA may keep a cuSPARSE
-// plan per width: the model takes the upper bound, kept at every width plus one candidate alive while tuning) are
-// the engine's own enums (kernels/core/enums.hpp).
+// plan per width: the model prices one at every width but ModelSpec::auto_own_widths, plus one candidate alive while
+// tuning) are the engine's own enums (kernels/core/enums.hpp).
 
 /// The GCN as the memory model sees it: the sizes engine::GcnConfig and the dataset give it.
 struct ModelSpec {
