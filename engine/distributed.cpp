@@ -73,11 +73,7 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   p.num_rows = p.num_cols = n_local;
   p.global_ids.assign(dp.local_nodes.begin(), dp.local_nodes.begin() + n_local);
   p.num_features = f;
-  p.features.resize(static_cast<std::size_t>(n_local * f));
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < n_local; ++i)
-    std::copy_n(ds.features.begin() + static_cast<std::int64_t>(p.global_ids[i]) * f, f, p.features.begin() + i * f);
-  if (normalize_features) row_normalize(p.features, n_local, f);
+  p.features = feature_rows(ds, p.global_ids.data(), n_local, normalize_features);
   p.labels.resize(static_cast<std::size_t>(n_local));
   for (std::int64_t i = 0; i < n_local; ++i) p.labels[i] = ds.labels[p.global_ids[i]];
   p.num_classes = ds.num_classes;

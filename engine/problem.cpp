@@ -47,20 +47,21 @@ datasets::Csr with_self_loops(const datasets::Csr& g) {
   return out;
 }
 
-namespace {
-/// One row divided by its L1 norm (the row sum for non-negative features (bag-of-words), safe for signed ones).
-void normalize_row(float* r, std::int64_t cols) {
-  double s = 0;
-  for (std::int64_t j = 0; j < cols; ++j) s += std::fabs(r[j]);
-  if (s == 0) return;
-  const float inv = static_cast<float>(1.0 / s);
-  for (std::int64_t j = 0; j < cols; ++j) r[j] *= inv;
-}
-}  // namespace
-
-void row_normalize(HostVector<float>& features, std::int64_t rows, std::int64_t cols) {
+HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize) {
+  const std::int64_t f = ds.num_features;
+  HostVector<float> out(static_cast<std::size_t>(count * f));  // not zero-filled: every row is written below
 #pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < rows; ++i) normalize_row(features.data() + i * cols, cols);
+  for (std::int64_t i = 0; i < count; ++i) {
+    float* row = out.data() + i * f;
+    std::copy_n(ds.features.data() + (nodes != nullptr ? static_cast<std::int64_t>(nodes[i]) : i) * f, f, row);
+    if (!normalize) continue;
+    double s = 0;
+    for (std::int64_t j = 0; j < f; ++j) s += std::fabs(row[j]);
+    if (s == 0) continue;
+    const float inv = static_cast<float>(1.0 / s);
+    for (std::int64_t j = 0; j < f; ++j) row[j] *= inv;
+  }
+  return out;
 }
 
 LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features) {
@@ -81,15 +82,7 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   }
   p.dinv_col = p.dinv_row;
   p.num_features = ds.num_features;
-  // One parallel pass: copy each row (first touch of the pages, no zero fill before it) and normalise it.
-  p.features.resize(ds.features.size());
-  const std::int64_t f = p.num_features;
-#pragma omp parallel for schedule(static)
-  for (std::int64_t i = 0; i < p.num_cols; ++i) {
-    float* row = p.features.data() + i * f;
-    std::copy_n(ds.features.data() + i * f, f, row);
-    if (normalize_features) normalize_row(row, f);
-  }
+  p.features = feature_rows(ds, nullptr, p.num_cols, normalize_features);
   p.labels = ds.labels;
   p.num_classes = ds.num_classes;
   p.global_ids.resize(static_cast<std::size_t>(p.num_cols));

@@ -53,9 +53,11 @@ struct LocalProblem {
 /// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).
 datasets::Csr with_self_loops(const datasets::Csr& g);
 
-/// Row-normalises features in place: each row divided by its L1 norm (its sum for the non-negative bag-of-words
-/// features of Kipf & Welling; signed features keep their signs); zero rows stay zero.
-void row_normalize(HostVector<float>& features, std::int64_t rows, std::int64_t cols);
+/// The feature rows of the nodes `nodes[0..count)` of `ds` (of nodes 0..count-1 when `nodes` is null), copied in one
+/// parallel pass that first-touches the new array and, when `normalize`, divides each row by its L1 norm (its sum
+/// for the non-negative bag-of-words features of Kipf & Welling; signed features keep their signs; zero rows stay
+/// zero).
+HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize);
 
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
 /// or lacks a train split.

@@ -288,17 +288,16 @@ namespace {
 /// fits under 24 and 10 GB caps); a card whose tuner picks cuSPARSE where the H200 terms give the own kernel a 25 %
 /// lead would keep a plan this leaves out.
 constexpr double kAutoOwnMargin = 0.25;
-std::vector<std::int64_t> auto_own_widths(const Context& c, const FitRequest& r, const std::string& card_id) {
+std::vector<std::int64_t> auto_own_widths(const Context& c, const Card& card) {
   std::vector<std::int64_t> widths;
-  const Card* card = &r.catalogue.find(card_id, "the calibration card (" + card_id + ")");
   const double rows = static_cast<double>(c.stats.nodes);
   const double entries = 2.0 * static_cast<double>(c.stats.edges) + rows;  // Â with self loops
   const double ratio = c.degree_ratio > 0 ? c.degree_ratio : 1.0;
   for (const auto& call : spmm_calls_per_epoch(c.model)) {
     const double w = static_cast<double>(call.width);
     const SpmmTerm term{w, rows, rows, entries};
-    const double own = spmm_call_seconds(term, 4.0, ratio, *card, c.cal.spmm(false, false));
-    const double cusparse = spmm_call_seconds(term, 4.0, ratio, *card, c.cal.spmm(true, false));
+    const double own = spmm_call_seconds(term, 4.0, ratio, card, c.cal.spmm(false, false));
+    const double cusparse = spmm_call_seconds(term, 4.0, ratio, card, c.cal.spmm(true, false));
     if (own * (1 + kAutoOwnMargin) <= cusparse &&
         std::find(widths.begin(), widths.end(), call.width) == widths.end())
       widths.push_back(call.width);
@@ -309,7 +308,8 @@ std::vector<std::int64_t> auto_own_widths(const Context& c, const FitRequest& r,
 Context resolve(const FitRequest& r) {
   Context c(r);
   const CalibrationData data = r.calibration ? *r.calibration : builtin_calibration();
-  c.cal = calibrate(r.catalogue.find(data.card, "the calibration card (" + data.card + ")"), data);
+  const Card& calibration_card = r.catalogue.find(data.card, "the calibration card (" + data.card + ")");
+  c.cal = calibrate(calibration_card, data);
   if (r.strategies.empty()) throw InvalidInput::parameter("strategies", "", "at least one strategy");
   const auto priced = [](const StrategyTraits& t) { return priced_for_many(t.value); };
   for (Strategy s : r.strategies)
@@ -340,7 +340,7 @@ Context resolve(const FitRequest& r) {
   c.degree_ratio = c.stats.degree_second_moment > 0 && mean > 0 ? c.stats.degree_second_moment / (mean * mean)
                    : mean > 0                                   ? 1 + 1 / mean
                                                                 : 1;
-  if (c.model.spmm == SpmmAlgo::kAuto) c.model.auto_own_widths = auto_own_widths(c, r, data.card);
+  if (c.model.spmm == SpmmAlgo::kAuto) c.model.auto_own_widths = auto_own_widths(c, calibration_card);
   return c;
 }
 

@@ -239,22 +239,9 @@ Link link_for(const Card& card, int gpus) {
 }
 
 namespace {
+/// Which SpMM the epoch's aggregations are priced with: the own kernel, cuSPARSE, or per call the faster (kAuto).
 enum class SpmmPick { kOwn, kCusparse, kFaster };
-EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, SpmmPick pick,
-                  Precision precision);
-}  // namespace
 
-EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, bool cusparse,
-                        Precision precision) {
-  return predict(w, card, cal, link, cusparse ? SpmmPick::kCusparse : SpmmPick::kOwn, precision);
-}
-
-EpochTime predict_epoch_autotuned(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link,
-                                  Precision precision) {
-  return predict(w, card, cal, link, SpmmPick::kFaster, precision);
-}
-
-namespace {
 EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, SpmmPick pick,
                   Precision precision) {
   GCNPART_EXPECTS(card.memory_bandwidth_gbs > 0 && card.fp32_tflops > 0, "a card with bandwidth and FP32 throughput");
@@ -296,6 +283,16 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   return t;
 }
 }  // namespace
+
+EpochTime predict_epoch(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link, bool cusparse,
+                        Precision precision) {
+  return predict(w, card, cal, link, cusparse ? SpmmPick::kCusparse : SpmmPick::kOwn, precision);
+}
+
+EpochTime predict_epoch_autotuned(const EpochWork& w, const Card& card, const Calibration& cal, const Link& link,
+                                  Precision precision) {
+  return predict(w, card, cal, link, SpmmPick::kFaster, precision);
+}
 
 namespace {
 

@@ -46,13 +46,19 @@ struct Card {
 struct WidthTable {
   std::vector<std::pair<double, double>> points;  ///< ascending widths
   [[nodiscard]] double at(double width) const;
+  /// One value at every width (the defaults before a calibration).
+  static WidthTable constant(double value) {
+    WidthTable t;
+    t.points.emplace_back(16.0, value);
+    return t;
+  }
 };
 
 /// One SpMM kind's measured terms: t = fixed + DRAM bytes / (bandwidth x dram(width)) + L2-served bytes /
 /// (SMs x l2_per_sm(width)).
 struct SpmmEfficiency {
-  WidthTable dram{{{16, 0.5}}};          ///< fraction of the card's DRAM bandwidth, by width
-  WidthTable l2_per_sm{{{16, 40e9}}};    ///< bytes per second per SM served from L2, by width
+  WidthTable dram = WidthTable::constant(0.5);         ///< fraction of the card's DRAM bandwidth, by width
+  WidthTable l2_per_sm = WidthTable::constant(40e9);   ///< bytes per second per SM served from L2, by width
   double fixed_seconds = 0;              ///< per call (grid set-up, the kernel's tail)
 };
 

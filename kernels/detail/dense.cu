@@ -94,25 +94,19 @@ __device__ __forceinline__ void load4(const float* p, float v[4]) {
 }
 __device__ __forceinline__ void load4(const Bf16* p, float v[4]) {
   const uint2 q = *reinterpret_cast<const uint2*>(p);
-  v[0] = bf16_to_float(static_cast<std::uint16_t>(q.x & 0xffffu));
-  v[1] = bf16_to_float(static_cast<std::uint16_t>(q.x >> 16));
-  v[2] = bf16_to_float(static_cast<std::uint16_t>(q.y & 0xffffu));
-  v[3] = bf16_to_float(static_cast<std::uint16_t>(q.y >> 16));
+  v[0] = bf16_low(q.x), v[1] = bf16_high(q.x), v[2] = bf16_low(q.y), v[3] = bf16_high(q.y);
 }
 __device__ __forceinline__ void store4(float* p, const float v[4]) {
   *reinterpret_cast<float4*>(p) = make_float4(v[0], v[1], v[2], v[3]);
 }
 __device__ __forceinline__ void store4(Bf16* p, const float v[4]) {
-  uint2 q;
-  q.x = static_cast<unsigned>(float_to_bf16(v[0])) | (static_cast<unsigned>(float_to_bf16(v[1])) << 16);
-  q.y = static_cast<unsigned>(float_to_bf16(v[2])) | (static_cast<unsigned>(float_to_bf16(v[3])) << 16);
-  *reinterpret_cast<uint2*>(p) = q;
+  *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16(v[0], v[1]), pack_bf16(v[2], v[3]));
 }
 
 /// Whether p may be accessed 4 elements at a time.
 template <class T>
 bool four_aligned(const T* p) {
-  return reinterpret_cast<std::uintptr_t>(p) % (4 * sizeof(T)) == 0;
+  return aligned(p, 4 * sizeof(T));
 }
 
 /// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements. kVec: the width is

@@ -118,10 +118,6 @@ struct Lanes<float, 4> {
   }
 };
 
-/// Two bf16 values packed in a 32-bit word (the lower address in the low half), widened exactly.
-__device__ __forceinline__ float bf16_low(unsigned w) { return __uint_as_float(w << 16); }
-__device__ __forceinline__ float bf16_high(unsigned w) { return __uint_as_float(w & 0xffff0000u); }
-
 template <>
 struct Lanes<Bf16Bits, 1> : Lanes<float, 1> {
   __device__ __forceinline__ static Type load(const Bf16Bits* p) { return bf16_low(__ldg(p)); }
@@ -372,8 +368,6 @@ void launch_slab(const SpmmArgs<Elem>& s, const SegmentList& list, int segment_b
   });
 }
 
-bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
-
 /// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes, so X's
 /// leading dimension must be a multiple of it and x aligned to it (every row then starts on a vector). The width
 /// need not be: the last vector of a row reads into the row's padding (ldx >= the width rounded up), and only
@@ -458,11 +452,6 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
 }
 
 // ------------------------------------------------------------------------------------------------ bf16 conversion
-
-/// Two floats rounded to bf16 and packed into one word, the first in the low half (the lower address).
-__device__ __forceinline__ unsigned pack_bf16(float first, float second) {
-  return static_cast<unsigned>(float_to_bf16(first)) | (static_cast<unsigned>(float_to_bf16(second)) << 16);
-}
 
 /// out = bf16(x): 4 elements per step (float4 in, uint2 out) when `vec`, then the tail one at a time.
 __global__ void to_bf16_kernel(const float* x, std::int64_t n, Bf16Bits* out, bool vec) {
