@@ -450,17 +450,21 @@ TEST_CASE("time a fast device spends blocked on a straggler is waiting, not comm
   cfg.epochs = 6;
   cfg.fault.kind = FaultInjection::Kind::kSlow;
   cfg.fault.rank = 1;
-  cfg.fault.slow_ms = 40;  // device 1 computes 40 ms longer every step
+  cfg.fault.slow_ms = 80;  // device 1 computes 80 ms longer every step (a margin over a loaded machine's noise)
   const auto dist = train_distributed(cora(), plan, cfg);
   REQUIRE(dist.wait_ms_per_epoch.size() == 2);
   INFO("device 0: compute " << dist.compute_ms_per_epoch[0] << " comm " << dist.comm_ms_per_epoch[0] << " wait "
                             << dist.wait_ms_per_epoch[0] << "; device 1: compute " << dist.compute_ms_per_epoch[1]
                             << " comm " << dist.comm_ms_per_epoch[1] << " wait " << dist.wait_ms_per_epoch[1]);
-  CHECK(dist.wait_ms_per_epoch[0] >= 30.0);  // the fast device waits for the straggler's 40 ms
+  CHECK(dist.wait_ms_per_epoch[0] >= 50.0);  // the fast device waits for the straggler's 80 ms
   CHECK(dist.wait_ms_per_epoch[1] <= 0.25 * dist.wait_ms_per_epoch[0]);
-  CHECK(dist.compute_ms_per_epoch[1] >= dist.compute_ms_per_epoch[0] + 30.0);
-  CHECK(dist.comm_ms_per_epoch[0] < dist.wait_ms_per_epoch[0]);  // the 40 ms went to waiting, not communication
-  CHECK(dist.compute_imbalance() > 1.2);
+  CHECK(dist.compute_ms_per_epoch[1] >= dist.compute_ms_per_epoch[0] + 50.0);
+  CHECK(dist.comm_ms_per_epoch[0] < dist.wait_ms_per_epoch[0]);  // the 80 ms went to waiting, not communication
+  // max / mean of the measured compute; with device 1 at least 50 ms slower it exceeds 1 by a margin set by the
+  // base compute, which a loaded CI machine stretches, so the bound is derived from the measurement, not fixed.
+  const double c0 = dist.compute_ms_per_epoch[0], c1 = dist.compute_ms_per_epoch[1];
+  CHECK(dist.compute_imbalance() == doctest::Approx(2.0 * std::max(c0, c1) / (c0 + c1)));
+  CHECK(dist.compute_imbalance() >= 2.0 * (c0 + 50.0) / (2.0 * c0 + 50.0) - 1e-9);
   CHECK(dist.exposed_communication() >= 0.0);
   CHECK(dist.exposed_communication() < 1.0);
 }
