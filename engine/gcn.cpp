@@ -75,6 +75,15 @@ namespace {
 
 enum Split { kTrain = 0, kValid = 1, kTest = 2 };
 
+/// Row-major rows x cols values widened to `stored` columns, zeros after each row's values.
+template <class V>
+std::vector<float> pad_columns(const V& x, std::int64_t rows, std::int64_t cols, std::int64_t stored) {
+  std::vector<float> out(static_cast<std::size_t>(rows * stored), 0.0f);
+#pragma omp parallel for schedule(static) if (rows * stored > (std::int64_t{1} << 16))
+  for (std::int64_t i = 0; i < rows; ++i) std::copy_n(x.data() + i * cols, cols, out.data() + i * stored);
+  return out;
+}
+
 }  // namespace
 
 GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig& config, Communicator* comm)
@@ -85,7 +94,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   const Context& ctx = res_.context();
   rows_ = problem.num_rows;
   cols_ = problem.num_cols;
-  dims_ = config_.dims(problem.num_features, problem.num_classes);
+  model_dims_ = config_.dims(problem.num_features, problem.num_classes);
+  dims_ = model_dims_;  // stored widths: as partition::ModelSpec::stored_dims, which the allocation plan uses
+  for (auto& w : dims_) w = partition::stored_width(w, config_.precision);
   const int L = config_.layers;
   stages_ = config_.pipeline_stages;
   if (stages_ > 1) {
@@ -106,13 +117,21 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   sparse_input_ = partition::uses_sparse_input(shape, spec);
   if (sparse_input_) {
     upload_sparse_features(plan);
-  } else if (first_ == 0 && config_.bf16()) {  // rounded on the host: the float copy never reaches the device
-    std::vector<kernels::Bf16> x16(problem.features.size());
-    kernels::convert_to_bf16_async(kernels::Context{}, problem.features.data(),
-                                   static_cast<std::int64_t>(x16.size()), x16.data());
-    features16_ = upload_planned(res_, plan, "features", x16);
   } else if (first_ == 0) {  // later pipeline stages never read the input features
-    features_ = upload_planned(res_, plan, "features", problem.features);
+    // Rows widened to the stored width (zero columns) when the feature count is not a whole number of vectors.
+    const std::int64_t f = problem.num_features, stored = dims_[0];
+    std::vector<float> padded;
+    if (stored != f) padded = pad_columns(problem.features, cols_, f, stored);
+    const float* x = stored != f ? padded.data() : problem.features.data();
+    if (config_.bf16()) {  // rounded on the host: the float copy never reaches the device
+      std::vector<kernels::Bf16> x16(static_cast<std::size_t>(cols_ * stored));
+      kernels::convert_to_bf16_async(kernels::Context{}, x, static_cast<std::int64_t>(x16.size()), x16.data());
+      features16_ = upload_planned(res_, plan, "features", x16);
+    } else if (stored != f) {
+      features_ = upload_planned(res_, plan, "features", padded);
+    } else {
+      features_ = upload_planned(res_, plan, "features", problem.features);
+    }
   }
   labels_ = upload_planned(res_, plan, "labels", problem.labels);
   global_ids_ = upload_planned(res_, plan, "global_ids", problem.global_ids);
@@ -120,13 +139,16 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   split_rows_[kValid] = upload_planned(res_, plan, "valid_rows", problem.valid_rows);
   split_rows_[kTest] = upload_planned(res_, plan, "test_rows", problem.test_rows);
 
-  // Parameters: Glorot-uniform weights from (seed, layer, index) alone, zero biases.
+  // Parameters: Glorot-uniform weights from (seed, layer, index of the model's W) alone, zero biases; stored
+  // in * out, the padding rows and columns zero (they stay zero: their gradients are zero).
   layers_.resize(static_cast<std::size_t>(L));
   std::int64_t offset = 0;
   for (int l = 0; l < L; ++l) {
     Layer& ly = layers_[l];
     ly.in = dims_[l];
     ly.out = dims_[l + 1];
+    ly.model_in = model_dims_[l];
+    ly.model_out = model_dims_[l + 1];
     ly.aggregate_first = partition::aggregates_first(dims_, l);
     ly.decay = config_.weight_decay > 0 && (l == 0 || config_.weight_decay_all_layers);
     if (!owns(l)) continue;  // another pipeline stage's layer: no parameters here
@@ -139,18 +161,25 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   std::vector<float> init(static_cast<std::size_t>(num_params_), 0.0f);
   for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
-    const float limit = std::sqrt(6.0f / static_cast<float>(ly.in + ly.out));
+    const float limit = std::sqrt(6.0f / static_cast<float>(ly.model_in + ly.model_out));
     const std::uint64_t key = rng::stream_key(config_.seed, rng::kWeightInit, static_cast<std::uint64_t>(l));
-    for (std::int64_t i = 0; i < ly.in * ly.out; i += 4) {
+    const std::int64_t n = ly.model_in * ly.model_out;
+    for (std::int64_t i = 0; i < n; i += 4) {
       const auto r = rng::philox4x32(key, static_cast<std::uint64_t>(i / 4), 0);
-      for (int j = 0; j < 4 && i + j < ly.in * ly.out; ++j)
-        init[ly.w_offset + i + j] = (2.0f * rng::to_unit_float(r.v[j]) - 1.0f) * limit;
+      for (std::int64_t j = 0; j < 4 && i + j < n; ++j) {
+        const std::int64_t k = i + j;
+        init[ly.w_offset + k / ly.model_out * ly.out + k % ly.model_out] =
+            (2.0f * rng::to_unit_float(r.v[j]) - 1.0f) * limit;
+      }
     }
   }
   params_ = upload_planned(res_, plan, "weights", init);
   grads_ = take<float>(res_, plan, "weight_gradients");
   adam_m_ = take<float>(res_, plan, "adam_m");
   adam_v_ = take<float>(res_, plan, "adam_v");
+  // Zero gradients once: the sparse-input layer's dW = X^T dP writes only the dataset's feature rows of W, so
+  // the padding rows must read as zero gradients from the start (every other entry is written every step).
+  kernels::memset_zero_async(ctx, grads_.data(), grads_.bytes());
   kernels::memset_zero_async(ctx, adam_m_.data(), adam_m_.bytes());
   kernels::memset_zero_async(ctx, adam_v_.data(), adam_v_.bytes());
 
@@ -357,9 +386,11 @@ void GcnModel::backward_bf16_async() {
   {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
-                                         kernels::make_view(z32_.data(), rows_, dims_[L]));
+    // The model's classes of the stored (padded) logits; the gradient's padding columns are written as zeros.
+    kernels::softmax_cross_entropy_async(
+        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), labels_.data(),
+        split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+        kernels::make_view(z32_.data(), rows_, model_dims_[L], dims_[L]));
     kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * dims_[L], g);
   }
   for (int l = L - 1; l >= 0; --l) {
@@ -493,9 +524,10 @@ void GcnModel::backward_async() {
   if (last_ == L) {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, dims_[L]), labels_.data(),
-                                         split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
-                                         kernels::make_view(g, rows_, dims_[L]));
+    kernels::softmax_cross_entropy_async(
+        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), labels_.data(),
+        split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
+        kernels::make_view(g, rows_, model_dims_[L], dims_[L]));
   } else {
     // Pipeline: the next stage sends d(loss)/d(our output); undo our output's relu and dropout here.
     kernels::memset_zero_async(ctx, scalar_f_.data(), sizeof(float));  // the loss lives on the last stage
@@ -570,14 +602,13 @@ EvalResult GcnModel::evaluate() {
   res_.activate();
   const Context& ctx = res_.context();
   forward(false, 0);
-  const std::int64_t classes = dims_.back();
+  const auto logits = kernels::make_view(logits_.data(), rows_, model_dims_.back(), dims_.back());
   if (last_ == config_.layers) {
     for (int s = 0; s < 3; ++s) {
-      kernels::softmax_cross_entropy_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
-                                           split_rows_[s].data(), split_rows_[s].size(), 1.0f, scalar_f_.data() + s,
-                                           kernels::MatrixView{});
-      kernels::count_correct_async(ctx, kernels::make_view(logits_.data(), rows_, classes), labels_.data(),
-                                   split_rows_[s].data(), split_rows_[s].size(), scalar_i_.data() + s);
+      kernels::softmax_cross_entropy_async(ctx, logits, labels_.data(), split_rows_[s].data(), split_rows_[s].size(),
+                                           1.0f, scalar_f_.data() + s, kernels::MatrixView{});
+      kernels::count_correct_async(ctx, logits, labels_.data(), split_rows_[s].data(), split_rows_[s].size(),
+                                   scalar_i_.data() + s);
     }
   } else {  // pipeline: only the last stage has logits
     kernels::memset_zero_async(ctx, scalar_f_.data(), 3 * sizeof(float));
@@ -600,39 +631,84 @@ EvalResult GcnModel::evaluate() {
   return r;
 }
 
-std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_buffer) {
+std::vector<float> GcnModel::download_flat(const Buffer<float>& flat_buffer) {
   std::vector<float> flat(static_cast<std::size_t>(num_params_));
   kernels::copy_async(res_.context(), flat.data(), flat_buffer.data(), flat_buffer.bytes());
   sync();
-  std::vector<std::vector<float>> out;
+  return flat;
+}
+
+std::int64_t GcnModel::model_parameter_count() const {
+  std::int64_t n = 0;
+  for (int l = first_; l < last_; ++l) n += layers_[l].model_in * layers_[l].model_out + layers_[l].model_out;
+  return n;
+}
+
+std::vector<float> GcnModel::compact(const std::vector<float>& stored) const {
+  std::vector<float> out;
+  out.reserve(static_cast<std::size_t>(model_parameter_count()));
   for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
-    out.emplace_back(flat.begin() + ly.w_offset, flat.begin() + ly.w_offset + ly.in * ly.out);
-    out.emplace_back(flat.begin() + ly.b_offset, flat.begin() + ly.b_offset + ly.out);
+    for (std::int64_t r = 0; r < ly.model_in; ++r) {
+      const auto row = stored.begin() + ly.w_offset + r * ly.out;
+      out.insert(out.end(), row, row + ly.model_out);
+    }
+    out.insert(out.end(), stored.begin() + ly.b_offset, stored.begin() + ly.b_offset + ly.model_out);
+  }
+  return out;
+}
+
+std::vector<float> GcnModel::expand(const std::vector<float>& compacted) const {
+  GCNPART_EXPECTS(static_cast<std::int64_t>(compacted.size()) == model_parameter_count(),
+                  "expand takes the model's parameter count");
+  std::vector<float> stored(static_cast<std::size_t>(num_params_), 0.0f);
+  auto in = compacted.begin();
+  for (int l = first_; l < last_; ++l) {
+    const Layer& ly = layers_[l];
+    for (std::int64_t r = 0; r < ly.model_in; ++r, in += ly.model_out)
+      std::copy(in, in + ly.model_out, stored.begin() + ly.w_offset + r * ly.out);
+    std::copy(in, in + ly.model_out, stored.begin() + ly.b_offset);
+    in += ly.model_out;
+  }
+  return stored;
+}
+
+std::vector<std::vector<float>> GcnModel::unflatten(const Buffer<float>& flat_buffer) {
+  const std::vector<float> flat = compact(download_flat(flat_buffer));
+  std::vector<std::vector<float>> out;
+  auto in = flat.begin();
+  for (int l = first_; l < last_; ++l) {
+    const Layer& ly = layers_[l];
+    out.emplace_back(in, in + ly.model_in * ly.model_out);
+    in += ly.model_in * ly.model_out;
+    out.emplace_back(in, in + ly.model_out);
+    in += ly.model_out;
   }
   return out;
 }
 
 ModelState GcnModel::state() {
+  // The checkpoint holds the model's parameters and moments without the stored padding (always zero), so it does
+  // not depend on the precision's alignment.
   ModelState s;
   s.step = step_;
-  for (auto [dst, src] : {std::pair{&s.params, &params_}, std::pair{&s.adam_m, &adam_m_}, std::pair{&s.adam_v, &adam_v_}}) {
-    dst->resize(static_cast<std::size_t>(num_params_));
-    kernels::copy_async(res_.context(), dst->data(), src->data(), src->bytes());
-  }
-  sync();
+  s.params = compact(download_flat(params_));
+  s.adam_m = compact(download_flat(adam_m_));
+  s.adam_v = compact(download_flat(adam_v_));
   return s;
 }
 
 void GcnModel::set_state(const ModelState& s) {
+  const std::int64_t expected = model_parameter_count();
   for (const auto* v : {&s.params, &s.adam_m, &s.adam_v})
-    if (static_cast<std::int64_t>(v->size()) != num_params_)
+    if (static_cast<std::int64_t>(v->size()) != expected)
       throw InvalidInput::parameter("checkpoint", std::to_string(v->size()) + " values",
-                                    std::to_string(num_params_) + " (the model's parameter count)");
+                                    std::to_string(expected) + " (the model's parameter count)");
   step_ = s.step;
-  kernels::copy_async(res_.context(), params_.data(), s.params.data(), params_.bytes());
-  kernels::copy_async(res_.context(), adam_m_.data(), s.adam_m.data(), adam_m_.bytes());
-  kernels::copy_async(res_.context(), adam_v_.data(), s.adam_v.data(), adam_v_.bytes());
+  const std::vector<float> params = expand(s.params), m = expand(s.adam_m), v = expand(s.adam_v);
+  kernels::copy_async(res_.context(), params_.data(), params.data(), params_.bytes());
+  kernels::copy_async(res_.context(), adam_m_.data(), m.data(), adam_m_.bytes());
+  kernels::copy_async(res_.context(), adam_v_.data(), v.data(), adam_v_.bytes());
   if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
@@ -646,27 +722,34 @@ void GcnModel::set_parameters(const std::vector<std::vector<float>>& params) {
   if (params.size() != 2 * owned)
     throw InvalidInput::parameter("weights", std::to_string(params.size()) + " tensors",
                                   std::to_string(2 * owned) + " (W and b per layer held here)");
-  std::vector<float> flat(static_cast<std::size_t>(num_params_));
+  std::vector<float> compacted;
+  compacted.reserve(static_cast<std::size_t>(model_parameter_count()));
   for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
     const std::size_t t = 2 * static_cast<std::size_t>(l - first_);
-    if (static_cast<std::int64_t>(params[t].size()) != ly.in * ly.out ||
-        static_cast<std::int64_t>(params[t + 1].size()) != ly.out)
+    if (static_cast<std::int64_t>(params[t].size()) != ly.model_in * ly.model_out ||
+        static_cast<std::int64_t>(params[t + 1].size()) != ly.model_out)
       throw InvalidInput::parameter("weights", "layer " + std::to_string(l) + " of " +
                                                    std::to_string(params[t].size()) + " weights",
-                                    std::to_string(ly.in) + " x " + std::to_string(ly.out));
-    std::copy(params[t].begin(), params[t].end(), flat.begin() + ly.w_offset);
-    std::copy(params[t + 1].begin(), params[t + 1].end(), flat.begin() + ly.b_offset);
+                                    std::to_string(ly.model_in) + " x " + std::to_string(ly.model_out));
+    compacted.insert(compacted.end(), params[t].begin(), params[t].end());
+    compacted.insert(compacted.end(), params[t + 1].begin(), params[t + 1].end());
   }
+  const std::vector<float> flat = expand(compacted);
   kernels::copy_async(res_.context(), params_.data(), flat.data(), params_.bytes());
   if (config_.bf16()) refresh_bf16_weights();
   sync();
 }
 
 std::vector<float> GcnModel::logits() {
-  std::vector<float> out(static_cast<std::size_t>(logits_.size()));
-  kernels::copy_async(res_.context(), out.data(), logits_.data(), logits_.bytes());
+  std::vector<float> stored(static_cast<std::size_t>(logits_.size()));
+  kernels::copy_async(res_.context(), stored.data(), logits_.data(), logits_.bytes());
   sync();
+  const std::int64_t classes = model_dims_.back(), ld = dims_.back();
+  if (classes == ld) return stored;
+  std::vector<float> out(static_cast<std::size_t>(rows_ * classes));
+  for (std::int64_t i = 0; i < rows_; ++i)
+    std::copy_n(stored.begin() + i * ld, classes, out.begin() + i * classes);
   return out;
 }
 

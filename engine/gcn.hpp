@@ -102,7 +102,12 @@ class GcnModel {
   [[nodiscard]] std::vector<std::vector<float>> parameters();
   /// Replaces the parameters (same shapes). @throws InvalidInput on a shape mismatch.
   void set_parameters(const std::vector<std::vector<float>>& params);
-  [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return dims_; }
+  /// The model's widths: features, hidden x (layers - 1), classes (parameters(), logits() and saved weights have
+  /// these shapes; the device stores them padded, see stored_dims()).
+  [[nodiscard]] const std::vector<std::int64_t>& dims() const noexcept { return model_dims_; }
+  /// The widths every buffer and kernel uses (partition::ModelSpec::stored_dims: rounded up to whole 16-byte
+  /// vectors). Padding columns hold zeros and their weights stay zero, so results equal the unpadded model's.
+  [[nodiscard]] const std::vector<std::int64_t>& stored_dims() const noexcept { return dims_; }
   /// The layers this device holds: [first, last).
   [[nodiscard]] std::pair<int, int> layer_range() const noexcept { return {first_, last_}; }
   /// A copy of the training state (for checkpoints) and its restoration (same model shape). Synchronise.
@@ -115,7 +120,8 @@ class GcnModel {
 
  private:
   struct Layer {
-    std::int64_t in = 0, out = 0;
+    std::int64_t in = 0, out = 0;              ///< stored widths (stored_dims)
+    std::int64_t model_in = 0, model_out = 0;  ///< the model's widths (dims): W is model_in x model_out of in x out
     std::int64_t w_offset = 0, b_offset = 0;  ///< into the flat parameter / gradient / moment buffers
     bool aggregate_first = false;             ///< (ÂH)W when in <= out, else Â(HW): the narrower SpMM
     bool decay = false;                       ///< L2 weight decay on W
@@ -134,13 +140,20 @@ class GcnModel {
   void backward_async();
   void adam_async();
   std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
+  /// Host copies of a flat stored parameter-shaped buffer, as the model's tensors (W0, b0, W1, b1, ...) or
+  /// concatenated (the checkpoint layout, independent of the padding), and back.
+  std::vector<float> download_flat(const Buffer<float>& flat);
+  [[nodiscard]] std::vector<float> compact(const std::vector<float>& stored) const;
+  [[nodiscard]] std::vector<float> expand(const std::vector<float>& compacted) const;
+  [[nodiscard]] std::int64_t model_parameter_count() const;
 
   Resources& res_;
   const LocalProblem& problem_;
   Communicator* comm_;
   std::unique_ptr<Aggregation> aggregation_;
   GcnConfig config_;
-  std::vector<std::int64_t> dims_;
+  std::vector<std::int64_t> model_dims_;  ///< the model's widths (dims())
+  std::vector<std::int64_t> dims_;        ///< stored widths: every buffer and kernel call
   std::int64_t rows_, cols_;
   int first_ = 0, last_ = 0;  ///< the layers this device holds: [first_, last_) (all unless pipelined)
   int stage_ = 0, stages_ = 1;

@@ -361,31 +361,32 @@ void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout
 void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
                                  const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
                                  MatrixView grad) {
-  expect_packed("logits", logits);
+  expect_view("logits", logits);
   expect_non_negative("count", count);
   if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
   if (grad.data != nullptr) {
-    expect_packed("grad", grad);
+    expect_view("grad", grad);
     expect_same_shape("logits", logits, "grad", grad);
+    expect_extent("grad.ld", grad.ld, "logits.ld", logits.ld);
   }
   GCNPART_EXPECTS(loss_sum != nullptr, "softmax_cross_entropy_async needs loss_sum");
   GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "softmax_cross_entropy_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(softmax_cross_entropy(ctx, logits.data, logits.rows, logits.cols, labels, rows, count, grad_scale,
-                                         loss_sum, grad.data));
+  GCNPART_DISPATCH(softmax_cross_entropy(ctx, logits.data, logits.rows, logits.cols, logits.ld, labels, rows, count,
+                                         grad_scale, loss_sum, grad.data));
 }
 
 void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
                          std::int64_t count, std::int64_t* correct) {
-  expect_packed("logits", logits);
+  expect_view("logits", logits);
   expect_non_negative("count", count);
   if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
   GCNPART_EXPECTS(correct != nullptr, "count_correct_async needs an output");
   GCNPART_EXPECTS(count == 0 || (logits.data != nullptr && labels != nullptr && rows != nullptr),
                   "count_correct_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
-  GCNPART_DISPATCH(count_correct(ctx, logits.data, logits.cols, labels, rows, count, correct));
+  GCNPART_DISPATCH(count_correct(ctx, logits.data, logits.cols, logits.ld, labels, rows, count, correct));
 }
 
 void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,

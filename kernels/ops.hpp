@@ -171,16 +171,18 @@ void gather_rows_async(const Context& ctx, ConstBf16MatrixView src, const NodeId
 // Loss, accuracy, optimiser, normalisation, row movement
 
 /// Softmax cross-entropy over the rows listed in `rows` (count entries, local row indices) of logits
-/// (num_rows x classes, contiguous) with int32 labels indexed by the same local rows. Writes the loss summed over
-/// those rows into *loss_sum (one float, device memory on CUDA) and, when grad.data is non-null, grad = (softmax -
-/// onehot) * grad_scale for the listed rows and 0 for every other row (grad: logits' shape, contiguous).
-/// grad_scale is typically 1 / (global number of training nodes).
+/// (num_rows x classes, leading dimension logits.ld >= classes: a padded layout's extra columns are not classes and
+/// are never read) with int32 labels indexed by the same local rows. Writes the loss summed over those rows into
+/// *loss_sum (one float, device memory on CUDA) and, when grad.data is non-null, grad = (softmax - onehot) *
+/// grad_scale for the listed rows and 0 for every other row (grad: logits' shape and leading dimension). The whole
+/// of grad's allocation (num_rows x ld) is written: its padding columns are set to zero, so that a padded model's
+/// extra columns get no gradient. grad_scale is typically 1 / (global number of training nodes).
 void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
                                  const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
                                  MatrixView grad);
 
-/// Number of listed rows whose argmax over logits' columns equals the label, written into *correct (one int64,
-/// device on CUDA). logits contiguous.
+/// Number of listed rows whose argmax over logits' columns (the classes; ld may exceed them) equals the label,
+/// written into *correct (one int64, device on CUDA).
 void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,
                          std::int64_t count, std::int64_t* correct);
 

@@ -48,7 +48,7 @@ std::string indexed(const char* name, std::int64_t i) { return std::string(name)
 bool aggregates_first(const std::vector<std::int64_t>& dims, int layer) { return dims[layer] <= dims[layer + 1]; }
 
 std::vector<std::int64_t> aggregation_widths(const ModelSpec& m) {
-  const auto d = m.dims();
+  const auto d = m.stored_dims();
   std::vector<std::int64_t> widths;
   for (int l = m.first_layer(); l < m.last_layer(); ++l) widths.push_back(aggregates_first(d, l) ? d[l] : d[l + 1]);
   return widths;
@@ -70,9 +70,11 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   if (s.gather && (s.parts < 1 || s.table_block < s.rows))
     throw InvalidInput::parameter("table_block", std::to_string(s.table_block),
                                   ">= the device's own rows (" + std::to_string(s.rows) + ")");
-  const auto d = m.dims();
+  // Every dense width as stored (ModelSpec::stored_dims: rounded up to whole 16-byte vectors); the sparse
+  // features keep the dataset's feature count.
+  const auto d = m.stored_dims();
   const int L = m.layers, first = m.first_layer(), last = m.last_layer();
-  const std::int64_t r = s.rows, f = m.features, nnz = s.nonzeros(f);
+  const std::int64_t r = s.rows, f = m.features, nnz = s.nonzeros(f), f_stored = d[0];
   const int act = traits(m.precision).storage_bytes;
   const bool bf16 = m.precision == Precision::kBf16;
   const bool sparse = uses_sparse_input(s, m);
@@ -94,7 +96,7 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("xt_columns", "feature CSR^T columns", C::kFeatures, nnz, kIndexBytes);
     add("xt_values", "feature CSR^T values", C::kFeatures, nnz, kFloatBytes);
   } else if (first == 0) {
-    add("features", "features", C::kFeatures, r * f, act);
+    add("features", "features", C::kFeatures, r * f_stored, act);
   }
   add("labels", "labels", C::kFeatures, r, kIndexBytes);
   add("global_ids", "global ids", C::kGraph, r, kIndexBytes);
@@ -113,7 +115,7 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
 
   // Activations saved for backward: inputs[l] is layer l's (dropped-out) input, for the layers held here plus, in a
   // pipeline, the output handed to the next stage (inputs[last]).
-  if (first == 0 && m.dropout && !sparse) add("inputs[0]", "dropped-out input features", C::kActivations, r * f, act);
+  if (first == 0 && m.dropout && !sparse) add("inputs[0]", "dropped-out input features", C::kActivations, r * f_stored, act);
   if (first == 0 && m.dropout && sparse) {
     add("x_values_dropped", "dropped-out feature values", C::kActivations, nnz, kFloatBytes);
     add("xt_values_dropped", "dropped-out feature values (transpose)", C::kActivations, nnz, kFloatBytes);

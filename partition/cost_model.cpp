@@ -99,10 +99,12 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   m.validate();
   EpochWork w;
   w.element_bytes = traits(m.precision).storage_bytes;
-  const auto d = m.dims();
+  const auto d = m.stored_dims();  // the widths the engine computes with (ModelSpec::stored_dims)
   const int L = m.layers;
   const double r = static_cast<double>(s.rows), nnz = static_cast<double>(s.graph_entries);
-  const double f = static_cast<double>(m.features), act = traits(m.precision).storage_bytes;
+  // f: the sparse features' columns (the dataset's count); f_stored: the dense feature rows' stored width.
+  const double f = static_cast<double>(m.features), f_stored = static_cast<double>(d[0]);
+  const double act = traits(m.precision).storage_bytes;
   const bool sparse = uses_sparse_input(s, m);
   const double nnz_x = static_cast<double>(s.nonzeros(m.features));
   // The source rows an aggregation reads (forward) or writes (backward): gather's table, boundary's own and
@@ -162,7 +164,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       to_bf16(r * out);
       spmm(out, false);
     } else {
-      if (l == 0 && m.dropout) elementwise(2 * r * f * act);
+      if (l == 0 && m.dropout) elementwise(2 * r * f_stored * act);
       if (aggregates_first(d, l)) {
         spmm(in, false);
         to_bf16(r * in);
@@ -225,7 +227,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
 
 std::int64_t pipeline_send_bytes(const DeviceShape& s, const ModelSpec& m) {
   if (m.stages <= 1) return 0;
-  const auto d = m.dims();
+  const auto d = m.stored_dims();
   std::int64_t bytes = 0;
   if (m.last_layer() < m.layers) bytes += s.rows * d[static_cast<std::size_t>(m.last_layer())] * traits(m.precision).storage_bytes;
   if (m.first_layer() > 0) bytes += s.rows * d[static_cast<std::size_t>(m.first_layer())] * 4;

@@ -38,12 +38,28 @@ std::vector<std::int64_t> ModelSpec::dims() const {
   return d;
 }
 
-std::int64_t ModelSpec::parameters() const {
-  const auto d = dims();
+std::int64_t stored_width(std::int64_t width, Precision precision) {
+  const std::int64_t vector = 16 / traits(precision).storage_bytes;
+  return (width + vector - 1) / vector * vector;
+}
+
+std::vector<std::int64_t> ModelSpec::stored_dims() const {
+  auto d = dims();
+  for (auto& w : d) w = stored_width(w, precision);
+  return d;
+}
+
+namespace {
+std::int64_t parameter_count(const std::vector<std::int64_t>& d) {
   std::int64_t p = 0;
   for (std::size_t l = 0; l + 1 < d.size(); ++l) p += d[l] * d[l + 1] + d[l + 1];
   return p;
 }
+}  // namespace
+
+std::int64_t ModelSpec::parameters() const { return parameter_count(dims()); }
+
+std::int64_t ModelSpec::stored_parameters() const { return parameter_count(stored_dims()); }
 
 void ModelSpec::validate() const {
   if (layers < 1 || layers > 64) throw InvalidInput::parameter("--layers", std::to_string(layers), "1..64");
@@ -65,7 +81,7 @@ std::int64_t DeviceShape::nonzeros(std::int64_t features) const {
 }
 
 bool uses_sparse_input(const DeviceShape& s, const ModelSpec& m) {
-  const auto dims = m.dims();
+  const auto dims = m.stored_dims();
   const double cells = static_cast<double>(s.rows) * static_cast<double>(m.features);
   // GcnModel: density of the local feature values (1 when there are none), sparse when <= the threshold and the
   // first layer narrows (so it multiplies before it aggregates).
@@ -74,7 +90,7 @@ bool uses_sparse_input(const DeviceShape& s, const ModelSpec& m) {
 }
 
 std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m) {
-  const auto d = m.dims();
+  const auto d = m.stored_dims();
   std::vector<SpmmCall> calls;
   for (int l = 0; l < m.layers; ++l) {
     const bool aggregate_first = aggregates_first(d, l);
@@ -121,7 +137,7 @@ std::int64_t comm_bytes_per_epoch(const DeviceShape& s, const ModelSpec& m) {
   if (k <= 1) return 0;
   auto share = [k](std::int64_t bytes) { return bytes * (k - 1) / k; };
   std::int64_t sent = 2 * share(kFloatBytes);                         // the loss
-  sent += 2 * share(m.parameters() * kFloatBytes);                    // the gradient all-reduce
+  sent += 2 * share(m.stored_parameters() * kFloatBytes);             // the gradient all-reduce
   if (s.gather) {
     // Forward's all-gather moves the precision's elements in whole float words (an odd bf16 count is padded);
     // backward's reduce-scatter sums in float32.

@@ -30,8 +30,9 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-pad", tuning.pad,
-                 "Own SpMM: copy X whose rows do not start on 4 elements (e.g. 41 classes) into a padded workspace "
-                 "so that lanes load whole vectors (true|false)")
+                 "Own SpMM: copy X whose rows do not start on 4 elements into a padded workspace so that lanes "
+                 "load whole vectors (true|false); training stores every width padded to whole vectors already, so "
+                 "this matters for `bench spmm` at unaligned widths")
       ->capture_default_str();
 }
 

@@ -37,10 +37,11 @@
   void bias_act_dropout_backward(const Context& ctx, const float* h, const float* dh, std::int64_t rows,           \
                                  std::int64_t width, bool relu, float p, float* dz);                               \
   void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t num_rows,                       \
-                             std::int64_t classes, const std::int32_t* labels, const NodeId* rows,                \
-                             std::int64_t count, float grad_scale, float* loss_sum, float* grad);                  \
-  void count_correct(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,   \
-                     const NodeId* rows, std::int64_t count, std::int64_t* correct);                               \
+                             std::int64_t classes, std::int64_t ld, const std::int32_t* labels,                   \
+                             const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,            \
+                             float* grad);                                                                         \
+  void count_correct(const Context& ctx, const float* logits, std::int64_t classes, std::int64_t ld,              \
+                     const std::int32_t* labels, const NodeId* rows, std::int64_t count, std::int64_t* correct);   \
   void adam_step(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,                 \
                  const AdamParams& params);                                                                        \
   void inv_sqrt_degree(const Context& ctx, const RowOffset* row_offsets, std::int64_t n, float extra,             \

@@ -210,7 +210,7 @@ void launch_relu_dropout_backward(const Context& ctx, const T* h, const T* dh, s
 
 /// One warp per listed row: max-subtracted log-sum-exp, the row's loss, and its gradient row.
 __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t num_rows, std::int64_t classes,
-                                             const std::int32_t* labels, const NodeId* rows, std::int64_t count,
+                                             std::int64_t ld, const std::int32_t* labels, const NodeId* rows, std::int64_t count,
                                              float grad_scale, float* row_loss, float* grad) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
   const std::int64_t warps = grid_stride() / kWarp;
@@ -221,7 +221,7 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
       if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
       continue;
     }
-    const float* l = logits + r * classes;
+    const float* l = logits + r * ld;
     float mx = -INFINITY;
     for (std::int64_t c = lane; c < classes; c += kWarp) mx = fmaxf(mx, l[c]);
     mx = warp_max(mx);
@@ -231,7 +231,7 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
     const float lse = mx + logf(se);
     if (lane == 0) row_loss[t] = lse - l[label];
     if (grad != nullptr) {
-      float* g = grad + r * classes;
+      float* g = grad + r * ld;
       for (std::int64_t c = lane; c < classes; c += kWarp)
         g[c] = (expf(l[c] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
     }
@@ -241,12 +241,12 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
 /// 1 when the argmax (lowest index among ties) of listed row t equals its label.
 struct IsCorrect {
   const float* logits;
-  std::int64_t classes;
+  std::int64_t classes, ld;
   const std::int32_t* labels;
   const NodeId* rows;
   __device__ std::int64_t operator()(std::int64_t t) const {
     const std::int64_t r = rows[t];
-    const float* l = logits + r * classes;
+    const float* l = logits + r * ld;
     std::int64_t best = 0;
     float best_value = l[0];
     for (std::int64_t c = 1; c < classes; ++c) {
@@ -442,9 +442,9 @@ void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* d
 // ------------------------------------------------------------------------------------------------ loss
 
 void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t num_rows, std::int64_t classes,
-                           const std::int32_t* labels, const NodeId* rows, std::int64_t count, float grad_scale,
-                           float* loss_sum, float* grad) {
-  if (grad != nullptr) memset_zero(ctx, grad, static_cast<std::size_t>(num_rows * classes) * sizeof(float));
+                           std::int64_t ld, const std::int32_t* labels, const NodeId* rows, std::int64_t count,
+                           float grad_scale, float* loss_sum, float* grad) {
+  if (grad != nullptr) memset_zero(ctx, grad, static_cast<std::size_t>(num_rows * ld) * sizeof(float));
   if (count == 0) {
     memset_zero(ctx, loss_sum, sizeof(float));
     return;
@@ -456,20 +456,20 @@ void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t
   Workspace scratch(ctx, losses_bytes + temp_bytes);
   float* row_loss = scratch.as<float>();
   softmax_cross_entropy_kernel<<<elementwise_blocks(count * kWarp), kElementwiseThreads, 0, ctx.stream>>>(
-      logits, num_rows, classes, labels, rows, count, grad_scale, row_loss, grad);
+      logits, num_rows, classes, ld, labels, rows, count, grad_scale, row_loss, grad);
   GCNPART_CUDA_TRY(cudaGetLastError());
   GCNPART_CUDA_TRY(
       cub::DeviceReduce::Sum(scratch.as<void>(losses_bytes), temp_bytes, row_loss, loss_sum, count, ctx.stream));
 }
 
-void count_correct(const Context& ctx, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                   const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+void count_correct(const Context& ctx, const float* logits, std::int64_t classes, std::int64_t ld,
+                   const std::int32_t* labels, const NodeId* rows, std::int64_t count, std::int64_t* correct) {
   if (count == 0) {
     memset_zero(ctx, correct, sizeof(std::int64_t));
     return;
   }
   const thrust::counting_iterator<std::int64_t> first(0);
-  const IsCorrect is_correct{logits, classes, labels, rows};
+  const IsCorrect is_correct{logits, classes, ld, labels, rows};
   std::size_t temp_bytes = 0;
   GCNPART_CUDA_TRY(cub::DeviceReduce::TransformReduce(nullptr, temp_bytes, first, correct, count,
                                                       ::cuda::std::plus<std::int64_t>{}, is_correct,

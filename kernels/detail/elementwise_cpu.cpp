@@ -137,8 +137,8 @@ void bias_act_dropout_backward(const Context&, const float* h, const float* dh, 
 }
 
 void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num_rows, std::int64_t classes,
-                           const std::int32_t* labels, const NodeId* rows, std::int64_t count, float grad_scale,
-                           float* loss_sum, float* grad) {
+                           std::int64_t ld, const std::int32_t* labels, const NodeId* rows, std::int64_t count,
+                           float grad_scale, float* loss_sum, float* grad) {
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t r = rows[t];
     if (r < 0 || r >= num_rows)
@@ -148,12 +148,12 @@ void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num
       throw InvalidInput::parameter("labels[" + std::to_string(r) + "]", std::to_string(labels[r]),
                                     "a class below " + std::to_string(classes));
   }
-  if (grad != nullptr) std::memset(grad, 0, static_cast<std::size_t>(num_rows * classes) * sizeof(float));
+  if (grad != nullptr) std::memset(grad, 0, static_cast<std::size_t>(num_rows * ld) * sizeof(float));
   std::vector<float> row_loss(static_cast<std::size_t>(count));
 #pragma omp parallel for schedule(static) if (count * classes > kParallelMinWork)
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t r = rows[t];
-    const float* l = logits + r * classes;
+    const float* l = logits + r * ld;
     float mx = l[0];
     for (std::int64_t c = 1; c < classes; ++c) mx = std::max(mx, l[c]);
     float se = 0.0f;
@@ -162,7 +162,7 @@ void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num
     const std::int32_t label = labels[r];
     row_loss[static_cast<std::size_t>(t)] = lse - l[label];
     if (grad != nullptr) {
-      float* g = grad + r * classes;
+      float* g = grad + r * ld;
       for (std::int64_t c = 0; c < classes; ++c)
         g[c] = (std::exp(l[c] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
     }
@@ -172,13 +172,13 @@ void softmax_cross_entropy(const Context&, const float* logits, std::int64_t num
   *loss_sum = static_cast<float>(total);
 }
 
-void count_correct(const Context&, const float* logits, std::int64_t classes, const std::int32_t* labels,
-                   const NodeId* rows, std::int64_t count, std::int64_t* correct) {
+void count_correct(const Context&, const float* logits, std::int64_t classes, std::int64_t ld,
+                   const std::int32_t* labels, const NodeId* rows, std::int64_t count, std::int64_t* correct) {
   std::int64_t hits = 0;
 #pragma omp parallel for schedule(static) reduction(+ : hits) if (count * classes > kParallelMinWork)
   for (std::int64_t t = 0; t < count; ++t) {
     const std::int64_t r = rows[t];
-    const float* l = logits + r * classes;
+    const float* l = logits + r * ld;
     std::int64_t best = 0;
     for (std::int64_t c = 1; c < classes; ++c)
       if (l[c] > l[best]) best = c;  // strict: ties go to the lowest index

@@ -87,7 +87,12 @@ double reference_loss(const LocalProblem& p, const std::vector<std::int64_t>& di
   return loss / static_cast<double>(p.train_rows.size());
 }
 
-void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std::int32_t classes) {
+/// The engine's gradients against finite differences of reference_loss, then, after a few Adam steps (weight decay
+/// on every layer), the engine's loss against reference_loss of the engine's own parameters. The engine stores
+/// every width rounded up to whole vectors (partition::stored_width); the reference knows only the model's widths,
+/// so both checks fail if a padding column ever carries a value or a padding weight drifts from zero.
+void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std::int32_t classes,
+                     bool sparse_input = false) {
   const auto ds = tiny_dataset(9, features, classes, 3);
   const LocalProblem p = single_device_problem(ds, false);
   GcnConfig cfg;
@@ -95,11 +100,16 @@ void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std
   cfg.hidden = hidden;
   cfg.dropout = 0.0f;
   cfg.seed = 5;
+  cfg.weight_decay_all_layers = true;
+  cfg.sparse_features_below = sparse_input ? 1.0 : 0.0;
   Resources res(Device{});
   GcnModel model(res, p, cfg);
   const double loss_sum = model.forward_backward(0);
   const auto grads = model.gradients();
   const auto params = model.parameters();
+  REQUIRE(params.size() == 2 * static_cast<std::size_t>(layers));
+  CHECK(static_cast<std::int64_t>(params[0].size()) == features * (layers == 1 ? classes : hidden));
+  CHECK(static_cast<std::int64_t>(params.back().size()) == classes);
   std::vector<std::vector<double>> dp;
   for (const auto& t : params) dp.emplace_back(t.begin(), t.end());
   const double ref = reference_loss(p, model.dims(), dp);
@@ -115,14 +125,35 @@ void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std
       CHECK(grads[t][i] == doctest::Approx(fd).epsilon(2e-3).scale(1e-2));
     }
   }
+  for (int epoch = 0; epoch < 5; ++epoch) (void)model.train_step(epoch);
+  const double trained = model.forward_backward(5) / static_cast<double>(p.train_rows.size());
+  std::vector<std::vector<double>> after;
+  for (const auto& t : model.parameters()) after.emplace_back(t.begin(), t.end());
+  CHECK(after != dp);  // the steps moved the parameters
+  CHECK(trained == doctest::Approx(reference_loss(p, model.dims(), after)).epsilon(1e-5));
+  CHECK(static_cast<std::int64_t>(model.state().params.size()) ==
+        [&] {
+          std::int64_t n = 0;
+          for (const auto& t : params) n += static_cast<std::int64_t>(t.size());
+          return n;
+        }());  // checkpoints hold the model's parameters, not the padded storage
 }
 
 }  // namespace
 
 TEST_CASE("GCN gradients match finite differences of a double-precision reference for both aggregation orders") {
-  check_gradients(2, 5, 4, 3);  // layer 0: 5 > 4 -> Â(XW); layer 1: 4 > 3 -> Â(HW)
-  check_gradients(2, 3, 6, 2);  // layer 0: 3 <= 6 -> (ÂX)W
-  check_gradients(3, 4, 4, 3);  // a middle layer: (ÂH)W with in == out
+  // Stored (fp32) widths in brackets: every width rounds up to a multiple of 4, and the order follows them.
+  check_gradients(2, 10, 6, 3);  // [12, 8, 4]: layer 0: 12 > 8 -> Â(XW); layer 1: 8 > 4 -> Â(HW)
+  check_gradients(2, 3, 6, 2);   // [4, 8, 4]: layer 0: 4 <= 8 -> (ÂX)W; layer 1 Â(HW)
+  check_gradients(3, 4, 4, 3);   // [4, 4, 4, 4]: every layer (ÂH)W with in == out, padded classes
+  check_gradients(2, 5, 4, 3);   // [8, 4, 4]: padded features feed Â(XW); layer 1 (ÂH)W
+  check_gradients(1, 7, 1, 5);   // [8, 8]: one layer, both widths padded
+}
+
+TEST_CASE("the sparse-input first layer with padded widths matches the double-precision reference") {
+  // [10 features (the sparse X keeps its columns; W's 2 padding rows stay zero), 8, 4]
+  check_gradients(2, 10, 6, 3, true);
+  check_gradients(2, 13, 5, 7, true);  // [13 -> 16, 8, 8]
 }
 
 TEST_CASE("tracked peak equals an independent count of the bytes the model holds") {
@@ -420,10 +451,13 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
   CHECK(bf16.memory[0].peak < fp32.memory[0].peak);
   // The feature matrix is held as bf16 only (labels and split rows are unchanged): exactly 2 bytes a value less.
   CHECK(at(fp32, MemoryCategory::kFeatures) - at(bf16, MemoryCategory::kFeatures) == p.num_rows * p.num_features * 2);
-  // Saved activations: the dropped-out X, both hidden inputs and both aggregated inputs halve; the float logits stay.
+  // Saved activations: the dropped-out X, both hidden inputs and both aggregated inputs halve; the float logits stay
+  // (as wide as the classes rounded up to whole vectors: 4 floats, 8 bf16).
   const std::int64_t n = p.num_rows, f = p.num_features, h = 64, c = p.num_classes;
-  CHECK(at(bf16, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 2 + n * c * 4);
-  CHECK(at(fp32, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 4 + n * c * 4);
+  REQUIRE(f % 8 == 0);
+  const std::int64_t c32 = partition::stored_width(c, Precision::kFp32), c16 = partition::stored_width(c, Precision::kBf16);
+  CHECK(at(bf16, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 2 + n * c16 * 4);
+  CHECK(at(fp32, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 4 + n * c32 * 4);
 }
 
 TEST_CASE("bf16 training is deterministic for a seed on the CPU") {

@@ -117,4 +117,8 @@ TEST_CASE("element-wise kernels refuse strided views and outputs of another shap
   softmax_cross_entropy_async(kCpu, make_view(z.data(), 2, 4), labels.data(), idx.data(), 2, 1.0f, &loss,
                               MatrixView{});  // no gradient asked
   CHECK(loss > 0.0f);
+  // Padded logits (ld > classes) are accepted; the gradient must share their leading dimension.
+  CHECK_THROWS_WITH_AS(softmax_cross_entropy_async(kCpu, make_view(z.data(), 2, 3, 4), labels.data(), idx.data(), 2,
+                                                   1.0f, &loss, make_view(grad.data(), 2, 3)),
+                       doctest::Contains("grad.ld"), InvalidInput);
 }

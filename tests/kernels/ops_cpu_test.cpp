@@ -497,6 +497,34 @@ TEST_CASE("softmax cross-entropy and its gradient match finite differences in do
   CHECK(none == 0.0f);
 }
 
+TEST_CASE("softmax cross-entropy and count_correct on padded logits read only the classes and zero the padding") {
+  const std::int64_t num_rows = 6, classes = 5, ld = 8;
+  const auto packed = random_floats(static_cast<std::size_t>(num_rows * classes), 63, -3.0f, 3.0f);
+  std::vector<float> padded(static_cast<std::size_t>(num_rows * ld), 90.0f);  // padding that would win if read
+  for (std::int64_t i = 0; i < num_rows; ++i)
+    std::copy_n(packed.begin() + i * classes, classes, padded.begin() + i * ld);
+  const std::vector<std::int32_t> labels = {4, 0, 3, 1, 0, 2};
+  const std::vector<NodeId> rows = {0, 2, 3, 5};
+  float loss_packed = 0.0f, loss_padded = 0.0f;
+  std::vector<float> grad_packed(packed.size(), kNaN), grad_padded(padded.size(), kNaN);
+  softmax_cross_entropy_async(kCpu, make_view(packed.data(), num_rows, classes), labels.data(), rows.data(), 4, 0.25f,
+                              &loss_packed, make_view(grad_packed.data(), num_rows, classes));
+  softmax_cross_entropy_async(kCpu, make_view(padded.data(), num_rows, classes, ld), labels.data(), rows.data(), 4,
+                              0.25f, &loss_padded, make_view(grad_padded.data(), num_rows, classes, ld));
+  CHECK(loss_padded == loss_packed);
+  for (std::int64_t i = 0; i < num_rows; ++i) {
+    for (std::int64_t c = 0; c < classes; ++c)
+      CHECK(grad_padded[static_cast<std::size_t>(i * ld + c)] == grad_packed[static_cast<std::size_t>(i * classes + c)]);
+    for (std::int64_t c = classes; c < ld; ++c) CHECK(grad_padded[static_cast<std::size_t>(i * ld + c)] == 0.0f);
+  }
+  std::int64_t correct_packed = -1, correct_padded = -1;
+  count_correct_async(kCpu, make_view(packed.data(), num_rows, classes), labels.data(), rows.data(), 4,
+                      &correct_packed);
+  count_correct_async(kCpu, make_view(padded.data(), num_rows, classes, ld), labels.data(), rows.data(), 4,
+                      &correct_padded);
+  CHECK(correct_padded == correct_packed);
+}
+
 TEST_CASE("softmax cross-entropy rejects a label outside the classes") {
   const std::vector<float> logits(8, 0.0f);
   const std::vector<std::int32_t> labels = {0, 4};

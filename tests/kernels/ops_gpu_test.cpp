@@ -518,13 +518,18 @@ TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bi
 
 TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and count_correct agrees") {
   DeviceFixture f;
-  for (std::int64_t classes : {1, 7, 40, 100}) {
-    const std::int64_t num_rows = 2500;
+  // pad: a padded layout's extra columns (ld = classes + pad) hold large values that must never be read, and the
+  // gradient's padding must come back zero.
+  for (const auto& [classes, pad] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 0}, {7, 0}, {40, 0}, {100, 0}, {7, 1}, {47, 1}, {41, 7}}) {
+    const std::int64_t num_rows = 2500, ld = classes + pad;
     CAPTURE(classes);
-    auto logits = random_floats(static_cast<std::size_t>(num_rows * classes), 61 + classes, -4.0f, 4.0f);
-    for (std::int64_t i = 0; i < num_rows; i += 7) logits[static_cast<std::size_t>(i * classes)] = 1.0f;  // ties
-    for (std::int64_t i = 0; i < num_rows; i += 7)
-      logits[static_cast<std::size_t>(i * classes + classes / 2)] = 1.0f;
+    CAPTURE(pad);
+    auto logits = random_floats(static_cast<std::size_t>(num_rows * ld), 61 + classes, -4.0f, 4.0f);
+    for (std::int64_t i = 0; i < num_rows; i += 7) logits[static_cast<std::size_t>(i * ld)] = 1.0f;  // ties
+    for (std::int64_t i = 0; i < num_rows; i += 7) logits[static_cast<std::size_t>(i * ld + classes / 2)] = 1.0f;
+    for (std::int64_t i = 0; i < num_rows; ++i)
+      for (std::int64_t c = classes; c < ld; ++c) logits[static_cast<std::size_t>(i * ld + c)] = 50.0f;
     std::vector<std::int32_t> labels(static_cast<std::size_t>(num_rows));
     std::mt19937_64 gen(62);
     for (auto& l : labels) l = static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(classes));
@@ -540,20 +545,26 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
     const float scale = 1.0f / static_cast<float>(count);
     std::vector<float> grad(logits.size(), kNaN);
     float loss = 0.0f;
-    softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count,
-                                scale, &loss, make_view(grad.data(), num_rows, classes));
-    softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(),
-                                count, scale, dloss.data(), make_view(dgrad.data(), num_rows, classes));
+    softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes, ld), labels.data(), rows.data(),
+                                count, scale, &loss, make_view(grad.data(), num_rows, classes, ld));
+    softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes, ld), dlabels.data(),
+                                drows.data(), count, scale, dloss.data(), make_view(dgrad.data(), num_rows, classes, ld));
     CHECK(dloss.to_host()[0] == doctest::Approx(loss).epsilon(1e-5));
     const auto g = dgrad.to_host();
     double worst = 0.0;
     for (std::size_t t = 0; t < g.size(); ++t) worst = std::max(worst, static_cast<double>(std::abs(g[t] - grad[t])));
     CHECK(worst <= 1e-6 * scale * 10);
+    bool padding_zero = true;
+    for (std::int64_t i = 0; i < num_rows; ++i)
+      for (std::int64_t c = classes; c < ld; ++c) padding_zero = padding_zero && g[static_cast<std::size_t>(i * ld + c)] == 0.0f;
+    CHECK(padding_zero);
     std::int64_t correct = -1;
-    count_correct_async(kCpu, make_view(logits.data(), num_rows, classes), labels.data(), rows.data(), count, &correct);
-    count_correct_async(f.ctx, make_view(dlogits.data(), num_rows, classes), dlabels.data(), drows.data(), count,
+    count_correct_async(kCpu, make_view(logits.data(), num_rows, classes, ld), labels.data(), rows.data(), count,
+                        &correct);
+    count_correct_async(f.ctx, make_view(dlogits.data(), num_rows, classes, ld), dlabels.data(), drows.data(), count,
                         dcorrect.data());
     CHECK(dcorrect.to_host()[0] == correct);
+    if (pad > 0) CHECK(correct > 0);  // the padding's 50s would win every argmax if they were read
   }
   // An out-of-range label cannot throw on the device: the loss is NaN instead.
   const DeviceBuffer<float> dlogits(std::vector<float>(8, 0.0f));

@@ -456,7 +456,8 @@ TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus it
   CHECK(find_allocation(last, "logits") != nullptr);
   CHECK(find_allocation(last, "x_values") == nullptr);
   CHECK(find_allocation(last, "features") == nullptr);
-  CHECK(find_allocation(last, "weights")->elements == m.hidden * m.classes + m.classes);
+  const std::int64_t hidden = stored_width(m.hidden, m.precision), classes = stored_width(m.classes, m.precision);
+  CHECK(find_allocation(last, "weights")->elements == hidden * classes + classes);
   m.stage = 3;
   CHECK_THROWS_AS((void)allocation_plan(s, m, Backend::kCpu), InvalidInput);
 }

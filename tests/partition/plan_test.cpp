@@ -731,9 +731,12 @@ TEST_CASE("boundary's bytes per epoch are its boundary rows x width x element si
         plain.boundary = false;  // what is left: the loss and gradient all-reduces
         boundary_bytes += comm_bytes_per_epoch(shapes[p], model) - comm_bytes_per_epoch(plain, model);
       }
-      // Forward: layer 0 at width 8, layer 1 at width 4 (the classes), in the precision's elements; backward:
-      // layer 1 at width 4 in float32 (layer 0 needs no input gradient). Every sent row is received once.
-      CHECK(boundary_bytes == rows * (8 * element + 4 * element + 4 * 4));
+      // Forward: layer 0 at width 8, layer 1 at the classes' stored width (4 floats, or 8 bf16: whole 16-byte
+      // vectors), in the precision's elements; backward: layer 1 at that width in float32 (layer 0 needs no input
+      // gradient). Every sent row is received once.
+      const std::int64_t classes = stored_width(4, precision);
+      CHECK(classes == (precision == Precision::kBf16 ? 8 : 4));
+      CHECK(boundary_bytes == rows * (8 * element + classes * element + classes * 4));
     }
   }
 }
