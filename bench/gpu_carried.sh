@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# A short device call that builds nothing: it runs binaries built on the CPU machine (ci preset, sm_90, stripped)
+# and carried in an ignored folder, for sessions with little device time left.
+#   here:   cmake ... && ninja -C build/ci && mkdir -p .carry/new && strip -o .carry/new/gcnpart build/ci/tools/gcnpart
+#           (and test_kernels, test_engine, test_partition, test_bench); .carry/head/gcnpart: the tree before a change
+#   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_carried.sh        (carry: .deps, .carry)
+# In order of priority, each step skipped past DEADLINE seconds: the kernels' gpu suite (while the reddit- and
+# products-sized RMAT graphs are generated), `bench epoch` of head and new interleaved (2 layers, hidden 256, fp32 and
+# bf16, degree order), `train` on Cora / CiteSeer (own and cuSPARSE SpMM: the memory records tests compare against),
+# then the engine's, partition's and bench's gpu suites. Everything lands in $OUT/results.tar.gz (re-packed after
+# every step, so a call cut short still returns what finished; a call returns only a few files) and summary.txt.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+W=/tmp/gpu_carried
+rm -rf "$W" && mkdir -p "$W"
+N=.carry/new
+H=.carry/head
+deadline=${DEADLINE:-150}
+graphs=${GRAPHS:-"products reddit"}
+s="$W/summary.txt"
+pack() { tar -czf "$OUT/results.tar.gz" -C /tmp gpu_carried; cp "$s" "$OUT/summary.txt"; }
+SECONDS=0
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$W/gpu.txt" 2>&1
+$N/gcnpart --version >> "$W/gpu.txt"
+late() { pack; [ "$SECONDS" -gt "$deadline" ] && { echo "skipped (deadline): $1" >> "$s"; return 0; }; return 1; }
+(
+  for spec in "products 21 30 100 47" "reddit 18 220 602 41"; do
+    read -r name scale ef features classes <<< "$spec"
+    [[ " $graphs " == *" $name "* ]] || continue
+    $N/gcnpart -q generate rmat --scale "$scale" --edge-factor "$ef" --features "$features" --classes "$classes" \
+      -o "/tmp/$name.gcsr" > "$W/generate-$name.log" 2>&1 &
+  done
+  wait
+) &
+gen=$!
+timeout 60 $N/test_kernels --test-suite=gpu --no-intro=true > "$W/test_kernels_gpu.log" 2>&1
+echo "test_kernels gpu: exit $? (${SECONDS}s)" >> "$s"
+wait $gen
+echo "graphs: ${SECONDS}s" >> "$s"
+for name in $graphs; do
+  for p in bf16 fp32; do
+    for b in new head; do
+      late "epoch-$name-$p-$b" && continue
+      timeout 60 .carry/$b/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree \
+        --layers 2 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-$b.json" \
+        > "$W/epoch-$name-$p-$b.log" 2>&1
+      echo "epoch-$name-$p-$b: exit $? (${SECONDS}s)" >> "$s"
+    done
+  done
+done
+for d in cora citeseer; do
+  for spmm in own cusparse; do
+    late "train-$d-$spmm" && continue
+    timeout 30 $N/gcnpart -q train "$GCNPART_DATA/$d" --device cuda --spmm $spmm --json "$W/train-$d-$spmm.json" \
+      > "$W/train-$d-$spmm.log" 2>&1
+    echo "train-$d-$spmm: exit $? (${SECONDS}s)" >> "$s"
+  done
+done
+for t in test_engine test_partition test_bench; do
+  late "$t" && continue
+  timeout 90 $N/$t --test-suite=gpu --no-intro=true > "$W/${t}_gpu.log" 2>&1
+  echo "$t gpu: exit $? (${SECONDS}s)" >> "$s"
+done
+pack
+cat "$s"
