@@ -211,7 +211,7 @@ TEST_CASE("never a false fits: under a 24 GB and a 10 GB cap scaled to CPU, ever
 
 TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and CiteSeer, category by category") {
   // bench/results/h200-2026-11-29 was recorded before the activation-gradient buffers were sized to their widths
-  // (commit b047f06), so its gradient figure is the old one; every other category, including the CUDA-only
+  // (commit b047f06), so its gradient figure is the old one, and before stored widths (see below); every other category, including the CUDA-only
   // workspaces (loss scratch, CUB temporaries) and the cuSPARSE plans, must match. The gpu suite below checks the
   // whole peak on the current engine.
   for (const char* name : {"cora", "citeseer"}) {
@@ -233,7 +233,12 @@ TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and 
       for (int c = 0; c < static_cast<int>(MemoryCategory::kCount); ++c) {
         const auto category = static_cast<MemoryCategory>(c);
         if (category == MemoryCategory::kGradients) continue;
-        const auto h200 = measured.at(memory_category_name(category)).get<std::int64_t>();
+        auto h200 = measured.at(memory_category_name(category)).get<std::int64_t>();
+        // The record also predates stored widths (commit 286e345): its float logits were classes wide, now they
+        // are stored_width(classes) wide (Cora 7 -> 8, CiteSeer 6 -> 8); the other padded buffers (weights,
+        // moments) differ by far less than the tolerance.
+        if (category == MemoryCategory::kActivations)
+          h200 += ds.graph.num_nodes * (stored_width(ds.num_classes, Precision::kFp32) - ds.num_classes) * 4;
         const auto model = e.at_peak[static_cast<std::size_t>(c)];
         INFO(name << " " << spmm << " " << memory_category_name(category) << ": H200 " << h200 << ", model " << model);
         CHECK(std::fabs(relative(static_cast<double>(model), static_cast<double>(h200))) <= 0.01);
