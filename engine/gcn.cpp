@@ -2,8 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "kernels/core/error.hpp"
+#include "kernels/core/host_vector.hpp"
 #include "kernels/core/philox.hpp"
 #include "partition/strategy.hpp"
 
@@ -75,12 +77,21 @@ namespace {
 
 enum Split { kTrain = 0, kValid = 1, kTest = 2 };
 
-/// Row-major rows x cols values widened to `stored` columns, zeros after each row's values.
-template <class V>
-std::vector<float> pad_columns(const V& x, std::int64_t rows, std::int64_t cols, std::int64_t stored) {
-  std::vector<float> out(static_cast<std::size_t>(rows * stored), 0.0f);
+/// Row-major rows x cols floats as rows of `stored` >= cols elements (T = float: copied; T = Bf16: rounded), zeros
+/// after each row's values; one parallel pass, which is also the first touch of the output (no zero fill).
+template <class T>
+HostVector<T> stored_rows(const float* x, std::int64_t rows, std::int64_t cols, std::int64_t stored) {
+  HostVector<T> out(static_cast<std::size_t>(rows * stored));
 #pragma omp parallel for schedule(static) if (rows * stored > (std::int64_t{1} << 16))
-  for (std::int64_t i = 0; i < rows; ++i) std::copy_n(x.data() + i * cols, cols, out.data() + i * stored);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    T* row = out.data() + i * stored;
+    if constexpr (std::is_same_v<T, kernels::Bf16>) {
+      kernels::convert_to_bf16_async(kernels::Context{}, x + i * cols, cols, row);
+    } else {
+      std::copy_n(x + i * cols, cols, row);
+    }
+    std::fill(row + cols, row + stored, T{});
+  }
   return out;
 }
 
@@ -120,15 +131,11 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   } else if (first_ == 0) {  // later pipeline stages never read the input features
     // Rows widened to the stored width (zero columns) when the feature count is not a whole number of vectors.
     const std::int64_t f = problem.num_features, stored = dims_[0];
-    std::vector<float> padded;
-    if (stored != f) padded = pad_columns(problem.features, cols_, f, stored);
-    const float* x = stored != f ? padded.data() : problem.features.data();
     if (config_.bf16()) {  // rounded on the host: the float copy never reaches the device
-      std::vector<kernels::Bf16> x16(static_cast<std::size_t>(cols_ * stored));
-      kernels::convert_to_bf16_async(kernels::Context{}, x, static_cast<std::int64_t>(x16.size()), x16.data());
-      features16_ = upload_planned(res_, plan, "features", x16);
+      features16_ = upload_planned(res_, plan, "features",
+                                   stored_rows<kernels::Bf16>(problem.features.data(), cols_, f, stored));
     } else if (stored != f) {
-      features_ = upload_planned(res_, plan, "features", padded);
+      features_ = upload_planned(res_, plan, "features", stored_rows<float>(problem.features.data(), cols_, f, stored));
     } else {
       features_ = upload_planned(res_, plan, "features", problem.features);
     }

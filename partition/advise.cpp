@@ -805,6 +805,7 @@ nlohmann::json FitReport::to_json() const {
                 {"degree_mean", graph.degree_mean},
                 {"degree_second_moment", graph.degree_second_moment}};
   j["model"] = {{"dims", model.dims()},
+                {"stored_dims", model.stored_dims()},
                 {"layers", model.layers},
                 {"hidden", model.hidden},
                 {"parameters", model.parameters()},
