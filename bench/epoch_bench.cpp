@@ -99,10 +99,14 @@ EpochBenchReport bench_epoch(const datasets::Dataset& user_data, const EpochBenc
   report.model = config.model();
   partition::Reordering reordering;
   datasets::Dataset reordered;
-  const datasets::Dataset& data = partition::reorder_dataset(user_data, config.reorder, reordering, reordered);
+  // The feature rows stay in the user's order until the problem gathers (and normalises) them: one copy.
+  const datasets::Dataset& data = partition::reorder_dataset(user_data, config.reorder, reordering, reordered,
+                                                             partition::PermuteFeatures::kLeave);
   report.reorder_seconds[0] = reordering.order_seconds;
   report.reorder_seconds[1] = reordering.apply_seconds;
-  const engine::LocalProblem problem = engine::single_device_problem(data, config.normalize_features);
+  const bool moved = !reordering.identity();
+  const engine::LocalProblem problem = engine::single_device_problem(
+      data, config.normalize_features, moved ? &user_data : nullptr, moved ? reordering.order.data() : nullptr);
   report.dims = report.model.dims(problem.num_features, problem.num_classes);
   if (config.log) {
     std::string arch;

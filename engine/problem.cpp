@@ -49,6 +49,8 @@ datasets::Csr with_self_loops(const datasets::Csr& g) {
 
 HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize) {
   const std::int64_t f = ds.num_features;
+  GCNPART_EXPECTS(static_cast<std::int64_t>(ds.features.size()) == ds.num_nodes() * f,
+                  "feature_rows reads a dataset that holds its feature rows");
   HostVector<float> out(static_cast<std::size_t>(count * f));  // not zero-filled: every row is written below
 #pragma omp parallel for schedule(static)
   for (std::int64_t i = 0; i < count; ++i) {
@@ -64,7 +66,13 @@ HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes,
   return out;
 }
 
-LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features) {
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features,
+                                   const datasets::Dataset* features_from, const NodeId* feature_rows_of) {
+  GCNPART_EXPECTS((features_from == nullptr) == (feature_rows_of == nullptr),
+                  "single_device_problem: features_from and feature_rows_of go together");
+  GCNPART_EXPECTS(features_from == nullptr || (features_from->num_nodes() == ds.num_nodes() &&
+                                               features_from->num_features == ds.num_features),
+                  "single_device_problem: features_from has the dataset's nodes and features");
   if (!ds.has_features())
     throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no node features", "0 features",
                        "features (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
@@ -82,7 +90,8 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   }
   p.dinv_col = p.dinv_row;
   p.num_features = ds.num_features;
-  p.features = feature_rows(ds, nullptr, p.num_cols, normalize_features);
+  p.features = features_from != nullptr ? feature_rows(*features_from, feature_rows_of, p.num_cols, normalize_features)
+                                        : feature_rows(ds, nullptr, p.num_cols, normalize_features);
   p.labels = ds.labels;
   p.num_classes = ds.num_classes;
   p.global_ids.resize(static_cast<std::size_t>(p.num_cols));

@@ -60,7 +60,11 @@ datasets::Csr with_self_loops(const datasets::Csr& g);
 HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize);
 
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
-/// or lacks a train split.
-LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features);
+/// or lacks a train split. features_from / feature_rows_of: where `ds` was permuted without its feature rows
+/// (partition::PermuteFeatures::kLeave), node i's features are row feature_rows_of[i] of features_from (the
+/// Reordering's order), gathered in the one pass that copies and normalises them.
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features,
+                                   const datasets::Dataset* features_from = nullptr,
+                                   const NodeId* feature_rows_of = nullptr);
 
 }  // namespace gcnpart::engine

@@ -73,11 +73,13 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   // Reordered data trains in place of the user's (nodes keep their user ids: the same masks, the same model).
   partition::Reordering reordering;
   datasets::Dataset reordered;
-  const datasets::Dataset& ds = partition::reorder_dataset(user_ds, request.reorder, reordering, reordered);
+  const bool single = request.strategy == partition::Strategy::kSingle;
+  // single: the feature rows stay in the user's order until the problem gathers (and normalises) them.
+  const auto features = single ? partition::PermuteFeatures::kLeave : partition::PermuteFeatures::kCopy;
+  const datasets::Dataset& ds = partition::reorder_dataset(user_ds, request.reorder, reordering, reordered, features);
   s.reorder_seconds[0] = reordering.order_seconds;
   s.reorder_seconds[1] = reordering.apply_seconds;
   s.dims = request.config.model.dims(ds.num_features, ds.num_classes);
-  const bool single = request.strategy == partition::Strategy::kSingle;
   // single trains the dataset as one problem (no plan copy of a large graph); its plan gives the metrics only.
   const partition::Plan plan = single ? partition::Plan{}
                                       : partition::make_plan(ds.graph, request.strategy, request.parts,
@@ -100,7 +102,11 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
       partition::save_parts(user_order, request.save_parts);
     }
   }
-  const LocalProblem problem = single ? single_device_problem(ds, request.config.normalize_features) : LocalProblem{};
+  const LocalProblem problem =
+      single ? single_device_problem(ds, request.config.normalize_features,
+                                     reordering.identity() ? nullptr : &user_ds,
+                                     reordering.identity() ? nullptr : reordering.order.data())
+             : LocalProblem{};
   LaunchOptions launch = request.launch;
   launch.backend = request.device.backend;
   for (int r = 0; r < request.runs; ++r) {

@@ -214,7 +214,7 @@ datasets::Csr permute_graph(const datasets::Csr& g, const Reordering& r) {
   return h;
 }
 
-datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r) {
+datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r, PermuteFeatures features) {
   if (r.identity()) return ds;
   const auto t0 = Clock::now();
   const std::int64_t n = ds.num_nodes();
@@ -227,8 +227,8 @@ datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r) {
   out.num_classes = ds.num_classes;
 
   out.graph = permute_graph(ds.graph, r);
-  const std::int64_t f = ds.num_features;
-  out.features.resize(ds.features.size());
+  const std::int64_t f = features == PermuteFeatures::kCopy ? ds.num_features : 0;
+  if (f > 0) out.features.resize(ds.features.size());
   if (!ds.labels.empty()) out.labels.resize(ds.labels.size());
   out.user_ids.resize(static_cast<std::size_t>(n));
 #pragma omp parallel for schedule(static)
@@ -248,10 +248,10 @@ datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r) {
 }
 
 const datasets::Dataset& reorder_dataset(const datasets::Dataset& user, Reorder method, Reordering& r,
-                                         datasets::Dataset& storage) {
+                                         datasets::Dataset& storage, PermuteFeatures features) {
   r = locality_order(user.graph, method);
   if (r.identity()) return user;
-  storage = permute(user, r);
+  storage = permute(user, r, features);
   return storage;
 }
 

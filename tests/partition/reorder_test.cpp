@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "datasets/generators.hpp"
+#include "engine/problem.hpp"
 #include "engine/train.hpp"
 #include "kernels/core/error.hpp"
 #include "partition/plan.hpp"
@@ -123,6 +124,27 @@ TEST_CASE("a permuted dataset is the same graph, features, labels and splits und
     bool composed = true;
     for (std::int64_t i = 0; i < pp.num_nodes(); ++i) composed = composed && pp.user_ids[i] == p.user_ids[again.order[i]];
     CHECK(composed);
+  }
+}
+
+TEST_CASE("a dataset permuted without its feature rows gives the single-device problem of the full permutation") {
+  const datasets::Dataset& ds = testing::sbm_3000();
+  for (const bool normalize : {false, true}) {
+    Reordering r = locality_order(ds.graph, Reorder::kDegree);
+    const datasets::Dataset full = permute(ds, r);
+    const datasets::Dataset lean = permute(ds, r, PermuteFeatures::kLeave);
+    CHECK(lean.features.empty());
+    CHECK(lean.num_features == ds.num_features);
+    CHECK(lean.labels == full.labels);
+    CHECK(lean.user_ids == full.user_ids);
+    const engine::LocalProblem a = engine::single_device_problem(full, normalize);
+    const engine::LocalProblem b = engine::single_device_problem(lean, normalize, &ds, r.order.data());
+    CHECK(a.features == b.features);
+    CHECK(a.labels == b.labels);
+    CHECK(a.global_ids == b.global_ids);
+    CHECK(a.graph.col_ids == b.graph.col_ids);
+    // Without the source, the lean dataset's missing rows are refused, never read.
+    CHECK_THROWS_AS((void)engine::single_device_problem(lean, normalize), LogicError);
   }
 }
 
