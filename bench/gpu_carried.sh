@@ -7,7 +7,7 @@
 # In order of priority, each step skipped past DEADLINE seconds: the kernels' gpu suite (while the reddit- and
 # products-sized RMAT graphs are generated), `bench epoch` of head and new interleaved (2 layers, hidden 256, fp32 and
 # bf16, degree order), `train` on Cora / CiteSeer (own and cuSPARSE SpMM: the memory records tests compare against),
-# then the engine's, partition's and bench's gpu suites. Everything lands in $OUT/results.tar.gz (re-packed after
+# then the engine's, partition's and bench's gpu suites, and with PEERS=1 `bench spmm` and the PyG peers. Everything lands in $OUT/results.tar.gz (re-packed after
 # every step, so a call cut short still returns what finished; a call returns only a few files) and summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -63,5 +63,20 @@ for t in test_engine test_partition test_bench; do
   timeout 90 $N/$t --test-suite=gpu --no-intro=true > "$W/${t}_gpu.log" 2>&1
   echo "$t gpu: exit $? (${SECONDS}s)" >> "$s"
 done
+# With time to spare (PEERS=1): the new SpMM against every cuSPARSE algorithm and the PyG peers (the epoch of
+# PyG's CSR path and PyG's SpMM per width) on the same graphs, for the issue-15 table's same-run ratios.
+if [ "${PEERS:-0}" = 1 ]; then
+  for name in $graphs; do
+    late "spmm-$name" || { timeout 120 $N/gcnpart -q bench spmm "/tmp/$name.gcsr" --precision bf16 --reorder degree \
+      --widths 16,32,41,47,64,100,128,256 --warmup 3 --repeats 10 --json "$W/spmm-$name.json" > "$W/spmm-$name.log" 2>&1
+      echo "spmm-$name: exit $? (${SECONDS}s)" >> "$s"; }
+    late "pyg-$name" || { timeout 150 python3 bench/peer/pyg_gcn.py "/tmp/$name.gcsr" --mode csr --hidden 256 --layers 2 \
+      --epochs 10 --warmup 3 --json "$W/pyg-$name.json" > "$W/pyg-$name.log" 2>&1
+      echo "pyg-$name: exit $? (${SECONDS}s)" >> "$s"; }
+    late "pyg-spmm-$name" || { timeout 150 python3 bench/peer/pyg_spmm.py "/tmp/$name.gcsr" --json "$W/pyg-spmm-$name.json" \
+      > "$W/pyg-spmm-$name.log" 2>&1
+      echo "pyg-spmm-$name: exit $? (${SECONDS}s)" >> "$s"; }
+  done
+fi
 pack
 cat "$s"

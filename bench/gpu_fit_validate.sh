@@ -19,8 +19,8 @@ mkdir -p "$work"
 epochs=${EPOCHS:-6}
 nvidia-smi --query-gpu=name,memory.total,clocks.max.sm,clocks.max.mem,driver_version --format=csv | tee "$out/gpu.txt"
 gpus=$(nvidia-smi -L | wc -l)
-g=build/gpu/tools/gcnpart
-if [ ! -x "$g" ] || [ -n "${REBUILD:-}" ]; then
+g=${GCNPART_BIN:-build/gpu/tools/gcnpart}  # GCNPART_BIN=.carry/new/gcnpart: a binary built elsewhere, no build here
+if [ -z "${GCNPART_BIN:-}" ] && { [ ! -x "$g" ] || [ -n "${REBUILD:-}" ]; }; then
   cmake --preset gpu > "$out/configure.log" 2>&1 || { tail -30 "$out/configure.log"; exit 1; }
   cmake --build build/gpu --target gcnpart -j "$(nproc)" > "$out/build.log" 2>&1 || { grep -E "error" "$out/build.log" | head -40; exit 1; }
 fi
