@@ -753,7 +753,7 @@ std::vector<float> GcnModel::logits() {
   kernels::copy_async(res_.context(), stored.data(), logits_.data(), logits_.bytes());
   sync();
   const std::int64_t classes = model_dims_.back(), ld = dims_.back();
-  if (classes == ld) return stored;
+  if (stored.empty() || classes == ld) return stored;  // a pipeline stage without the last layer holds no logits
   std::vector<float> out(static_cast<std::size_t>(rows_ * classes));
   for (std::int64_t i = 0; i < rows_; ++i)
     std::copy_n(stored.begin() + i * ld, classes, out.begin() + i * classes);

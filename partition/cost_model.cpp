@@ -182,8 +182,9 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   const double classes = static_cast<double>(d[L]);
   const double train = static_cast<double>(s.split_rows[0]);
   const double logit_bytes = bf16 ? 4 : act;
-  if (last == L) {
-    elementwise(r * classes * logit_bytes + 2 * train * classes * logit_bytes + train * 8, 3);
+  if (last == L) {  // the gradient's zero fill covers the stored width; each train row reads and writes the classes
+    const double model_classes = static_cast<double>(m.classes);
+    elementwise(r * classes * logit_bytes + 2 * train * model_classes * logit_bytes + train * 8, 3);
     to_bf16(r * classes);
   }
   if (comm) w.collectives += 1;

@@ -227,6 +227,9 @@ datasets::Dataset permute(const datasets::Dataset& ds, Reordering& r, PermuteFea
   out.num_classes = ds.num_classes;
 
   out.graph = permute_graph(ds.graph, r);
+  GCNPART_EXPECTS(features == PermuteFeatures::kLeave ||
+                      static_cast<std::int64_t>(ds.features.size()) == n * ds.num_features,
+                  "permute copies the feature rows of a dataset that holds them");
   const std::int64_t f = features == PermuteFeatures::kCopy ? ds.num_features : 0;
   if (f > 0) out.features.resize(ds.features.size());
   if (!ds.labels.empty()) out.labels.resize(ds.labels.size());

@@ -143,8 +143,16 @@ TEST_CASE("a dataset permuted without its feature rows gives the single-device p
     CHECK(a.labels == b.labels);
     CHECK(a.global_ids == b.global_ids);
     CHECK(a.graph.col_ids == b.graph.col_ids);
-    // Without the source, the lean dataset's missing rows are refused, never read.
+    // Without the source, the lean dataset's missing rows are refused, never read, and it is not permuted again.
     CHECK_THROWS_AS((void)engine::single_device_problem(lean, normalize), LogicError);
+    Reordering again = locality_order(lean.graph, Reorder::kRcm);
+    CHECK_THROWS_AS((void)permute(lean, again), LogicError);
+    // Reordering an already reordered dataset without its rows: features follow the second order over the first.
+    const datasets::Dataset twice = permute(full, again, PermuteFeatures::kLeave);
+    const engine::LocalProblem c = engine::single_device_problem(permute(full, again), normalize);
+    const engine::LocalProblem d = engine::single_device_problem(twice, normalize, &full, again.order.data());
+    CHECK(c.features == d.features);
+    CHECK(c.global_ids == d.global_ids);
   }
 }
 
