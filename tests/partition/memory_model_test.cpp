@@ -209,6 +209,37 @@ TEST_CASE("never a false fits: under a 24 GB and a 10 GB cap scaled to CPU, ever
   }
 }
 
+TEST_CASE("stored widths round every width up to whole 16-byte vectors: 4 floats or 8 bf16") {
+  CHECK(stored_width(47, Precision::kBf16) == 48);
+  CHECK(stored_width(100, Precision::kBf16) == 104);
+  CHECK(stored_width(256, Precision::kBf16) == 256);
+  CHECK(stored_width(1, Precision::kBf16) == 8);
+  CHECK(stored_width(100, Precision::kFp32) == 100);
+  CHECK(stored_width(41, Precision::kFp32) == 44);
+  CHECK(stored_width(41, Precision::kTf32) == 44);
+  CHECK(stored_width(602, Precision::kBf16) == 608);
+  ModelSpec m;
+  m.layers = 3;
+  m.hidden = 100;
+  m.features = 602;
+  m.classes = 41;
+  m.precision = Precision::kBf16;
+  CHECK(m.dims() == std::vector<std::int64_t>{602, 100, 100, 41});
+  CHECK(m.stored_dims() == std::vector<std::int64_t>{608, 104, 104, 48});
+  CHECK(m.parameters() == 602 * 100 + 100 + 100 * 100 + 100 + 100 * 41 + 41);
+  CHECK(m.stored_parameters() == 608 * 104 + 104 + 104 * 104 + 104 + 104 * 48 + 48);
+  // The allocation plan holds the stored parameters (weights, their bf16 copy, gradients, both moments).
+  DeviceShape s;
+  s.rows = 10;
+  s.graph_entries = 30;
+  s.split_rows = {5, 2, 3};
+  m.sparse_features_below = 0;
+  const auto plan = allocation_plan(s, m, Backend::kCpu);
+  CHECK(find_allocation(plan, "weights")->elements == m.stored_parameters());
+  CHECK(find_allocation(plan, "features")->elements == 10 * 608);
+  CHECK(find_allocation(plan, "logits")->elements == 10 * 48);
+}
+
 TEST_CASE("CUDA memory model agrees with the H200's tracked memory for Cora and CiteSeer, category by category") {
   // bench/results/h200-2026-11-29 was recorded before the activation-gradient buffers were sized to their widths
   // (commit b047f06), so its gradient figure is the old one, and before stored widths (see below); every other category, including the CUDA-only
