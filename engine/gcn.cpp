@@ -20,6 +20,12 @@ std::vector<std::int64_t> GcnConfig::dims(std::int64_t features, std::int64_t cl
   return d;
 }
 
+std::vector<std::int64_t> GcnConfig::stored_dims(std::int64_t features, std::int64_t classes) const {
+  auto d = dims(features, classes);
+  for (auto& w : d) w = partition::stored_width(w, precision);
+  return d;
+}
+
 void GcnConfig::validate() const {
   if (layers < 1 || layers > 64) throw InvalidInput::parameter("--layers", std::to_string(layers), "1..64");
   if (hidden < 1) throw InvalidInput::parameter("--hidden", std::to_string(hidden), ">= 1");
@@ -106,8 +112,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   rows_ = problem.num_rows;
   cols_ = problem.num_cols;
   model_dims_ = config_.dims(problem.num_features, problem.num_classes);
-  dims_ = model_dims_;  // stored widths: as partition::ModelSpec::stored_dims, which the allocation plan uses
-  for (auto& w : dims_) w = partition::stored_width(w, config_.precision);
+  // Stored widths: as partition::ModelSpec::stored_dims, which the allocation plan uses.
+  dims_ = config_.stored_dims(problem.num_features, problem.num_classes);
   const int L = config_.layers;
   stages_ = config_.pipeline_stages;
   if (stages_ > 1) {

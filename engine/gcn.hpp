@@ -51,6 +51,9 @@ struct GcnConfig {
   [[nodiscard]] bool bf16() const noexcept { return traits(precision).bf16_storage; }
   /// Layer widths: features, hidden x (layers-1), classes.
   [[nodiscard]] std::vector<std::int64_t> dims(std::int64_t features, std::int64_t classes) const;
+  /// The widths the engine stores and computes with: dims() rounded up to whole 16-byte vectors
+  /// (partition::stored_width; the padding stays zero, results equal the unpadded model's).
+  [[nodiscard]] std::vector<std::int64_t> stored_dims(std::int64_t features, std::int64_t classes) const;
   /// @throws InvalidInput naming the parameter when out of range.
   void validate() const;
 };
