@@ -173,10 +173,8 @@ nlohmann::json EpochBenchReport::to_json() const {
   j["commit"] = commit;
   j["gpu"] = gpu.to_json();
   j["dataset"] = dataset;
-  std::vector<std::int64_t> stored = dims;  // the engine's widths (GcnConfig::stored_dims)
-  for (auto& w : stored) w = partition::stored_width(w, model.precision);
   j["model"] = {{"dims", dims},
-                {"stored_dims", stored},
+                {"stored_dims", dims.empty() ? dims : model.stored_dims(dims.front(), dims.back())},
                 {"layers", model.layers},
                 {"hidden", model.hidden},
                 {"dropout", model.dropout},

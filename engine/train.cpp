@@ -140,10 +140,8 @@ nlohmann::json TrainSummary::to_json() const {
   j["launch"] = q.launch.mpi ? "mpi" : "threads";
   j["partitioner"] = partition::partitioner_name(q.partition.method);
   j["balance"] = partition::balance_name(q.partition.balance);
-  std::vector<std::int64_t> stored = dims;  // the engine's widths (GcnConfig::stored_dims)
-  for (auto& w : stored) w = partition::stored_width(w, m.precision);
   j["model"] = {{"dims", dims},
-                {"stored_dims", stored},
+                {"stored_dims", dims.empty() ? dims : m.stored_dims(dims.front(), dims.back())},
                 {"layers", m.layers},
                 {"hidden", m.hidden},
                 {"dropout", m.dropout},
