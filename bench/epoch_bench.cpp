@@ -104,9 +104,8 @@ EpochBenchReport bench_epoch(const datasets::Dataset& user_data, const EpochBenc
                                                              partition::PermuteFeatures::kLeave);
   report.reorder_seconds[0] = reordering.order_seconds;
   report.reorder_seconds[1] = reordering.apply_seconds;
-  const bool moved = !reordering.identity();
-  const engine::LocalProblem problem = engine::single_device_problem(
-      data, config.normalize_features, moved ? &user_data : nullptr, moved ? reordering.order.data() : nullptr);
+  const engine::LocalProblem problem =
+      engine::single_device_problem(data, config.normalize_features, user_data, reordering);
   report.dims = report.model.dims(problem.num_features, problem.num_classes);
   if (config.log) {
     std::string arch;

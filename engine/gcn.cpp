@@ -21,9 +21,7 @@ std::vector<std::int64_t> GcnConfig::dims(std::int64_t features, std::int64_t cl
 }
 
 std::vector<std::int64_t> GcnConfig::stored_dims(std::int64_t features, std::int64_t classes) const {
-  auto d = dims(features, classes);
-  for (auto& w : d) w = partition::stored_width(w, precision);
-  return d;
+  return partition::stored_widths(dims(features, classes), precision);
 }
 
 void GcnConfig::validate() const {

@@ -66,13 +66,14 @@ HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes,
   return out;
 }
 
-LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features,
-                                   const datasets::Dataset* features_from, const NodeId* feature_rows_of) {
-  GCNPART_EXPECTS((features_from == nullptr) == (feature_rows_of == nullptr),
-                  "single_device_problem: features_from and feature_rows_of go together");
+namespace {
+/// single_device_problem with node i's feature rows taken from row feature_rows_of[i] of features_from (ds's
+/// own rows in order when features_from is null).
+LocalProblem single_problem(const datasets::Dataset& ds, bool normalize_features,
+                            const datasets::Dataset* features_from, const NodeId* feature_rows_of) {
   GCNPART_EXPECTS(features_from == nullptr || (features_from->num_nodes() == ds.num_nodes() &&
                                                features_from->num_features == ds.num_features),
-                  "single_device_problem: features_from has the dataset's nodes and features");
+                  "single_device_problem: the user's dataset has the reordered one's nodes and features");
   if (!ds.has_features())
     throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no node features", "0 features",
                        "features (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
@@ -111,6 +112,18 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   p.global_valid = static_cast<std::int64_t>(p.valid_rows.size());
   p.global_test = static_cast<std::int64_t>(p.test_rows.size());
   return p;
+}
+
+}  // namespace
+
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features) {
+  return single_problem(ds, normalize_features, nullptr, nullptr);
+}
+
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features, const datasets::Dataset& user,
+                                   const partition::Reordering& r) {
+  if (r.identity()) return single_problem(ds, normalize_features, nullptr, nullptr);
+  return single_problem(ds, normalize_features, &user, r.order.data());
 }
 
 }  // namespace gcnpart::engine

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "partition/reorder.hpp"
 
 namespace gcnpart::engine {
 
@@ -60,11 +61,12 @@ datasets::Csr with_self_loops(const datasets::Csr& g);
 HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize);
 
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
-/// or lacks a train split. features_from / feature_rows_of: where `ds` was permuted without its feature rows
-/// (partition::PermuteFeatures::kLeave), node i's features are row feature_rows_of[i] of features_from (the
-/// Reordering's order), gathered in the one pass that copies and normalises them.
-LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features,
-                                   const datasets::Dataset* features_from = nullptr,
-                                   const NodeId* feature_rows_of = nullptr);
+/// or lacks a train split.
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features);
+/// The same for ds = partition::reorder_dataset(user, method, r, storage, PermuteFeatures::kLeave) (ds is `user`
+/// when r is the identity): node i's feature rows are user's row r.order[i], gathered in the one pass that copies
+/// and normalises them, so the reordering never copies the features.
+LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features, const datasets::Dataset& user,
+                                   const partition::Reordering& r);
 
 }  // namespace gcnpart::engine

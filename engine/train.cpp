@@ -103,10 +103,7 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
     }
   }
   const LocalProblem problem =
-      single ? single_device_problem(ds, request.config.normalize_features,
-                                     reordering.identity() ? nullptr : &user_ds,
-                                     reordering.identity() ? nullptr : reordering.order.data())
-             : LocalProblem{};
+      single ? single_device_problem(ds, request.config.normalize_features, user_ds, reordering) : LocalProblem{};
   LaunchOptions launch = request.launch;
   launch.backend = request.device.backend;
   for (int r = 0; r < request.runs; ++r) {

@@ -43,11 +43,12 @@ std::int64_t stored_width(std::int64_t width, Precision precision) {
   return (width + vector - 1) / vector * vector;
 }
 
-std::vector<std::int64_t> ModelSpec::stored_dims() const {
-  auto d = dims();
-  for (auto& w : d) w = stored_width(w, precision);
-  return d;
+std::vector<std::int64_t> stored_widths(std::vector<std::int64_t> dims, Precision precision) {
+  for (auto& w : dims) w = stored_width(w, precision);
+  return dims;
 }
+
+std::vector<std::int64_t> ModelSpec::stored_dims() const { return stored_widths(dims(), precision); }
 
 namespace {
 std::int64_t parameter_count(const std::vector<std::int64_t>& d) {

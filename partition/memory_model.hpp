@@ -69,6 +69,8 @@ struct ModelSpec {
 /// or 8 bf16 elements (the own SpMM's vector loads and cuBLAS's tensor-core kernels need it; unaligned bf16 GEMMs
 /// at 47 or 100 columns ran 2.5x slower than aligned ones on the H200).
 [[nodiscard]] std::int64_t stored_width(std::int64_t width, Precision precision);
+/// Every width of `dims` as stored_width() rounds it.
+[[nodiscard]] std::vector<std::int64_t> stored_widths(std::vector<std::int64_t> dims, Precision precision);
 
 /// What one device holds, in counts. Rows equal columns for every strategy the engine executes.
 struct DeviceShape {

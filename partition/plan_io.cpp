@@ -151,9 +151,10 @@ class RecordReader {
  public:
   RecordReader(const InFile& file, std::string path, std::uint64_t offset) : file_(file), path_(std::move(path)), at_(offset) {}
 
-  /// The next record as a vector of T; `exact` >= 0 demands that many elements.
-  template <class T>
-  std::vector<T> next(const std::string& name, std::int64_t exact = -1) {
+  /// The next record as a vector of T (Vec: std::vector<T> or HostVector<T>, filled by the read); `exact` >= 0
+  /// demands that many elements.
+  template <class T, class Vec = std::vector<T>>
+  Vec next(const std::string& name, std::int64_t exact = -1) {
     const std::uint64_t size = file_.size();
     if (size - at_ < kRecordHeaderBytes)
       fail(path_, size, "file truncated before record '" + name + "'", std::to_string(size) + " bytes",
@@ -171,7 +172,7 @@ class RecordReader {
            "at most " + std::to_string(left / sizeof(T)) + " (" + std::to_string(left) + " bytes left in the file)");
     if (exact >= 0 && count != static_cast<std::uint64_t>(exact))
       fail(path_, at_ + 8, "element count of record '" + name + "'", std::to_string(count), std::to_string(exact));
-    std::vector<T> v(static_cast<std::size_t>(count));
+    Vec v(static_cast<std::size_t>(count));
     const std::uint64_t bytes = count * sizeof(T);
     if (bytes > 0) file_.read(v.data(), bytes, data_at);
     const std::uint32_t actual = record_crc(dtype, count, v.data(), bytes);
@@ -392,10 +393,7 @@ Plan load_plan(const std::string& path) {
              std::to_string(m.row_offsets[bad + 1]), "non-decreasing, within the file");
     }
     const std::int64_t entries = m.row_offsets.empty() ? 0 : m.row_offsets[rows];
-    {
-      const std::vector<NodeId> cols_read = in.next<NodeId>(name + ".col_ids", entries);
-      m.col_ids.assign(cols_read.begin(), cols_read.end());
-    }
+    m.col_ids = in.next<NodeId, HostVector<NodeId>>(name + ".col_ids", entries);
     check_ids(m.col_ids, 0, cols, name + " column");
     const std::int64_t bad = first_bad(rows, [&](std::int64_t r) {
       for (RowOffset k = m.row_offsets[r] + 1; k < m.row_offsets[r + 1]; ++k)
@@ -405,10 +403,7 @@ Plan load_plan(const std::string& path) {
     if (bad < rows)
       fail(path, in.last_data_at() + 4 * static_cast<std::uint64_t>(m.row_offsets[bad]),
            name + " row " + std::to_string(bad) + " columns", "not strictly ascending", "strictly ascending columns");
-    {
-      const std::vector<float> values_read = in.next<float>(name + ".values");
-      m.values.assign(values_read.begin(), values_read.end());
-    }
+    m.values = in.next<float, HostVector<float>>(name + ".values");
     if (!m.values.empty() && static_cast<std::int64_t>(m.values.size()) != entries)
       fail(path, in.last_data_at() - 8, name + " value count", std::to_string(m.values.size()),
            "0 or " + std::to_string(entries));

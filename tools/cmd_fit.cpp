@@ -137,13 +137,14 @@ std::string pct(double x, int digits = 1) { return partition::format_pct(x, digi
 
 void print_header(const FitReport& r, const FitOptions& o) {
   const auto& s = r.graph;
-  std::string dims_text;
-  for (auto d : r.model.dims()) dims_text += (dims_text.empty() ? "" : " -> ") + std::to_string(d);
-  if (r.model.stored_dims() != r.model.dims()) {  // the engine stores widths in whole 16-byte vectors
-    std::string stored;
-    for (auto d : r.model.stored_dims()) stored += (stored.empty() ? "" : " -> ") + std::to_string(d);
-    dims_text += " (stored " + stored + ")";
-  }
+  const auto arrows = [](const std::vector<std::int64_t>& dims) {
+    std::string text;
+    for (auto d : dims) text += (text.empty() ? "" : " -> ") + std::to_string(d);
+    return text;
+  };
+  std::string dims_text = arrows(r.model.dims());
+  if (r.model.stored_dims() != r.model.dims())  // the engine stores widths in whole 16-byte vectors
+    dims_text += " (stored " + arrows(r.model.stored_dims()) + ")";
   std::fprintf(g_out, "graph        %s: %s nodes, %s undirected edges, %lld features (%.2f %% non-zero), %lld classes%s\n",
               s.name.c_str(), with_commas(s.nodes).c_str(), with_commas(s.edges).c_str(),
               static_cast<long long>(s.features), 100 * s.feature_density, static_cast<long long>(s.classes),

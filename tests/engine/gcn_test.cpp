@@ -102,6 +102,7 @@ void check_gradients(int layers, std::int64_t features, std::int64_t hidden, std
   cfg.seed = 5;
   cfg.weight_decay_all_layers = true;
   cfg.sparse_features_below = sparse_input ? 1.0 : 0.0;
+  REQUIRE(partition::uses_sparse_input(device_shape(p), model_spec(p, cfg)) == sparse_input);
   Resources res(Device{});
   GcnModel model(res, p, cfg);
   const double loss_sum = model.forward_backward(0);

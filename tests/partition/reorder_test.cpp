@@ -138,7 +138,7 @@ TEST_CASE("a dataset permuted without its feature rows gives the single-device p
     CHECK(lean.labels == full.labels);
     CHECK(lean.user_ids == full.user_ids);
     const engine::LocalProblem a = engine::single_device_problem(full, normalize);
-    const engine::LocalProblem b = engine::single_device_problem(lean, normalize, &ds, r.order.data());
+    const engine::LocalProblem b = engine::single_device_problem(lean, normalize, ds, r);
     CHECK(a.features == b.features);
     CHECK(a.labels == b.labels);
     CHECK(a.global_ids == b.global_ids);
@@ -150,7 +150,7 @@ TEST_CASE("a dataset permuted without its feature rows gives the single-device p
     // Reordering an already reordered dataset without its rows: features follow the second order over the first.
     const datasets::Dataset twice = permute(full, again, PermuteFeatures::kLeave);
     const engine::LocalProblem c = engine::single_device_problem(permute(full, again), normalize);
-    const engine::LocalProblem d = engine::single_device_problem(twice, normalize, &full, again.order.data());
+    const engine::LocalProblem d = engine::single_device_problem(twice, normalize, full, again);
     CHECK(c.features == d.features);
     CHECK(c.global_ids == d.global_ids);
   }
