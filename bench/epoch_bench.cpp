@@ -153,8 +153,16 @@ nlohmann::json EpochRun::to_json() const {
     classes[kernels::kOpClassNames[k]] = {{"ms", profile.ms[k]},
                                           {"calls", profile.calls[k]},
                                           {"share", profiled_epoch_ms > 0 ? profile.ms[k] / profiled_epoch_ms : 0.0}};
+  nlohmann::json ops = nlohmann::json::array();
+  for (const auto& op : profile.ops)
+    ops.push_back({{"name", op.name},
+                   {"class", kernels::kOpClassNames[static_cast<std::size_t>(op.op)]},
+                   {"ms", op.ms},
+                   {"calls", op.calls},
+                   {"share", profiled_epoch_ms > 0 ? op.ms / profiled_epoch_ms : 0.0}});
   run["breakdown"] = {{"profiled_epoch_ms", profiled_epoch_ms},
                       {"classes", classes},
+                      {"operations", ops},
                       {"unattributed_ms", profiled_epoch_ms - profile.total_ms()},
                       {"note", "one extra epoch with CUDA events around every kernels:: operation; unattributed = "
                                "launch gaps, host work and operations outside kernels:: (cuSPARSE plans)"}};

@@ -77,6 +77,20 @@ if [ "${PEERS:-0}" = 1 ]; then
       > "$W/pyg-spmm-$name.log" 2>&1
       echo "pyg-spmm-$name: exit $? (${SECONDS}s)" >> "$s"; }
   done
+  for d in soc-Slashdot0902 email-Enron; do
+    late "spmm-$d" || { timeout 60 $N/gcnpart -q bench spmm "$GCNPART_DATA/snap/$d.txt.gz" --synthetic-features 128 \
+      --synthetic-classes 16 --precision bf16 --reorder degree --widths 16,32,41,47,64,100,128,256 --warmup 3 \
+      --repeats 10 --json "$W/spmm-$d.json" > "$W/spmm-$d.log" 2>&1
+      echo "spmm-$d: exit $? (${SECONDS}s)" >> "$s"; }
+  done
+  for name in $graphs; do
+    for p in bf16 fp32; do
+      late "epoch-$name-$p-l3" || { timeout 60 $N/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own \
+        --reorder degree --layers 3 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-l3.json" \
+        > "$W/epoch-$name-$p-l3.log" 2>&1
+        echo "epoch-$name-$p-l3: exit $? (${SECONDS}s)" >> "$s"; }
+    done
+  done
 fi
 pack
 cat "$s"

@@ -1,7 +1,9 @@
 #include "kernels/op_profiler.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
+#include <map>
 
 #include "kernels/core/error.hpp"
 #include "kernels/cuda_event.hpp"
@@ -11,6 +13,7 @@ namespace gcnpart::kernels {
 struct OpProfiler::Impl {
   struct Record {
     OpClass op = OpClass::kOther;
+    std::string_view name;
     bool cuda = false;
     std::unique_ptr<CudaEvent> start, stop;  // CUDA
     std::chrono::steady_clock::time_point t0, t1;  // CPU
@@ -22,11 +25,12 @@ struct OpProfiler::Impl {
 OpProfiler::OpProfiler() : impl_(std::make_unique<Impl>()) {}
 OpProfiler::~OpProfiler() = default;
 
-void OpProfiler::begin(OpClass c, bool cuda, cudaStream_t stream) {
+void OpProfiler::begin(std::string_view call, bool cuda, cudaStream_t stream) {
   if (depth_++ > 0) return;
   if (impl_->used == impl_->records.size()) impl_->records.emplace_back();
   Impl::Record& r = impl_->records[impl_->used++];
-  r.op = c;
+  r.op = op_class(call);
+  r.name = op_name(call);
   r.cuda = cuda;
   if (cuda) {
     if (!r.start) {
@@ -52,13 +56,24 @@ void OpProfiler::end(bool cuda, cudaStream_t stream) {
 
 OpProfile OpProfiler::summary() const {
   OpProfile p;
+  std::map<std::string_view, OpTime> by_name;
   for (std::size_t i = 0; i < impl_->used; ++i) {
     const Impl::Record& r = impl_->records[i];
     const auto k = static_cast<std::size_t>(r.op);
-    p.ms[k] += r.cuda ? elapsed_ms(*r.start, *r.stop)
-                      : std::chrono::duration<double, std::milli>(r.t1 - r.t0).count();
+    const double ms = r.cuda ? elapsed_ms(*r.start, *r.stop)
+                             : std::chrono::duration<double, std::milli>(r.t1 - r.t0).count();
+    p.ms[k] += ms;
     ++p.calls[k];
+    OpTime& t = by_name[r.name];
+    t.op = r.op;
+    t.ms += ms;
+    ++t.calls;
   }
+  for (auto& [name, t] : by_name) {
+    t.name = std::string(name);
+    p.ops.push_back(std::move(t));
+  }
+  std::stable_sort(p.ops.begin(), p.ops.end(), [](const OpTime& a, const OpTime& b) { return a.ms > b.ms; });
   return p;
 }
 

@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -25,9 +26,24 @@ inline constexpr std::array<const char*, 3> kOpClassNames{"spmm", "gemm", "other
   return OpClass::kOther;
 }
 
+/// The name of an operation from its backend call's text: "spmm_bf16(ctx, a, ...)" -> "spmm_bf16".
+[[nodiscard]] constexpr std::string_view op_name(std::string_view call) noexcept {
+  const auto paren = call.find('(');
+  return paren == std::string_view::npos ? call : call.substr(0, paren);
+}
+
+/// Time and calls of one operation name (the backend function, e.g. "relu_dropout_backward_bf16").
+struct OpTime {
+  std::string name;
+  OpClass op = OpClass::kOther;
+  double ms = 0;
+  std::int64_t calls = 0;
+};
+
 struct OpProfile {
   std::array<double, 3> ms{};           ///< time inside operations of each class
   std::array<std::int64_t, 3> calls{};  ///< operations of each class
+  std::vector<OpTime> ops;              ///< by operation name, slowest first
   [[nodiscard]] double total_ms() const noexcept { return ms[0] + ms[1] + ms[2]; }
 };
 
@@ -39,7 +55,8 @@ class OpProfiler {
   OpProfiler& operator=(const OpProfiler&) = delete;
 
   /// Called by kernels:: operations (through ProfileScope): the outermost begin/end pair is timed.
-  void begin(OpClass c, bool cuda, cudaStream_t stream);
+  /// `call`: the backend call's text (a string literal: it is kept, not copied); its name and class are derived.
+  void begin(std::string_view call, bool cuda, cudaStream_t stream);
   void end(bool cuda, cudaStream_t stream);
   /// The sums since construction or reset(). CUDA: the stream must have finished the profiled work (synchronise
   /// first). @throws DeviceError.

@@ -80,8 +80,8 @@ void expect_cuda_handles(const Context& ctx) {
 /// Times the operation when the context has a profiler (its class from the backend function's name).
 class ProfileScope {
  public:
-  ProfileScope(const Context& ctx, OpClass op) : ctx_(ctx) {
-    if (ctx_.profiler != nullptr) ctx_.profiler->begin(op, ctx_.is_cuda(), ctx_.stream);
+  ProfileScope(const Context& ctx, std::string_view call) : ctx_(ctx) {
+    if (ctx_.profiler != nullptr) ctx_.profiler->begin(call, ctx_.is_cuda(), ctx_.stream);
   }
   ~ProfileScope() {
     if (ctx_.profiler != nullptr) ctx_.profiler->end(ctx_.is_cuda(), ctx_.stream);
@@ -101,7 +101,7 @@ class ProfileScope {
 
 #define GCNPART_DISPATCH(call)                                        \
   do {                                                                \
-    const ProfileScope gcnpart_profile_scope(ctx, op_class(#call));   \
+    const ProfileScope gcnpart_profile_scope(ctx, #call);   \
     GCNPART_BACKEND_CALL(call);                                       \
   } while (false)
 

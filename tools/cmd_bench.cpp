@@ -158,6 +158,9 @@ void run_bench_epoch(const BenchOptions& o) {
       std::printf(" %s %.3f ms (%.1f%%, %lld calls)", kernels::kOpClassNames[k], run.profile.ms[k],
                   100 * run.profile.ms[k] / run.profiled_epoch_ms, static_cast<long long>(run.profile.calls[k]));
     std::printf(", unattributed %.3f ms\n", run.profiled_epoch_ms - run.profile.total_ms());
+    for (const auto& op : run.profile.ops)
+      std::printf("  %-34s %9.3f ms %5.1f%% %4lld calls\n", op.name.c_str(), op.ms, 100 * op.ms / run.profiled_epoch_ms,
+                  static_cast<long long>(op.calls));
   }
   if (report.config.reorder != Reorder::kNone)
     std::printf("reorder %s: order %.3f s, apply %.3f s (not in the epoch times)\n",
