@@ -408,11 +408,10 @@ void GcnModel::backward_bf16_async() {
     const Layer& ly = layers_[l];
     const kernels::Bf16* w = w16_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
-    if (l == L - 1) {  // the output bias from the float softmax gradient (still in z32_): its terms cancel
+    // The output bias from the float softmax gradient (still in z32_): its terms cancel. A hidden layer's bias
+    // gradient came with its ReLU / dropout backward (the end of the layer above's iteration).
+    if (l == L - 1)
       kernels::column_sum_async(ctx, kernels::make_view(z32_.data(), rows_, ly.out), grads_.data() + ly.b_offset);
-    } else {
-      kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), grads_.data() + ly.b_offset);
-    }
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
       kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
@@ -442,10 +441,11 @@ void GcnModel::backward_bf16_async() {
                                    kernels::make_view(g_next, cols_, ly.in));
       }
     }
-    if (l > 0) {
+    if (l > 0) {  // and the bias gradient of layer l - 1 (the column sums of its dZ) in the same pass
       kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs16_[l].data(), rows_, ly.in),
                                                kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
-                                               kernels::make_view(g_next, rows_, ly.in));
+                                               kernels::make_view(g_next, rows_, ly.in),
+                                               grads_.data() + layers_[l - 1].b_offset);
       std::swap(g, g_next);
     }
   }
@@ -545,7 +545,8 @@ void GcnModel::backward_async() {
     comm_->recv(ctx, g, rows_ * dims_[last_], stage_ + 1);
     kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[last_].data(), rows_, dims_[last_]),
                                              kernels::make_view(g, rows_, dims_[last_]), true, config_.dropout,
-                                             kernels::make_view(g, rows_, dims_[last_]));
+                                             kernels::make_view(g, rows_, dims_[last_]),
+                                             grads_.data() + layers_[last_ - 1].b_offset);
   }
   for (int l = last_ - 1; l >= first_; --l) {
     const Layer& ly = layers_[l];
@@ -553,7 +554,9 @@ void GcnModel::backward_async() {
     float* dw = grads_.data() + ly.w_offset;
     float* db = grads_.data() + ly.b_offset;
     const float* x = (l == 0) ? (config_.dropout > 0 ? inputs_[0].data() : features_.data()) : inputs_[l].data();
-    kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), db);
+    // The bias gradient: the column sums of G. Below the loss layer they came with the ReLU / dropout backward
+    // that made G (the layer above's iteration, or the pipeline's received gradient).
+    if (l == L - 1) kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), db);
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
       kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
@@ -577,10 +580,11 @@ void GcnModel::backward_async() {
         kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(tmp_.data(), cols_, ly.out),
                             kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(g_next, cols_, ly.in));
     }
-    if (l > first_) {
+    if (l > first_) {  // and the bias gradient of layer l - 1 in the same pass
       kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[l].data(), rows_, ly.in),
                                                kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
-                                               kernels::make_view(g_next, rows_, ly.in));
+                                               kernels::make_view(g_next, rows_, ly.in),
+                                               grads_.data() + layers_[l - 1].b_offset);
       std::swap(g, g_next);
     } else if (l > 0) {
       // Pipeline: hand d(loss)/d(our input) to the previous stage, which owns that activation.

@@ -312,10 +312,18 @@ void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dro
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
-                                     float p, Bf16MatrixView dz) {
-  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
+                                     float p, Bf16MatrixView dz, float* dz_column_sums) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) {  // nothing to compute; the sums of no rows are zeros
+    if (dz_column_sums != nullptr) column_sum_async(ctx, ConstBf16MatrixView(dz), dz_column_sums);
+    return;
+  }
   if (!relu) {
     if (dz.data != dh.data) copy_async(ctx, dz.data, dh.data, static_cast<std::size_t>(dh.size()) * sizeof(Bf16));
+    if (dz_column_sums != nullptr) column_sum_async(ctx, ConstBf16MatrixView(dz), dz_column_sums);
+    return;
+  }
+  if (dz_column_sums != nullptr) {
+    GCNPART_DISPATCH(relu_dropout_backward_sum_bf16(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums));
     return;
   }
   GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h.data, dh.data, dh.size(), p, dz.data));
@@ -339,9 +347,17 @@ void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* 
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
-                                     MatrixView dz) {
-  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) return;
+                                     MatrixView dz, float* dz_column_sums) {
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) {  // nothing to compute; the sums of no rows are zeros
+    if (dz_column_sums != nullptr) column_sum_async(ctx, ConstMatrixView(dz), dz_column_sums);
+    return;
+  }
+  if (dz_column_sums != nullptr && relu) {
+    GCNPART_DISPATCH(relu_dropout_backward_sum(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums));
+    return;
+  }
   GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h.data, dh.data, dh.rows, dh.cols, relu, p, dz.data));
+  if (dz_column_sums != nullptr) column_sum_async(ctx, ConstMatrixView(dz), dz_column_sums);
 }
 
 void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transposed, const Dropout& dropout,

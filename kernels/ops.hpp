@@ -123,8 +123,10 @@ void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* 
 /// Backward of bias_act_dropout with relu: dz = (h > 0) ? dh / (1 - p) : 0, from the saved output h alone.
 /// Without relu and dropout (p = 0), dz = dh and h is not read (it may be an empty view). Contiguous views of one
 /// shape; dz may alias dh.
+/// dz_column_sums (optional, dz.cols entries): also the column sums of dz, the layer's bias gradient, in the same
+/// pass over dz (bit for bit what column_sum_async of dz would give, on either backend). Overwritten.
 void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
-                                     MatrixView dz);
+                                     MatrixView dz, float* dz_column_sums = nullptr);
 
 /// Dropout on the stored values of a sparse matrix whose rows (or, with `transposed`, columns) are nodes and whose
 /// other index is the feature column: out[e] = keep(node, feature) ? a.values[e] / (1 - p) : 0, with the mask of
@@ -159,9 +161,10 @@ void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* 
 /// dropout_async on bf16 values (the mask of the float version bit for bit). out may alias x.
 void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out);
 
-/// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh).
+/// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh); the optional column sums are those of
+/// the stored (rounded) dz, summed in float32 as column_sum_async of dz would.
 void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
-                                     float p, Bf16MatrixView dz);
+                                     float p, Bf16MatrixView dz, float* dz_column_sums = nullptr);
 
 /// gather_rows_async on bf16 rows (a copy: bit-exact): dst[i, :] = src[idx[i], :] for i < count. Does not
 /// synchronise.

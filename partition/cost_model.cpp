@@ -192,7 +192,10 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
   for (int l = last - 1; l >= first; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
-    elementwise(r * out * (l == L - 1 ? logit_bytes : act), 2);  // bias gradient (column sums, then their sum)
+    // The bias gradient: the loss layer's column sums of dZ (then their sum); below it they come with the ReLU /
+    // dropout backward that made dZ (the layer above's, or a pipeline stage's on the received gradient).
+    if (l == L - 1) elementwise(r * out * logit_bytes, 2);
+    if (l == last - 1 && last < L) elementwise(3 * r * out * act, 2);
     if (aggregate_first) {
       gemm(in, out, r);
       if (l > 0) {
@@ -211,7 +214,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       }
       if (l > 0) gemm(r, in, out);
     }
-    if (l > 0) elementwise(3 * r * in * act);  // ReLU / dropout backward
+    if (l > 0) elementwise(3 * r * in * act, 2);  // ReLU / dropout backward with the bias gradient of layer l - 1
   }
   // Gradient all-reduce and Adam (two kernels per layer: weights, bias).
   double params = 0;

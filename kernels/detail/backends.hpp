@@ -28,6 +28,10 @@
                     const Dropout& dropout, Bf16* out);                                                            \
   void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p,      \
                                   Bf16* dz);                                                                       \
+  void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,      \
+                                      std::int64_t width, float p, Bf16* dz, float* sums);                         \
+  void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,           \
+                                 std::int64_t width, float p, float* dz, float* sums);                             \
   void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,         \
             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, \
             std::int64_t ldc);                                                                                     \

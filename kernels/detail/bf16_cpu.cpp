@@ -69,4 +69,10 @@ void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* d
   convert_to_bf16(ctx, dh32.data(), n, dz);
 }
 
+void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
+                                    std::int64_t width, float p, Bf16* dz, float* sums) {
+  relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz);
+  column_sum_bf16(ctx, dz, rows, width, sums);
+}
+
 }  // namespace gcnpart::kernels::detail::cpu

@@ -24,6 +24,7 @@ constexpr int kWarp = 32;
 constexpr std::int64_t kColumnSumSlabRows = 1024;
 constexpr int kColumnSumCols = 32;
 constexpr int kColumnSumRowLanes = 8;
+constexpr int kColumnSumFinishLanes = 32;
 constexpr std::int64_t kMaxGridY = 65535;
 
 /// Element access for the float and bf16 (raw bits) storage types: widen exactly on load, round once on store.
@@ -75,13 +76,33 @@ __global__ void column_sum_slabs_kernel(const T* x, std::int64_t rows, std::int6
   }
 }
 
-/// Pass 2: out[col] = sum of the slabs' partials in slab order.
+/// Pass 2: out[col] = sum of the slabs' partials: kColumnSumFinishLanes slab lanes per column (lane y sums slabs
+/// y, y + lanes, ...), combined in lane order; a fixed order for a given row count. A products-sized graph has 2048
+/// slabs: one thread walking them all in order waited for 2048 dependent loads (about 0.2 ms per call).
 __global__ void column_sum_finish_kernel(const float* partial, std::int64_t slabs, std::int64_t width, float* out) {
-  for (std::int64_t col = global_thread(); col < width; col += grid_stride()) {
+  __shared__ float lanes[kColumnSumFinishLanes][kColumnSumCols + 1];
+  const std::int64_t col = static_cast<std::int64_t>(blockIdx.x) * kColumnSumCols + threadIdx.x;
+  float s = 0.0f;
+  if (col < width) {
+#pragma unroll 8
+    for (std::int64_t k = threadIdx.y; k < slabs; k += kColumnSumFinishLanes) s += partial[k * width + col];
+  }
+  lanes[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && col < width) {
     float total = 0.0f;
-    for (std::int64_t s = 0; s < slabs; ++s) total += partial[s * width + col];
+#pragma unroll
+    for (int l = 0; l < kColumnSumFinishLanes; ++l) total += lanes[l][threadIdx.x];
     out[col] = total;
   }
+}
+
+void launch_column_sum_finish(const Context& ctx, const float* partial, std::int64_t slabs, std::int64_t width,
+                              float* out) {
+  const dim3 grid(static_cast<unsigned>((width + kColumnSumCols - 1) / kColumnSumCols));
+  column_sum_finish_kernel<<<grid, dim3(kColumnSumCols, kColumnSumFinishLanes), 0, ctx.stream>>>(partial, slabs, width,
+                                                                                                 out);
+  GCNPART_CUDA_TRY(cudaGetLastError());
 }
 
 // ------------------------------------------------------------------------------------------------ epilogues
@@ -204,6 +225,77 @@ void launch_relu_dropout_backward(const Context& ctx, const T* h, const T* dh, s
   relu_dropout_backward_kernel<<<elementwise_blocks(vec ? (n + 3) / 4 : n), kElementwiseThreads, 0, ctx.stream>>>(
       h, dh, n, scale, dz, vec);
   GCNPART_CUDA_TRY(cudaGetLastError());
+}
+
+/// The value a store of v into T leaves behind (bf16: rounded once), as float.
+__device__ __forceinline__ float stored_value(float v, const float*) { return v; }
+__device__ __forceinline__ float stored_value(float v, const Bf16*) { return bf16_to_float(round_to_bf16(v)); }
+
+/// relu_dropout_backward and the column sums of its output in one pass: the shape and summation order of
+/// column_sum_slabs_kernel (slabs of slab_rows rows, kColumnSumRowLanes row lanes each summing rows y, y + lanes,
+/// ..., lanes combined in order), so column_sum_finish_kernel over `partial` gives column_sum's sums bit for bit.
+/// A thread owns kVec consecutive columns (vector loads and stores when kVec == 4: width % 4 == 0, aligned).
+template <class T, int kVec>
+__global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::int64_t rows, std::int64_t width,
+                                                 std::int64_t slab_rows, float scale, T* dz, float* partial) {
+  __shared__ float lanes[kColumnSumRowLanes][kColumnSumCols * kVec];
+  const std::int64_t c0 = (static_cast<std::int64_t>(blockIdx.x) * kColumnSumCols + threadIdx.x) * kVec;
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * slab_rows;
+  const std::int64_t r1 = min(rows, r0 + slab_rows);
+  float s[kVec];
+#pragma unroll
+  for (int u = 0; u < kVec; ++u) s[u] = 0.0f;
+  // Two rows per step, both loaded before either is stored (dz may alias dh, but only element for element), so
+  // that each thread has four loads in flight.
+  auto load = [&](std::int64_t at, float (&hv)[kVec], float (&gv)[kVec]) {
+    if constexpr (kVec == 4) {
+      load4(h + at, hv);
+      load4(dh + at, gv);
+    } else {
+      hv[0] = load_float(h + at);
+      gv[0] = load_float(dh + at);
+    }
+  };
+  auto finish = [&](std::int64_t at, const float (&hv)[kVec], float (&gv)[kVec]) {
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) gv[u] = hv[u] > 0.0f ? gv[u] * scale : 0.0f;
+    if constexpr (kVec == 4) {
+      store4(dz + at, gv);
+    } else {
+      store_float(dz + at, gv[0]);
+    }
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) s[u] += stored_value(gv[u], dz);
+  };
+  if (c0 < width) {
+    std::int64_t r = r0 + threadIdx.y;
+    for (; r + kColumnSumRowLanes < r1; r += 2 * kColumnSumRowLanes) {
+      const std::int64_t a0 = r * width + c0, a1 = a0 + kColumnSumRowLanes * width;
+      float h0[kVec], g0[kVec], h1[kVec], g1[kVec];
+      load(a0, h0, g0);
+      load(a1, h1, g1);
+      finish(a0, h0, g0);
+      finish(a1, h1, g1);
+    }
+    if (r < r1) {
+      float h0[kVec], g0[kVec];
+      load(r * width + c0, h0, g0);
+      finish(r * width + c0, h0, g0);
+    }
+  }
+#pragma unroll
+  for (int u = 0; u < kVec; ++u) lanes[threadIdx.y][threadIdx.x * kVec + u] = s[u];
+  __syncthreads();
+  if (threadIdx.y == 0) {
+#pragma unroll
+    for (int u = 0; u < kVec; ++u) {
+      if (c0 + u >= width) continue;
+      float total = 0.0f;
+#pragma unroll
+      for (int l = 0; l < kColumnSumRowLanes; ++l) total += lanes[l][threadIdx.x * kVec + u];
+      partial[static_cast<std::int64_t>(blockIdx.y) * width + c0 + u] = total;
+    }
+  }
 }
 
 // ------------------------------------------------------------------------------------------------ loss
@@ -357,23 +449,49 @@ void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::i
 }
 
 namespace {
+/// Rows per slab of the column sums: depends on the row count only (never on the GPU), so the sum order is fixed.
+std::int64_t column_sum_slab_rows(std::int64_t rows) {
+  return std::max(kColumnSumSlabRows, (rows + kMaxGridY - 1) / kMaxGridY);
+}
+
+/// dz = relu / dropout backward of dh, and sums = column sums of dz (rows >= 1).
+template <class T>
+void relu_dropout_backward_sum_impl(const Context& ctx, const T* h, const T* dh, std::int64_t rows, std::int64_t width,
+                                    float p, T* dz, float* sums) {
+  const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
+  const std::int64_t slab_rows = column_sum_slab_rows(rows);
+  const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
+  Workspace partial(ctx, static_cast<std::size_t>(slabs * width) * sizeof(float));
+  const bool vec = width % 4 == 0 && four_aligned(h) && four_aligned(dh) && four_aligned(dz);
+  const int per_thread = vec ? 4 : 1;
+  const dim3 grid(static_cast<unsigned>((width + kColumnSumCols * per_thread - 1) / (kColumnSumCols * per_thread)),
+                  static_cast<unsigned>(slabs));
+  const dim3 block(kColumnSumCols, kColumnSumRowLanes);
+  if (vec) {
+    relu_dropout_backward_sum_kernel<T, 4><<<grid, block, 0, ctx.stream>>>(h, dh, rows, width, slab_rows, scale, dz,
+                                                                           partial.as<float>());
+  } else {
+    relu_dropout_backward_sum_kernel<T, 1><<<grid, block, 0, ctx.stream>>>(h, dh, rows, width, slab_rows, scale, dz,
+                                                                           partial.as<float>());
+  }
+  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_column_sum_finish(ctx, partial.as<float>(), slabs, width, sums);
+}
+
 template <class T>
 void column_sum_impl(const Context& ctx, const T* x, std::int64_t rows, std::int64_t width, float* out) {
   if (rows == 0) {
     GCNPART_CUDA_TRY(cudaMemsetAsync(out, 0, static_cast<std::size_t>(width) * sizeof(float), ctx.stream));
     return;
   }
-  // The slab size depends on the row count only (never on the GPU), so the sum order is fixed.
-  const std::int64_t slab_rows = std::max(kColumnSumSlabRows, (rows + kMaxGridY - 1) / kMaxGridY);
+  const std::int64_t slab_rows = column_sum_slab_rows(rows);
   const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
   Workspace partial(ctx, static_cast<std::size_t>(slabs * width) * sizeof(float));
   const dim3 grid(static_cast<unsigned>((width + kColumnSumCols - 1) / kColumnSumCols), static_cast<unsigned>(slabs));
   column_sum_slabs_kernel<<<grid, dim3(kColumnSumCols, kColumnSumRowLanes), 0, ctx.stream>>>(
       x, rows, width, slab_rows, partial.as<float>());
   GCNPART_CUDA_TRY(cudaGetLastError());
-  column_sum_finish_kernel<<<elementwise_blocks(width), kElementwiseThreads, 0, ctx.stream>>>(
-      partial.as<float>(), slabs, width, out);
-  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_column_sum_finish(ctx, partial.as<float>(), slabs, width, out);
 }
 }  // namespace
 
@@ -437,6 +555,16 @@ void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int
 void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p, Bf16* dz) {
   const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
   launch_relu_dropout_backward(ctx, h, dh, n, scale, dz);
+}
+
+void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
+                                    std::int64_t width, float p, Bf16* dz, float* sums) {
+  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums);
+}
+
+void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
+                               std::int64_t width, float p, float* dz, float* sums) {
+  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums);
 }
 
 // ------------------------------------------------------------------------------------------------ loss

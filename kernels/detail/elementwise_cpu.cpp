@@ -253,4 +253,10 @@ void sum_squares(const Context&, const float* x, std::int64_t n, float* out) {
   }));
 }
 
+void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
+                               std::int64_t width, float p, float* dz, float* sums) {
+  bias_act_dropout_backward(ctx, h, dh, rows, width, true, p, dz);
+  column_sum(ctx, dz, rows, width, sums);
+}
+
 }  // namespace gcnpart::kernels::detail::cpu

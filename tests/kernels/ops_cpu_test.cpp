@@ -448,6 +448,35 @@ TEST_CASE("the backward epilogue passes gradients where the relu output is posit
                   LogicError);
 }
 
+TEST_CASE("the backward epilogue also gives the column sums of dz (the bias gradient) when asked") {
+  const std::vector<float> h = {0.0f, 2.0f, -1.0f, 0.5f, 0.0f, 3.0f};
+  const std::vector<float> dh = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f, 6.0f};
+  std::vector<float> dz(6), sums(3, -7.0f);
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 2, 3), make_view(dh.data(), 2, 3), true, 0.5f,
+                                  make_view(dz.data(), 2, 3), sums.data());
+  CHECK(dz == std::vector<float>{0.0f, 4.0f, 0.0f, 8.0f, 0.0f, 12.0f});
+  CHECK(sums == std::vector<float>{8.0f, 4.0f, 12.0f});
+  // bf16: the sums of the stored (rounded) dz.
+  std::vector<float> dh_odd(dh);
+  for (auto& v : dh_odd) v += 1.0f / 1024;  // not exact in bf16: dz is rounded
+  const std::vector<Bf16> h16 = to_bf16(h), dh16 = to_bf16(dh_odd);
+  std::vector<Bf16> dz16(6);
+  bias_act_dropout_backward_async(kCpu, make_view(static_cast<const Bf16*>(h16.data()), 2, 3),
+                                  make_view(static_cast<const Bf16*>(dh16.data()), 2, 3), true, 0.5f,
+                                  make_view(dz16.data(), 2, 3), sums.data());
+  std::vector<float> want(3, 0.0f);
+  const std::vector<float> dz_stored = from_bf16(dz16);
+  for (std::size_t i = 0; i < 6; ++i) want[i % 3] += dz_stored[i];
+  CHECK(sums == want);
+  // Without relu (p = 0): dz = dh, sums of dh; no rows: zero sums.
+  bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, 2, 3, 3}, make_view(dh.data(), 2, 3), false, 0.0f,
+                                  make_view(dz.data(), 2, 3), sums.data());
+  CHECK(sums == std::vector<float>{5.0f, 7.0f, 9.0f});
+  bias_act_dropout_backward_async(kCpu, make_view(h.data(), 0, 3), make_view(dh.data(), 0, 3), true, 0.5f,
+                                  make_view(dz.data(), 0, 3), sums.data());
+  CHECK(sums == std::vector<float>{0.0f, 0.0f, 0.0f});
+}
+
 namespace {
 /// Mean cross-entropy over `rows` in double: the function whose gradient the kernel must produce.
 double mean_loss(const std::vector<double>& logits, std::int64_t classes, const std::vector<std::int32_t>& labels,
