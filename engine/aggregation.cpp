@@ -79,12 +79,26 @@ class LocalAggregation final : public Aggregation {
   void backward(const float* dy, float* dx, std::int64_t width) override { run(dy, dx, width); }
   void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override { run_bf16(x, y, width); }
   void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override { run_bf16(dy, dx, width); }
+  [[nodiscard]] bool rounds_bf16_output() const override { return true; }
+  void forward_bf16_rounded(const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width) override {
+    run_bf16_out(x, y, scratch, width);
+  }
+  void backward_bf16_rounded(const kernels::Bf16* dy, kernels::Bf16* dx, float* scratch, std::int64_t width) override {
+    run_bf16_out(dy, dx, scratch, width);
+  }
 
  private:
   void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
                              kernels::make_view(x, graph_.view.num_cols, width),
                              kernels::make_view(y, graph_.view.num_rows, width), tuning_);
+    if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
+  }
+  void run_bf16_out(const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width) {
+    kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
+                             kernels::make_view(x, graph_.view.num_cols, width),
+                             kernels::make_view(y, graph_.view.num_rows, width),
+                             kernels::make_view(scratch, graph_.view.num_rows, width), tuning_);
     if (algo_ == SpmmAlgo::kAuto && tuned_.count(width) == 0) tuned_[width] = "own-bf16";  // reported
   }
 
@@ -530,6 +544,14 @@ class BoundaryAggregation final : public Aggregation {
 };
 
 }  // namespace
+
+void Aggregation::forward_bf16_rounded(const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
+  GCNPART_EXPECTS(false, "this aggregation returns float rows (rounds_bf16_output() is false)");
+}
+
+void Aggregation::backward_bf16_rounded(const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
+  GCNPART_EXPECTS(false, "this aggregation returns float rows (rounds_bf16_output() is false)");
+}
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, const AllocationPlan& plan,

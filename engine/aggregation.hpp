@@ -28,6 +28,15 @@ class Aggregation {
   /// Always gcnpart's own SpMM (cuSPARSE has no bf16-input, fp32-output CSR SpMM).
   virtual void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) = 0;
   virtual void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) = 0;
+  /// Whether the bf16 forward / backward can also store their output as bf16 straight from the SpMM (no float
+  /// rows, no rounding pass): the local aggregation (one SpMM of the device's own rows). The others return float
+  /// rows that the caller rounds.
+  [[nodiscard]] virtual bool rounds_bf16_output() const { return false; }
+  /// forward_bf16 / backward_bf16 with the output rounded to bf16 as the SpMM stores it; `scratch`: float rows of y's shape
+  /// (the long rows' sums until they are rounded). Only where rounds_bf16_output(). @throws LogicError elsewhere.
+  virtual void forward_bf16_rounded(const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
+  virtual void backward_bf16_rounded(const kernels::Bf16* dy, kernels::Bf16* dx, float* scratch,
+                                    std::int64_t width);
   /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 };

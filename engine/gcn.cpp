@@ -366,8 +366,7 @@ void GcnModel::forward_bf16(bool training, int epoch) {
       kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
       aggregation_->forward_bf16(t16_.data(), z, ly.out);
     } else if (ly.aggregate_first) {
-      aggregation_->forward_bf16(x, z32_.data(), ly.in);
-      kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, aggregated16_[l].data());
+      aggregate_rounded(false, x, aggregated16_[l].data(), rows_, ly.in);
       kernels::gemm_bf16_async(ctx, false, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
                                kernels::make_view(w, ly.in, ly.out), 0.0f, kernels::make_view(z, rows_, ly.out));
     } else {
@@ -387,6 +386,24 @@ void GcnModel::forward_bf16(bool training, int epoch) {
       x = inputs16_[l + 1].data();
     }
   }
+}
+
+void GcnModel::aggregate_rounded(bool backward, const kernels::Bf16* x, kernels::Bf16* y, std::int64_t rows,
+                                 std::int64_t width) {
+  if (aggregation_->rounds_bf16_output()) {  // the SpMM stores bf16; z32_ holds only its long rows' sums
+    if (backward) {
+      aggregation_->backward_bf16_rounded(x, y, z32_.data(), width);
+    } else {
+      aggregation_->forward_bf16_rounded(x, y, z32_.data(), width);
+    }
+    return;
+  }
+  if (backward) {
+    aggregation_->backward_bf16(x, z32_.data(), width);
+  } else {
+    aggregation_->forward_bf16(x, z32_.data(), width);
+  }
+  kernels::convert_to_bf16_async(res_.context(), z32_.data(), rows * width, y);
 }
 
 void GcnModel::backward_bf16_async() {
@@ -420,16 +437,15 @@ void GcnModel::backward_bf16_async() {
         kernels::gemm_bf16_async(ctx, false, true, 1.0f, kernels::make_view(g, rows_, ly.out),
                                  kernels::make_view(w, ly.in, ly.out), 0.0f,
                                  kernels::make_view(t16_.data(), rows_, ly.in));
-        aggregation_->backward_bf16(t16_.data(), z32_.data(), ly.in);
-        kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * ly.in, g_next);
+        aggregate_rounded(true, t16_.data(), g_next, rows_, ly.in);
       }
     } else {
       // Z = Â (X W): dP = Â G; dW = X^T dP; dX = dP W^T.
-      aggregation_->backward_bf16(g, z32_.data(), ly.out);
       if (l == 0 && sparse_input_) {
+        aggregation_->backward_bf16(g, z32_.data(), ly.out);
         sparse_input_weight_gradient_async(z32_.data(), dw, ly.out);
       } else {
-        kernels::convert_to_bf16_async(ctx, z32_.data(), cols_ * ly.out, t16_.data());
+        aggregate_rounded(true, g, t16_.data(), cols_, ly.out);
         const kernels::Bf16* x =
             l == 0 ? (config_.dropout > 0 ? inputs16_[0].data() : features16_.data()) : inputs16_[l].data();
         kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(x, cols_, ly.in),

@@ -132,6 +132,10 @@ class GcnModel {
   void forward(bool training, int epoch);
   void forward_bf16(bool training, int epoch);
   void backward_bf16_async();
+  /// Â x (backward: Â^T x) of bf16 rows into bf16 y (rows x width): rounded by the SpMM where the aggregation can,
+  /// else float rows in z32_ and one rounding pass.
+  void aggregate_rounded(bool backward, const kernels::Bf16* x, kernels::Bf16* y, std::int64_t rows,
+                         std::int64_t width);
   void refresh_bf16_weights();
   void allocate_bf16_activations(const AllocationPlan& plan);
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;

@@ -120,8 +120,8 @@ void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
 }
 
 /// The checks every SpMM entry point shares; false when there is nothing to compute.
-template <class T>
-bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<const T>& x, const MatrixView& y) {
+template <class T, class Y>
+bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<const T>& x, const DenseView<Y>& y) {
   expect_non_negative("a.num_rows", a.num_rows);
   expect_non_negative("a.num_cols", a.num_cols);
   expect_view("x", x);
@@ -177,6 +177,19 @@ void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scal
   tuning.validate();
   if (!expect_spmm_args(ctx, a, x, y)) return;
   GCNPART_DISPATCH(spmm_bf16(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, tuning));
+}
+
+void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                     ConstBf16MatrixView x, Bf16MatrixView y, MatrixView scratch, const SpmmTuning& tuning) {
+  tuning.validate();
+  if (!expect_spmm_args(ctx, a, x, y)) return;
+  expect_view("scratch", scratch);
+  if (scratch.rows < y.rows || scratch.cols < y.cols)
+    bad_parameter("scratch", std::to_string(scratch.rows) + " x " + std::to_string(scratch.cols),
+                  "at least y's rows and columns");
+  expect_data("scratch", scratch);
+  GCNPART_DISPATCH(spmm_bf16_out(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, scratch.data,
+                                 scratch.ld, tuning));
 }
 
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, Bf16* out) {

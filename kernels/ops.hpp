@@ -55,6 +55,13 @@ void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, co
 void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
                      ConstBf16MatrixView x, MatrixView y, const SpmmTuning& tuning = {});
 
+/// spmm_bf16_async with Y stored as bf16: each float32 sum rounded once (nearest even) as it is stored, so no float
+/// Y and no rounding pass over it. `scratch` (float32, at least y's rows and columns, not aliasing x or y) holds
+/// the sums of the rows the kernel splits over the grid (long rows) until they are rounded; pass the buffer a float
+/// Y would have used. The values equal spmm_bf16_async's rounded (long rows: up to their varying summation order).
+void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                     ConstBf16MatrixView x, Bf16MatrixView y, MatrixView scratch, const SpmmTuning& tuning = {});
+
 /// out[i] = bf16(x[i]) for i < n, rounded to nearest, ties to even (overflow gives infinity, NaN stays NaN).
 /// out may not alias x. Does not synchronise.
 void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, Bf16* out);

@@ -146,11 +146,20 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     w.stream_bytes += bytes;
     w.kernels += kernels;
   };
-  // bf16 storage: the engine's SpMMs accumulate into float rows (then one pass rounds them to bf16 where a GEMM
-  // reads them), the epilogue reads float and writes bf16, and logits and the loss gradient stay float.
+  // bf16 storage: the epilogue reads float and writes bf16, and logits and the loss gradient stay float. An
+  // aggregation whose output a GEMM reads as bf16: the local one (single device, drop, halo) stores bf16 from the
+  // SpMM (one more small launch rounds its long rows); gather and boundary return float rows that one pass rounds.
   const bool bf16 = traits(m.precision).bf16_storage;
   auto to_bf16 = [&](double elements) {
     if (bf16) elementwise(elements * (4 + 2));
+  };
+  auto spmm_to_bf16 = [&](double elements) {
+    if (!bf16) return;
+    if (source) {
+      to_bf16(elements);
+    } else {
+      w.kernels += 1;
+    }
   };
 
   // Forward.
@@ -167,7 +176,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       if (l == 0 && m.dropout) elementwise(2 * r * f_stored * act);
       if (aggregates_first(d, l)) {
         spmm(in, false);
-        to_bf16(r * in);
+        spmm_to_bf16(r * in);
         gemm(r, out, in, 4);  // float output: the epilogue reads it (bf16: rounds it)
       } else {
         gemm(r, out, in);
@@ -201,11 +210,11 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       if (l > 0) {
         gemm(r, in, out);
         spmm(in, true);
-        to_bf16(r * in);
+        spmm_to_bf16(r * in);
       }
     } else {
       spmm(out, true);
-      if (!(l == 0 && sparse)) to_bf16(r * out);
+      if (!(l == 0 && sparse)) spmm_to_bf16(r * out);
       if (l == 0 && sparse) {
         if (m.dropout) elementwise(nnz_x * 12);
         elementwise(nnz_x * (4 + act) + nnz_x * out * act + (f + 1) * 8 + f * out * 4);  // X^T dP

@@ -16,6 +16,9 @@
   void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,             \
                  const Bf16* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,                 \
                  const SpmmTuning& tuning);                                                                        \
+  void spmm_bf16_out(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,         \
+                     const Bf16* x, std::int64_t ldx, Bf16* y, std::int64_t ldy, std::int64_t width,              \
+                     float* scratch, std::int64_t ld_scratch, const SpmmTuning& tuning);                           \
   void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, Bf16* out);                            \
   void convert_from_bf16(const Context& ctx, const Bf16* x, std::int64_t n, float* out);                          \
   void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,    \

@@ -55,20 +55,25 @@ static_assert(sizeof(Bf16) == sizeof(Bf16Bits) && alignof(Bf16) == alignof(Bf16B
 inline const Bf16Bits* as_bits(const Bf16* p) { return reinterpret_cast<const Bf16Bits*>(p); }
 inline Bf16Bits* as_bits(Bf16* p) { return reinterpret_cast<Bf16Bits*>(p); }
 
-/// One segment of a long row: its first entry and its row.
+/// One segment of a long row: its first entry, its row, and (bf16 output) the row's slot among the long rows.
 struct Segment {
   std::int64_t begin;
   std::int64_t row;
+  std::int64_t slot;
 };
 
-/// The long rows' segments, listed by the row kernel (in no particular order) for the segment kernel.
+/// The long rows' segments, listed by the row kernel (in no particular order) for the segment kernel. With a bf16
+/// output the long rows are also listed (slot -> row): their float sums go to the slot's row of a float scratch,
+/// rounded into Y by a last kernel.
 struct SegmentList {
   Segment* items;
   int* count;             // number listed; zeroed before the row kernel
   bool fill;              // the row kernel lists segments (the first slab's launch only)
+  std::int64_t* long_rows;  // bf16 output: slot -> row
+  int* long_count;          // bf16 output: long rows listed; zeroed before the row kernel
 };
 
-template <class Elem>
+template <class Elem, class Out = float>
 struct SpmmArgs {
   std::int64_t num_rows;
   const RowOffset* offsets;
@@ -78,12 +83,15 @@ struct SpmmArgs {
   const float* col_scale;  // null: ones
   const Elem* x;
   std::int64_t ldx;
-  float* y;
+  Out* y;
   std::int64_t ldy;
   std::int64_t width;
   std::int64_t long_row;  // rows with more entries are split into segments over the whole grid
   std::int64_t segment;   // entries per segment of a long row
-  bool y_vec;             // y rows start on 16 bytes and ldy % 4 == 0: whole vectors may be stored at once
+  bool y_vec;             // a lane's vector of Y may be stored at once (ldy and y aligned to it)
+  float* scratch;         // bf16 output: the long rows' float sums, row `slot` at scratch + slot * ld_scratch
+  std::int64_t ld_scratch;
+  std::int64_t full_width;  // the whole product's width (a slab's long rows are zeroed over all of it)
 };
 
 /// Loads, stores and arithmetic on one lane's slice of a row of kVec consecutive columns: X elements of type Elem
@@ -177,6 +185,26 @@ __device__ __forceinline__ void store_columns(float* yr, std::int64_t c, std::in
     if (c + i < width) yr[c + i] = element(v, i);
 }
 
+/// The same into a bf16 Y: each value rounded once (nearest even); a vector of 4 or 8 is one 8- or 16-byte store.
+template <class Elem, int kVec>
+__device__ __forceinline__ void store_columns(Bf16Bits* yr, std::int64_t c, std::int64_t width, bool y_vec,
+                                              const typename Lanes<Elem, kVec>::Type& v) {
+  if (c >= width) return;
+  if (c + kVec <= width && y_vec) {
+    if constexpr (kVec == 8) {
+      *reinterpret_cast<uint4*>(yr + c) = make_uint4(pack_bf16(v.lo.x, v.lo.y), pack_bf16(v.lo.z, v.lo.w),
+                                                      pack_bf16(v.hi.x, v.hi.y), pack_bf16(v.hi.z, v.hi.w));
+      return;
+    } else if constexpr (kVec == 4) {
+      *reinterpret_cast<uint2*>(yr + c) = make_uint2(pack_bf16(v.x, v.y), pack_bf16(v.z, v.w));
+      return;
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < kVec; ++i)
+    if (c + i < width) yr[c + i] = float_to_bf16(element(v, i));
+}
+
 /// The same with atomic additions (long-row segments).
 template <class Elem, int kVec>
 __device__ __forceinline__ void add_columns(float* yr, std::int64_t c, std::int64_t width,
@@ -199,8 +227,8 @@ __device__ __forceinline__ unsigned group_mask() {
 
 /// acc[ch] += sum over entries e in [beg, end) of weight(e) * X[col(e), pass columns of this lane].
 /// Every lane of the group must call it with the same beg, end and col0.
-template <class Elem, int kVec, int kGroup, int kChunks>
-__device__ __forceinline__ void accumulate(const SpmmArgs<Elem>& s, std::int64_t beg, std::int64_t end,
+template <class Elem, int kVec, int kGroup, int kChunks, class Out>
+__device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::int64_t beg, std::int64_t end,
                                            std::int64_t col0, int lane, unsigned mask,
                                            typename Lanes<Elem, kVec>::Type (&acc)[kChunks]) {
   using L = Lanes<Elem, kVec>;
@@ -233,8 +261,8 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem>& s, std::int64_t
   }
 }
 
-template <class Elem, int kVec, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<Elem> s, SegmentList list) {
+template <class Elem, class Out, int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<Elem, Out> s, SegmentList list) {
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
@@ -248,17 +276,34 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_row_kernel(const SpmmArgs<
   if (row >= s.num_rows) return;
 
   const std::int64_t beg = __ldg(s.offsets + row), end = __ldg(s.offsets + row + 1);
-  float* yr = s.y + row * s.ldy;
+  Out* yr = s.y + row * s.ldy;
+  constexpr bool kFloatOut = std::is_same_v<Out, float>;
   if (end - beg > s.long_row) {
-    // A long row: zero its output here; list its segments for the segment kernel, which adds them with atomics.
+    // A long row: zero its output here (bf16 output: its float scratch row, over the whole width, once); list its
+    // segments for the segment kernel, which adds them with atomics.
     if (list.fill) {
       const int n = static_cast<int>((end - beg + s.segment - 1) / s.segment);
-      int first = 0;
-      if (lane == 0) first = atomicAdd(list.count, n);
-      if constexpr (kGroup > 1) first = __shfl_sync(mask, first, 0, kGroup);
-      for (int i = lane; i < n; i += kGroup) list.items[first + i] = Segment{beg + static_cast<std::int64_t>(i) * s.segment, row};
+      int first = 0, slot = 0;
+      if (lane == 0) {
+        first = atomicAdd(list.count, n);
+        if constexpr (!kFloatOut) {
+          slot = atomicAdd(list.long_count, 1);
+          list.long_rows[slot] = row;
+        }
+      }
+      if constexpr (kGroup > 1) {
+        first = __shfl_sync(mask, first, 0, kGroup);
+        slot = __shfl_sync(mask, slot, 0, kGroup);
+      }
+      for (int i = lane; i < n; i += kGroup)
+        list.items[first + i] = Segment{beg + static_cast<std::int64_t>(i) * s.segment, row, slot};
+      if constexpr (!kFloatOut) {
+        float* sr = s.scratch + static_cast<std::int64_t>(slot) * s.ld_scratch;
+        for (std::int64_t c = lane; c < s.full_width; c += kGroup) sr[c] = 0.0f;
+      }
     }
-    for (std::int64_t c = lane; c < s.width; c += kGroup) yr[c] = 0.0f;
+    if constexpr (kFloatOut)
+      for (std::int64_t c = lane; c < s.width; c += kGroup) yr[c] = 0.0f;
     return;
   }
   const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
@@ -288,8 +333,8 @@ __device__ __forceinline__ Float8 xor_sum(Float8 v, int offset) { return {xor_su
 /// long rows were zeroed by the row kernel). A narrow row (kGroup < 32 lanes cover its width) splits the segment
 /// between the warp's 32 / kGroup lane groups, which sum their parts with shuffles before the first group adds the
 /// result: every lane loads, whatever the width.
-template <class Elem, int kVec, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem> s, const Segment* items,
+template <class Elem, class Out, int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem, Out> s, const Segment* items,
                                                                      const int* count) {
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
@@ -311,7 +356,12 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
     const std::int64_t beg = min(seg_end, seg_beg + subgroup * share);
     const std::int64_t end = min(seg_end, beg + share);
     const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
-    float* yr = s.y + row * s.ldy;
+    float* yr;
+    if constexpr (std::is_same_v<Out, float>) {
+      yr = s.y + row * s.ldy;
+    } else {
+      yr = s.scratch + seg.slot * s.ld_scratch;
+    }
     for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
       T acc[kChunks];
 #pragma unroll
@@ -325,6 +375,16 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
         if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, L::scale(acc[ch], rs));
       }
     }
+  }
+}
+
+/// bf16 output: the long rows' float sums (scratch rows by slot, scaled already) rounded into their Y rows.
+__global__ void spmm_round_long_rows_kernel(const float* scratch, std::int64_t ld_scratch, const std::int64_t* rows,
+                                            const int* count, std::int64_t width, Bf16Bits* y, std::int64_t ldy) {
+  const std::int64_t n = static_cast<std::int64_t>(*count) * width;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t slot = t / width, c = t - slot * width;
+    y[rows[slot] * ldy + c] = float_to_bf16(scratch[slot * ld_scratch + c]);
   }
 }
 
@@ -355,14 +415,14 @@ void with_row_layout(std::int64_t vectors, Launch&& launch) {
 
 /// One slab: the row kernel, then the segment kernel over the long rows' segments (same lane groups, the warp's
 /// groups sharing each segment), with kVec elements per lane load.
-template <class Elem, int kVec>
-void launch_slab(const SpmmArgs<Elem>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
+template <class Elem, class Out, int kVec>
+void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
   with_row_layout((s.width + kVec - 1) / kVec, [&]<int kGroup, int kChunks>() {
     constexpr int kGroups = kBlockThreads / kGroup;  // rows per block
     const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
-    spmm_row_kernel<Elem, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
+    spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
     GCNPART_CUDA_TRY(cudaGetLastError());
-    spmm_segment_kernel<Elem, kVec, kGroup, kChunks>
+    spmm_segment_kernel<Elem, Out, kVec, kGroup, kChunks>
         <<<segment_blocks, kBlockThreads, 0, stream>>>(s, list.items, list.count);
     GCNPART_CUDA_TRY(cudaGetLastError());
   });
@@ -373,8 +433,8 @@ void launch_slab(const SpmmArgs<Elem>& s, const SegmentList& list, int segment_b
 /// need not be: the last vector of a row reads into the row's padding (ldx >= the width rounded up), and only
 /// columns below the width are stored. 1 always works.
 /// bf16 takes 8 per lane only for rows of kBf16Vec8MinWidth or more (see there).
-template <class Elem>
-int vector_width(const SpmmArgs<Elem>& s) {
+template <class Elem, class Out>
+int vector_width(const SpmmArgs<Elem, Out>& s) {
   for (const int vec : {8, 4}) {
     if (vec == 8 && (!std::is_same_v<Elem, Bf16Bits> || s.width < spmm_tuning::kBf16Vec8MinWidth)) continue;
     if (s.ldx % vec == 0 && aligned(s.x, vec * sizeof(Elem))) return vec;
@@ -382,21 +442,24 @@ int vector_width(const SpmmArgs<Elem>& s) {
   return 1;
 }
 
-template <class Elem>
-void launch_slab(int vec, const SpmmArgs<Elem>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
+template <class Elem, class Out>
+void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks,
+                 cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_slab<Elem, 8>(s, list, segment_blocks, stream);
+    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, stream);
   }
-  if (vec == 4) return launch_slab<Elem, 4>(s, list, segment_blocks, stream);
-  launch_slab<Elem, 1>(s, list, segment_blocks, stream);
+  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, stream);
+  launch_slab<Elem, Out, 1>(s, list, segment_blocks, stream);
 }
 
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
 /// columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
 /// first copied into a padded workspace when SpmmTuning::pad (see kernels/core/spmm_layout.hpp).
-template <class Elem>
+template <class Elem, class Out>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
-              std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning) {
+              std::int64_t ldx, Out* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning,
+              float* scratch = nullptr, std::int64_t ld_scratch = 0) {
+  constexpr bool kFloatOut = std::is_same_v<Out, float>;
   Workspace padded;
   const auto padding = spmm_padding_bytes(a.num_cols, width, ldx, static_cast<int>(sizeof(Elem)), tuning.pad);
   if (padding > 0) {
@@ -407,17 +470,19 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     x = padded.as<Elem>();
     ldx = padded_ld;
   }
-  const bool y_vec = ldy % 4 == 0 && aligned(y, 16);
-  SpmmArgs<Elem> whole{a.num_rows, a.row_offsets, a.col_ids,       a.values, row_scale, col_scale, x,
-                       ldx,        y,             ldy,             width,    tuning.long_row, tuning.segment,
-                       y_vec};
+  SpmmArgs<Elem, Out> whole{a.num_rows, a.row_offsets, a.col_ids, a.values,        row_scale,      col_scale,
+                            x,          ldx,           y,         ldy,             width,          tuning.long_row,
+                            tuning.segment, false,     scratch,   ld_scratch,      width};
   // Slabs start on multiples of 8 columns, so every slab keeps the whole product's alignment; the vector width
   // is the one a slab's width calls for.
   std::int64_t slab = tuning.slab > 0 ? (tuning.slab + 7) / 8 * 8 : width;
   if (slab >= width) slab = width;
-  SpmmArgs<Elem> first_slab = whole;
+  SpmmArgs<Elem, Out> first_slab = whole;
   first_slab.width = slab;
   const int vec = vector_width(first_slab);
+  // Whole vectors of Y at once: float stores 4 (two float4 for 8), bf16 stores vec values in vec * 2 bytes.
+  whole.y_vec = kFloatOut ? ldy % 4 == 0 && aligned(y, 16)
+                          : ldy % vec == 0 && aligned(y, static_cast<std::size_t>(vec) * sizeof(Out));
   static const int sms = [] {
     int device = 0, count = 0;
     cudaGetDevice(&device);
@@ -437,17 +502,28 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   // at most nnz / (long_row + 1) such rows.
   const std::int64_t long_row = whole.long_row;
   const std::int64_t capacity = entries / tuning.segment + entries / (long_row + 1) + 1;
-  Workspace scratch(ctx, Workspace::align_up(sizeof(int)) + static_cast<std::size_t>(capacity) * sizeof(Segment));
-  SegmentList list{scratch.as<Segment>(Workspace::align_up(sizeof(int))), scratch.as<int>(), true};
-  GCNPART_CUDA_TRY(cudaMemsetAsync(list.count, 0, sizeof(int), ctx.stream));
+  // bf16 output: at most this many long rows (each has more than long_row entries), listed slot -> row.
+  const std::int64_t long_capacity = kFloatOut ? 0 : std::min(a.num_rows, entries / (long_row + 1) + 1);
+  const std::size_t counters = Workspace::align_up(2 * sizeof(int));
+  const std::size_t items_bytes = Workspace::align_up(static_cast<std::size_t>(capacity) * sizeof(Segment));
+  Workspace lists(ctx, counters + items_bytes + static_cast<std::size_t>(long_capacity) * sizeof(std::int64_t));
+  SegmentList list{lists.as<Segment>(counters), lists.as<int>(), true, lists.as<std::int64_t>(counters + items_bytes),
+                   lists.as<int>() + 1};
+  GCNPART_CUDA_TRY(cudaMemsetAsync(list.count, 0, 2 * sizeof(int), ctx.stream));
   const int blocks = sms * spmm_tuning::kSegmentBlocksPerSm;
   for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
-    SpmmArgs<Elem> s = whole;
+    SpmmArgs<Elem, Out> s = whole;
     s.x = x + c0;
     s.y = y + c0;
+    if (!kFloatOut) s.scratch = scratch + c0;
     s.width = std::min(slab, width - c0);
-    list.fill = c0 == 0;  // later slabs reuse the first slab's list
+    list.fill = c0 == 0;  // later slabs reuse the first slab's lists (and long rows' zeroed scratch rows)
     launch_slab(vec, s, list, blocks, ctx.stream);
+  }
+  if constexpr (!kFloatOut) {
+    spmm_round_long_rows_kernel<<<blocks, kBlockThreads, 0, ctx.stream>>>(scratch, ld_scratch, list.long_rows,
+                                                                          list.long_count, width, y, ldy);
+    GCNPART_CUDA_TRY(cudaGetLastError());
   }
 }
 
@@ -484,6 +560,12 @@ void spmm_bf16(const Context& ctx, const CsrView& a, const float* row_scale, con
                const Bf16* x, std::int64_t ldx, float* y, std::int64_t ldy, std::int64_t width,
                const SpmmTuning& tuning) {
   run_spmm(ctx, a, row_scale, col_scale, as_bits(x), ldx, y, ldy, width, tuning);
+}
+
+void spmm_bf16_out(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                   const Bf16* x, std::int64_t ldx, Bf16* y, std::int64_t ldy, std::int64_t width, float* scratch,
+                   std::int64_t ld_scratch, const SpmmTuning& tuning) {
+  run_spmm(ctx, a, row_scale, col_scale, as_bits(x), ldx, as_bits(y), ldy, width, tuning, scratch, ld_scratch);
 }
 
 void convert_to_bf16(const Context& ctx, const float* x, std::int64_t n, Bf16* out) {

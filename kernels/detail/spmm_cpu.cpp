@@ -53,6 +53,14 @@ void spmm_bf16(const Context&, const CsrView& a, const float* row_scale, const f
   spmm_rows(a, row_scale, col_scale, x, ldx, y, ldy, width, [](Bf16 v) { return bf16_to_float(v); });
 }
 
+void spmm_bf16_out(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+                   const Bf16* x, std::int64_t ldx, Bf16* y, std::int64_t ldy, std::int64_t width, float* scratch,
+                   std::int64_t ld_scratch, const SpmmTuning& tuning) {
+  // The float rows in the scratch, then each rounded once: what the float-output SpMM and a rounding pass give.
+  spmm_bf16(ctx, a, row_scale, col_scale, x, ldx, scratch, ld_scratch, width, tuning);
+  for (std::int64_t i = 0; i < a.num_rows; ++i) convert_to_bf16(ctx, scratch + i * ld_scratch, width, y + i * ldy);
+}
+
 void convert_to_bf16(const Context&, const float* x, std::int64_t n, Bf16* out) {
 #pragma omp parallel for simd schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) out[i] = round_to_bf16(x[i]);

@@ -259,6 +259,26 @@ TEST_CASE("CPU bf16 SpMM equals the fp32 SpMM of the bf16-rounded input") {
         CHECK(worst_ratio(y, ldy, want, a.rows, width, summation_rtol(max_degree, 1e-6)) <= 1.0);
         for (std::int64_t i = 0; i < a.rows; ++i)  // padding between rows untouched
           for (std::int64_t c = width; c < ldy; ++c) REQUIRE(std::isnan(y[static_cast<std::size_t>(i * ldy + c)]));
+        // bf16 Y: the float Y rounded once, padding untouched, through the caller's float scratch.
+        std::vector<Bf16> y16(y.size(), Bf16::from_bits(0xffff));
+        std::vector<float> scratch(static_cast<std::size_t>(a.rows * width), kNaN);
+        spmm_bf16_async(kCpu, a.view(), row_scale, col_scale, make_view(xb.data(), a.cols, width, ldx),
+                        make_view(y16.data(), a.rows, width, ldy), make_view(scratch.data(), a.rows, width));
+        for (std::int64_t i = 0; i < a.rows; ++i)
+          for (std::int64_t c = 0; c < ldy; ++c) {
+            const auto t = static_cast<std::size_t>(i * ldy + c);
+            if (c < width) {
+              REQUIRE(y16[t] == to_bf16({y[t]})[0]);
+            } else {
+              REQUIRE(y16[t].bits() == 0xffff);
+            }
+          }
+        if (width > 1)  // a scratch narrower than Y is refused, naming it
+          CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), row_scale, col_scale,
+                                          make_view(xb.data(), a.cols, width, ldx),
+                                          make_view(y16.data(), a.rows, width, ldy),
+                                          make_view(scratch.data(), a.rows, width - 1)),
+                          InvalidInput);
       }
     }
   }
