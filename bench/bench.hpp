@@ -219,9 +219,10 @@ struct CalibrateConfig {
   /// over-determined, small ones among them (the fixed cost); none of bench/gpu_fit_validate.sh's held-out graphs.
   /// The built-in partition/calibration.json was measured with these.
   std::vector<std::pair<int, double>> graphs{{15, 16}, {16, 8}, {17, 32}, {19, 16}, {19, 48}, {20, 24}};
-  /// SpMM widths: powers of two and the unaligned widths of real data (41 / 47 classes, 100 features), which take
-  /// the padded path.
-  std::vector<std::int64_t> widths{16, 32, 41, 47, 64, 100, 128, 256, 512};
+  /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47
+  /// classes -> 44 / 48, 100 features -> 100 / 104: partition::stored_width), multiples of 8 so that fp32 and bf16
+  /// run them in place (the unaligned 41 / 47 / 100 took the padded copy, which the engine no longer needs).
+  std::vector<std::int64_t> widths{16, 32, 40, 48, 64, 104, 128, 256, 512};
   int warmup = 3;
   int repeats = 10;
   bool gemm = true;

@@ -35,7 +35,7 @@ late() { pack; [ "$SECONDS" -gt "$deadline" ] && { echo "skipped (deadline): $1"
   wait
 ) &
 gen=$!
-timeout 60 $N/test_kernels --test-suite=gpu --no-intro=true > "$W/test_kernels_gpu.log" 2>&1
+timeout 150 $N/test_kernels --test-suite=gpu --no-intro=true > "$W/test_kernels_gpu.log" 2>&1
 echo "test_kernels gpu: exit $? (${SECONDS}s)" >> "$s"
 wait $gen
 echo "graphs: ${SECONDS}s" >> "$s"
@@ -77,6 +77,9 @@ if [ "${PEERS:-0}" = 1 ]; then
       > "$W/pyg-spmm-$name.log" 2>&1
       echo "pyg-spmm-$name: exit $? (${SECONDS}s)" >> "$s"; }
   done
+fi
+# With EXTRA=1 (or PEERS=1): the small real graphs' SpMM and the 3-layer epochs of the new binary.
+if [ "${PEERS:-0}" = 1 ] || [ "${EXTRA:-0}" = 1 ]; then
   for d in soc-Slashdot0902 email-Enron; do
     late "spmm-$d" || { timeout 60 $N/gcnpart -q bench spmm "$GCNPART_DATA/snap/$d.txt.gz" --synthetic-features 128 \
       --synthetic-classes 16 --precision bf16 --reorder degree --widths 16,32,41,47,64,100,128,256 --warmup 3 \

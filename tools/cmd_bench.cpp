@@ -173,7 +173,7 @@ void run_bench_epoch(const BenchOptions& o) {
 
 struct CalibrateOptions {
   bench::CalibrateConfig config;
-  std::string graphs = "15:16,16:8,17:32,19:16,19:48,20:24", widths = "16,32,41,47,64,100,128,256,512", json, cards_file;
+  std::string graphs = "15:16,16:8,17:32,19:16,19:48,20:24", widths = "16,32,40,48,64,104,128,256,512", json, cards_file;
   bool no_gemm = false;
 };
 

@@ -330,6 +330,56 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
   }
 }
 
+/// The same for rows of at most kLanes * kPer classes (class counts of real data): kLanes lanes per row, each
+/// holding kPer of its logits in registers, so the row is read once and 32 / kLanes rows share a warp (the warp
+/// kernel left most of its lanes idle on 47 classes and read the row three times).
+template <int kLanes, int kPer>
+__global__ void softmax_cross_entropy_narrow_kernel(const float* logits, std::int64_t num_rows, std::int64_t classes,
+                                                    std::int64_t ld, const std::int32_t* labels, const NodeId* rows,
+                                                    std::int64_t count, float grad_scale, float* row_loss,
+                                                    float* grad) {
+  static_assert(kLanes >= 1 && kLanes <= kWarp && (kLanes & (kLanes - 1)) == 0, "a power-of-two lane group");
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const unsigned first = (threadIdx.x % kWarp) / kLanes * kLanes;
+  const unsigned mask = (kLanes == kWarp ? 0xffffffffu : ((1u << kLanes) - 1u) << first);
+  const std::int64_t groups = grid_stride() / kLanes;
+  for (std::int64_t t = global_thread() / kLanes; t < count; t += groups) {
+    const std::int64_t r = rows[t];
+    const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
+    if (label < 0 || label >= classes) {  // cannot throw here: make the loss NaN, loudly wrong
+      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
+      continue;
+    }
+    const float* l = logits + r * ld;
+    float v[kPer];
+    float mx = -INFINITY;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const std::int64_t c = lane + k * kLanes;
+      v[k] = c < classes ? l[c] : -INFINITY;
+      mx = fmaxf(mx, v[k]);
+    }
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(mask, mx, o, kLanes));
+    float se = 0.0f;
+#pragma unroll
+    for (int k = 0; k < kPer; ++k)
+      if (lane + k * kLanes < classes) se += expf(v[k] - mx);
+#pragma unroll
+    for (int o = kLanes / 2; o > 0; o /= 2) se += __shfl_xor_sync(mask, se, o, kLanes);
+    const float lse = mx + logf(se);
+    if (lane == 0) row_loss[t] = lse - l[label];
+    if (grad != nullptr) {
+      float* g = grad + r * ld;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const std::int64_t c = lane + k * kLanes;
+        if (c < classes) g[c] = (expf(v[k] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
+      }
+    }
+  }
+}
+
 /// 1 when the argmax (lowest index among ties) of listed row t equals its label.
 struct IsCorrect {
   const float* logits;
@@ -583,8 +633,15 @@ void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t
   const std::size_t losses_bytes = Workspace::align_up(static_cast<std::size_t>(count) * sizeof(float));
   Workspace scratch(ctx, losses_bytes + temp_bytes);
   float* row_loss = scratch.as<float>();
-  softmax_cross_entropy_kernel<<<elementwise_blocks(count * kWarp), kElementwiseThreads, 0, ctx.stream>>>(
-      logits, num_rows, classes, ld, labels, rows, count, grad_scale, row_loss, grad);
+  constexpr int kNarrowLanes = 8, kNarrowPer = 8;  // up to 64 classes
+  if (classes <= kNarrowLanes * kNarrowPer) {
+    softmax_cross_entropy_narrow_kernel<kNarrowLanes, kNarrowPer>
+        <<<elementwise_blocks(count * kNarrowLanes), kElementwiseThreads, 0, ctx.stream>>>(
+            logits, num_rows, classes, ld, labels, rows, count, grad_scale, row_loss, grad);
+  } else {
+    softmax_cross_entropy_kernel<<<elementwise_blocks(count * kWarp), kElementwiseThreads, 0, ctx.stream>>>(
+        logits, num_rows, classes, ld, labels, rows, count, grad_scale, row_loss, grad);
+  }
   GCNPART_CUDA_TRY(cudaGetLastError());
   GCNPART_CUDA_TRY(
       cub::DeviceReduce::Sum(scratch.as<void>(losses_bytes), temp_bytes, row_loss, loss_sum, count, ctx.stream));

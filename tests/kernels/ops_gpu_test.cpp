@@ -99,6 +99,9 @@ void compare_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, std::
   CHECK(worst_vs(dy.to_host(), ldy, y, ldy, ref.magnitude, a.rows, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
 }
 
+std::vector<Bf16> host_bf16(const std::vector<float>& x);
+std::vector<float> host_widen(const std::vector<Bf16>& b);
+
 /// One bf16 SpMM configuration: X rounded to bf16 on the host; the CUDA kernel against the CPU bf16 kernel, judged
 /// against the double reference of the rounded X. `shift` puts X that many bf16 values past a 256-byte boundary
 /// (1: 2-byte aligned, scalar loads; 4: 8-byte aligned, at most 4-wide loads). Y's padding must stay untouched.
@@ -145,27 +148,27 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
                   make_view(dx.data() + shift, a.cols, width, ldx), make_view(dy16.data(), a.rows, width, ldy),
                   make_view(dscratch.data(), a.rows, width), tuning);
   const auto got16 = dy16.to_host();
+  const auto rounded_float_y = host_bf16(got);  // the float-output kernel's Y, rounded on the host
+  const auto widened16 = host_widen(got16);
   const std::int64_t may_split = tuning.long_row > 0 ? tuning.long_row : 128;  // the automatic threshold's floor
-  std::int64_t exact_misses = 0, far_misses = 0, padding16_written = 0;
+  std::int64_t exact_misses = 0, padding16_written = 0;
   for (std::int64_t i = 0; i < a.rows; ++i) {
     const bool split = a.offsets[static_cast<std::size_t>(i + 1)] - a.offsets[static_cast<std::size_t>(i)] > may_split;
     for (std::int64_t c = 0; c < ldy; ++c) {
-      const Bf16 v = got16[static_cast<std::size_t>(i * ldy + c)];
+      const auto t = static_cast<std::size_t>(i * ldy + c);
       if (c >= width) {
-        padding16_written += v == sentinel ? 0 : 1;
-        continue;
+        padding16_written += got16[t] == sentinel ? 0 : 1;
+      } else if (!split && got16[t] != rounded_float_y[t]) {
+        ++exact_misses;
       }
-      Bf16 want{};
-      const float f32 = got[static_cast<std::size_t>(i * ldy + c)];
-      convert_to_bf16_async(kCpu, &f32, 1, &want);
-      if (v == want) continue;
-      if (!split) ++exact_misses;
-      if (std::abs(static_cast<int>(v.raw) - static_cast<int>(want.raw)) > 1) ++far_misses;
     }
   }
   CHECK(exact_misses == 0);
-  CHECK(far_misses == 0);
   CHECK(padding16_written == 0);
+  // Every row, split ones included: the CPU's float Y within the sums' bound plus one bf16 rounding (2^-9 of a
+  // value no larger than the terms' magnitude).
+  CHECK(worst_vs(widened16, ldy, y, ldy, ref.magnitude, a.rows, width,
+                 summation_rtol(2 * max_degree(a)) + 1.0 / 512) <= 1.0);
 }
 
 }  // namespace
@@ -555,7 +558,7 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
   // pad: a padded layout's extra columns (ld = classes + pad) hold large values that must never be read, and the
   // gradient's padding must come back zero.
   for (const auto& [classes, pad] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-           {1, 0}, {7, 0}, {40, 0}, {100, 0}, {7, 1}, {47, 1}, {41, 7}}) {
+           {1, 0}, {7, 0}, {40, 0}, {64, 0}, {65, 3}, {100, 0}, {7, 1}, {47, 1}, {41, 7}}) {
     const std::int64_t num_rows = 2500, ld = classes + pad;
     CAPTURE(classes);
     CAPTURE(pad);
@@ -1008,7 +1011,7 @@ TEST_CASE("CUDA ReLU / dropout backward with the bias gradient fused equals the 
   DeviceFixture f;
   for (std::int64_t rows : {0, 1, 9, 17, 1000, 1025, 70001, 300000}) {
     for (std::int64_t width : {1, 7, 16, 45, 48, 256}) {
-      if (rows * width > 20000000) continue;
+      if (rows * width > 20000000 || (rows > 100000 && width != 48)) continue;
       for (std::int64_t shift : {0, 1}) {
         for (bool in_place : {false, true}) {
           check_fused_backward_sums<float>(f, rows, width, shift, in_place);
