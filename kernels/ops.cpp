@@ -140,7 +140,8 @@ bool expect_spmm_args(const Context& ctx, const CsrView& a, const DenseView<cons
 void SpmmTuning::validate() const {
   if (long_row < 0)
     throw InvalidInput::parameter("--spmm-long-row", std::to_string(long_row), ">= 1, or 0 for the width's default");
-  if (segment < 1) throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1");
+  if (segment < 0)
+    throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1, or 0 for the product's default");
   if (slab < 0) throw InvalidInput::parameter("--spmm-slab", std::to_string(slab), ">= 0 (0: the whole width)");
 }
 

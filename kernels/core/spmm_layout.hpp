@@ -21,13 +21,31 @@ constexpr std::int64_t spmm_padding_bytes(std::int64_t rows, std::int64_t width,
   return rows * ((width + kSpmmPadVector - 1) / kSpmmPadVector * kSpmmPadVector) * element_bytes;
 }
 
+/// Half the entries each lane group the GPU holds at once would get if the product were shared evenly: the scale
+/// of the automatic long-row rules below.
+constexpr std::int64_t spmm_share(std::int64_t entries, std::int64_t resident_groups) {
+  return resident_groups > 0 ? entries / (2 * resident_groups) : 0;
+}
+
 /// The own SpMM's long-row threshold when SpmmTuning::long_row is 0: a row left to one lane group must finish well
 /// within the kernel's time, which is about entries / resident_groups entries per group (every group the GPU holds
-/// at once working in parallel), so rows above half of that are split; kept within 128..4096 (the range measured
-/// on H200: small graphs want 128, degree-ordered reddit- and products-sized RMAT graphs 4096 at wide widths).
+/// at once working in parallel), so rows above half of that are split, up to 4096 (degree-ordered reddit- and
+/// products-sized RMAT graphs at wide widths). Small products (a share below 64 entries: the shared real graphs,
+/// arxiv-sized graphs at narrow widths) split rows above twice the share, at least 32: there a row of 128 entries
+/// left to a narrow group was the whole kernel's critical path (H200, bench/gpu_small_sweep.sh: email-Enron at
+/// width 16 0.070 ms with 128, 0.027 with 32; soc-Slashdot0902 at 64 0.090 -> 0.063 ms).
 constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t resident_groups) {
-  const std::int64_t share = resident_groups > 0 ? entries / (2 * resident_groups) : 0;
+  const std::int64_t share = spmm_share(entries, resident_groups);
+  if (share < 64) return 2 * share < 32 ? 32 : 2 * share;
   return share < 128 ? 128 : share > 4096 ? 4096 : share;
+}
+
+/// Entries per segment of a long row when SpmmTuning::segment is 0: 256 (measured on the reddit- and products-sized
+/// graphs), 64 where the share is below 128 entries (small products: a long row's segments are worked by one warp
+/// each, so shorter segments spread it over more warps; H200: 1.0-1.4x faster on soc-Slashdot0902, email-Enron and
+/// an arxiv-sized RMAT at widths 16-256).
+constexpr std::int64_t spmm_auto_segment(std::int64_t entries, std::int64_t resident_groups) {
+  return spmm_share(entries, resident_groups) < 128 ? 64 : 256;
 }
 
 }  // namespace gcnpart::kernels

@@ -496,12 +496,14 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     GCNPART_CUDA_TRY(cudaStreamSynchronize(ctx.stream));
     entries = last;
   }
-  if (whole.long_row == 0)  // by the product: the lane groups the GPU holds at once (2048 threads per SM)
-    whole.long_row = spmm_auto_long_row(entries, std::int64_t{sms} * 2048 / group_lanes((slab + vec - 1) / vec));
+  // By the product where not set: the lane groups the GPU holds at once (2048 threads per SM).
+  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / group_lanes((slab + vec - 1) / vec);
+  if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
+  if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
   // at most nnz / (long_row + 1) such rows.
   const std::int64_t long_row = whole.long_row;
-  const std::int64_t capacity = entries / tuning.segment + entries / (long_row + 1) + 1;
+  const std::int64_t capacity = entries / whole.segment + entries / (long_row + 1) + 1;
   // bf16 output: at most this many long rows (each has more than long_row entries), listed slot -> row.
   const std::int64_t long_capacity = kFloatOut ? 0 : std::min(a.num_rows, entries / (long_row + 1) + 1);
   const std::size_t counters = Workspace::align_up(2 * sizeof(int));

@@ -504,13 +504,19 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.validate();
   cfg.spmm_tuning.long_row = 0;  // by width
   cfg.validate();
-  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64) == 128);         // a small graph: split rows early
+  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64) == 118);         // a small graph: split rows early
+  CHECK(kernels::spmm_auto_long_row(404'354, 132 * 512) == 32);           // email-Enron, 4 lanes per row
+  CHECK(kernels::spmm_auto_long_row(2'000'000, 132 * 64) == 128);         // share 118: the 128 floor
   CHECK(kernels::spmm_auto_long_row(79'000'000, 132 * 512) == 584);       // reddit-sized, 4 lanes per row
   CHECK(kernels::spmm_auto_long_row(116'000'000, 132 * 64) == 4096);      // products-sized, a warp per row
+  CHECK(kernels::spmm_auto_segment(404'354, 132 * 512) == 64);            // small products: short segments
+  CHECK(kernels::spmm_auto_segment(79'000'000, 132 * 512) == 256);
+  cfg.spmm_tuning.segment = 0;  // by the product
+  cfg.validate();
   cfg.spmm_tuning.long_row = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-long-row"), InvalidInput);
   cfg.spmm_tuning.long_row = 1;
-  cfg.spmm_tuning.segment = 0;
+  cfg.spmm_tuning.segment = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-segment"), InvalidInput);
   cfg.spmm_tuning.segment = 1;
   cfg.spmm_tuning.slab = -1;

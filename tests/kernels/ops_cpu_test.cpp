@@ -99,7 +99,7 @@ TEST_CASE("an SpMM tuning out of range is refused naming its option, and the CPU
   const auto x = random_floats(40 * 8, 2);
   std::vector<float> y1(50 * 8), y2(50 * 8);
   const std::vector<Bf16> xb(40 * 8, Bf16::from_bits(0x3f80));  // 1.0 in bf16
-  for (const SpmmTuning bad : {SpmmTuning{-1, 256}, SpmmTuning{128, 0}, SpmmTuning{-1, -1}, SpmmTuning{0, 256, -8}}) {
+  for (const SpmmTuning bad : {SpmmTuning{-1, 256}, SpmmTuning{128, -1}, SpmmTuning{-1, -1}, SpmmTuning{0, 256, -8}}) {
     CHECK_THROWS_WITH_AS(spmm_async(kCpu, a.view(), nullptr, nullptr, make_view(x.data(), a.cols, 8),
                                     make_view(y1.data(), a.rows, 8), SpmmAlgo::kOwn, bad),
                          doctest::Contains("--spmm-"), InvalidInput);

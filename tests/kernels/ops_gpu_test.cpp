@@ -150,7 +150,7 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
   const auto got16 = dy16.to_host();
   const auto rounded_float_y = host_bf16(got);  // the float-output kernel's Y, rounded on the host
   const auto widened16 = host_widen(got16);
-  const std::int64_t may_split = tuning.long_row > 0 ? tuning.long_row : 128;  // the automatic threshold's floor
+  const std::int64_t may_split = tuning.long_row > 0 ? tuning.long_row : 32;  // the automatic threshold's floor
   std::int64_t exact_misses = 0, padding16_written = 0;
   for (std::int64_t i = 0; i < a.rows; ++i) {
     const bool split = a.offsets[static_cast<std::size_t>(i + 1)] - a.offsets[static_cast<std::size_t>(i)] > may_split;
@@ -345,10 +345,12 @@ TEST_CASE("CUDA bf16 SpMM matches the CPU bf16 kernel over widths, load widths, 
 
 TEST_CASE("CUDA bf16 SpMM shares long rows, up to 10^5 entries, over the grid") {
   DeviceFixture f;
-  // Rows at and just past the long-row threshold (128) and one segment (256), two in the same block, and a row
-  // with 10^5 neighbours.
+  // Rows at and just past the automatic long-row threshold of a product this small (32) and of larger ones (128),
+  // at and past one automatic segment (64) and the large products' segment (256), two in the same block, and a
+  // row with 10^5 neighbours.
   const HostCsr a = random_csr(3000, 120000, 4, 17, 0.1,
-                               {{5, 128}, {6, 129}, {9, 5000}, {10, 257}, {700, 100000}, {2999, 4097}});
+                               {{5, 128}, {6, 129}, {9, 5000}, {10, 257}, {11, 32}, {12, 33}, {13, 65},
+                                {700, 100000}, {2999, 4097}});
   const DeviceCsr da(a);
   for (std::int64_t width : {1, 7, 8, 64, 256, 602, 1032}) {
     CAPTURE(width);
