@@ -44,7 +44,7 @@ for d in ["soc-Slashdot0902", "email-Enron", "arxiv"]:
             cells.append(f"{x['width']}:{ms:.4f}({best[x['width']] / ms:.2f}x)")
         print(f"  {os.path.basename(f)[:-5]:<32} " + " ".join(cells))
 PY
-cp "$W/table.txt" "$W/summary.txt" "$OUT/" 2>/dev/null
+cp "$W/table.txt" "$OUT/" 2>/dev/null
 tar -czf "$OUT/small-sweep.tar.gz" -C /tmp gpu_small_sweep
 cat "$W/summary.txt" | tail -3
 cat "$W/table.txt"
