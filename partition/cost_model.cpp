@@ -223,7 +223,9 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
       }
       if (l > 0) gemm(r, in, out);
     }
-    if (l > 0) elementwise(3 * r * in * act, 2);  // ReLU / dropout backward with the bias gradient of layer l - 1
+    // ReLU / dropout backward with the bias gradient of layer l - 1 (a pipeline stage sends its input gradient to
+    // the stage below instead, which runs it: the l == last - 1 term above)
+    if (l > first) elementwise(3 * r * in * act, 2);
   }
   // Gradient all-reduce and Adam (two kernels per layer: weights, bias).
   double params = 0;

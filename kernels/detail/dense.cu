@@ -300,6 +300,15 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
 
 // ------------------------------------------------------------------------------------------------ loss
 
+/// The label of row r, or -1 when the row or its label is out of range: a kernel cannot throw, so that row's loss
+/// is made NaN (nan_loss()), loudly wrong.
+__device__ __forceinline__ std::int32_t checked_label(std::int64_t r, std::int64_t num_rows, const std::int32_t* labels,
+                                                      std::int64_t classes) {
+  const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
+  return label < classes ? label : -1;
+}
+__device__ __forceinline__ float nan_loss() { return __int_as_float(0x7fc00000); }
+
 /// One warp per listed row: max-subtracted log-sum-exp, the row's loss, and its gradient row.
 __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t num_rows, std::int64_t classes,
                                              std::int64_t ld, const std::int32_t* labels, const NodeId* rows, std::int64_t count,
@@ -308,9 +317,9 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
   const std::int64_t warps = grid_stride() / kWarp;
   for (std::int64_t t = global_thread() / kWarp; t < count; t += warps) {
     const std::int64_t r = rows[t];
-    const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
-    if (label < 0 || label >= classes) {  // cannot throw here: make the loss NaN, loudly wrong
-      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
+    const std::int32_t label = checked_label(r, num_rows, labels, classes);
+    if (label < 0) {
+      if (lane == 0) row_loss[t] = nan_loss();
       continue;
     }
     const float* l = logits + r * ld;
@@ -345,9 +354,9 @@ __global__ void softmax_cross_entropy_narrow_kernel(const float* logits, std::in
   const std::int64_t groups = grid_stride() / kLanes;
   for (std::int64_t t = global_thread() / kLanes; t < count; t += groups) {
     const std::int64_t r = rows[t];
-    const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
-    if (label < 0 || label >= classes) {  // cannot throw here: make the loss NaN, loudly wrong
-      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
+    const std::int32_t label = checked_label(r, num_rows, labels, classes);
+    if (label < 0) {
+      if (lane == 0) row_loss[t] = nan_loss();
       continue;
     }
     const float* l = logits + r * ld;
