@@ -257,15 +257,17 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
     }
   };
   auto finish = [&](std::int64_t at, const float (&hv)[kVec], float (&gv)[kVec]) {
+    // Explicitly rounded product and sum: a contraction into one FMA would change the sums' bits against the
+    // column sum of the stored dz.
 #pragma unroll
-    for (int u = 0; u < kVec; ++u) gv[u] = hv[u] > 0.0f ? gv[u] * scale : 0.0f;
+    for (int u = 0; u < kVec; ++u) gv[u] = hv[u] > 0.0f ? __fmul_rn(gv[u], scale) : 0.0f;
     if constexpr (kVec == 4) {
       store4(dz + at, gv);
     } else {
       store_float(dz + at, gv[0]);
     }
 #pragma unroll
-    for (int u = 0; u < kVec; ++u) s[u] += stored_value(gv[u], dz);
+    for (int u = 0; u < kVec; ++u) s[u] = __fadd_rn(s[u], stored_value(gv[u], dz));
   };
   if (c0 < width) {
     std::int64_t r = r0 + threadIdx.y;
