@@ -2,6 +2,7 @@
 #include "kernels/ops.hpp"
 
 #include <string>
+#include <utility>
 
 #include "kernels/core/error.hpp"
 #include "kernels/detail/backends.hpp"
@@ -189,6 +190,18 @@ void spmm_bf16_async(const Context& ctx, const CsrView& a, const float* row_scal
     bad_parameter("scratch", std::to_string(scratch.rows) + " x " + std::to_string(scratch.cols),
                   "at least y's rows and columns");
   expect_data("scratch", scratch);
+  // The scratch holds long rows' sums while x is read and y written: it may share memory with neither.
+  const auto span = [](const void* p, std::int64_t rows, std::int64_t ld, std::int64_t cols, std::size_t element) {
+    const auto* b = static_cast<const char*>(p);
+    return std::pair{b, b + static_cast<std::size_t>(rows > 0 ? (rows - 1) * ld + cols : 0) * element};
+  };
+  const auto disjoint = [](std::pair<const char*, const char*> a, std::pair<const char*, const char*> b) {
+    return a.second <= b.first || b.second <= a.first;
+  };
+  const auto s_span = span(scratch.data, y.rows, scratch.ld, y.cols, sizeof(float));
+  GCNPART_EXPECTS(disjoint(s_span, span(x.data, x.rows, x.ld, x.cols, sizeof(Bf16))) &&
+                      disjoint(s_span, span(y.data, y.rows, y.ld, y.cols, sizeof(Bf16))),
+                  "spmm_bf16_async: the float scratch may not overlap x or y");
   GCNPART_DISPATCH(spmm_bf16_out(ctx, a, row_scale, col_scale, x.data, x.ld, y.data, y.ld, y.cols, scratch.data,
                                  scratch.ld, tuning));
 }

@@ -273,6 +273,13 @@ TEST_CASE("CPU bf16 SpMM equals the fp32 SpMM of the bf16-rounded input") {
               REQUIRE(y16[t].bits() == 0xffff);
             }
           }
+        // A scratch overlapping x or y is refused (the kernel would overwrite what it reads or writes).
+        std::vector<float> big(static_cast<std::size_t>(a.rows * ldy + a.rows * width));
+        CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), row_scale, col_scale,
+                                        make_view(xb.data(), a.cols, width, ldx),
+                                        make_view(reinterpret_cast<Bf16*>(big.data()), a.rows, width, ldy),
+                                        make_view(big.data(), a.rows, width)),
+                        LogicError);
         if (width > 1)  // a scratch narrower than Y is refused, naming it
           CHECK_THROWS_AS(spmm_bf16_async(kCpu, a.view(), row_scale, col_scale,
                                           make_view(xb.data(), a.cols, width, ldx),
