@@ -302,28 +302,33 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
 
 // ------------------------------------------------------------------------------------------------ loss
 
-/// The label of row r, or -1 when the row or its label is out of range: a kernel cannot throw, so that row's loss
-/// is made NaN (nan_loss()), loudly wrong.
-__device__ __forceinline__ std::int32_t checked_label(std::int64_t r, std::int64_t num_rows, const std::int32_t* labels,
-                                                      std::int64_t classes) {
-  const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
-  return label < classes ? label : -1;
+/// The listed rows of the loss, kLanes lanes per row (every lane of a group sees the same t): body(t, r, label) for
+/// each row with a valid label; a row index or label out of range gets a NaN loss instead (a kernel cannot throw:
+/// loudly wrong).
+template <int kLanes, class Body>
+__device__ __forceinline__ void for_each_labelled_row(const NodeId* rows, std::int64_t count, std::int64_t num_rows,
+                                                      const std::int32_t* labels, std::int64_t classes,
+                                                      float* row_loss, Body&& body) {
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const std::int64_t groups = grid_stride() / kLanes;
+  for (std::int64_t t = global_thread() / kLanes; t < count; t += groups) {
+    const std::int64_t r = rows[t];
+    const std::int32_t label = (r >= 0 && r < num_rows) ? labels[r] : -1;
+    if (label < 0 || label >= classes) {
+      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);
+      continue;
+    }
+    body(t, r, label);
+  }
 }
-__device__ __forceinline__ float nan_loss() { return __int_as_float(0x7fc00000); }
 
 /// One warp per listed row: max-subtracted log-sum-exp, the row's loss, and its gradient row.
 __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t num_rows, std::int64_t classes,
                                              std::int64_t ld, const std::int32_t* labels, const NodeId* rows, std::int64_t count,
                                              float grad_scale, float* row_loss, float* grad) {
   const int lane = static_cast<int>(threadIdx.x) % kWarp;
-  const std::int64_t warps = grid_stride() / kWarp;
-  for (std::int64_t t = global_thread() / kWarp; t < count; t += warps) {
-    const std::int64_t r = rows[t];
-    const std::int32_t label = checked_label(r, num_rows, labels, classes);
-    if (label < 0) {
-      if (lane == 0) row_loss[t] = nan_loss();
-      continue;
-    }
+  for_each_labelled_row<kWarp>(rows, count, num_rows, labels, classes, row_loss,
+                               [&](std::int64_t t, std::int64_t r, std::int32_t label) {
     const float* l = logits + r * ld;
     float mx = -INFINITY;
     for (std::int64_t c = lane; c < classes; c += kWarp) mx = fmaxf(mx, l[c]);
@@ -338,7 +343,7 @@ __global__ void softmax_cross_entropy_kernel(const float* logits, std::int64_t n
       for (std::int64_t c = lane; c < classes; c += kWarp)
         g[c] = (expf(l[c] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
     }
-  }
+  });
 }
 
 /// The same for rows of at most kLanes * kPer classes (class counts of real data): kLanes lanes per row, each
@@ -353,14 +358,8 @@ __global__ void softmax_cross_entropy_narrow_kernel(const float* logits, std::in
   const int lane = static_cast<int>(threadIdx.x) % kLanes;
   const unsigned first = (threadIdx.x % kWarp) / kLanes * kLanes;
   const unsigned mask = (kLanes == kWarp ? 0xffffffffu : ((1u << kLanes) - 1u) << first);
-  const std::int64_t groups = grid_stride() / kLanes;
-  for (std::int64_t t = global_thread() / kLanes; t < count; t += groups) {
-    const std::int64_t r = rows[t];
-    const std::int32_t label = checked_label(r, num_rows, labels, classes);
-    if (label < 0) {
-      if (lane == 0) row_loss[t] = nan_loss();
-      continue;
-    }
+  for_each_labelled_row<kLanes>(rows, count, num_rows, labels, classes, row_loss,
+                                [&](std::int64_t t, std::int64_t r, std::int32_t label) {
     const float* l = logits + r * ld;
     float v[kPer];
     float mx = -INFINITY;
@@ -388,7 +387,7 @@ __global__ void softmax_cross_entropy_narrow_kernel(const float* logits, std::in
         if (c < classes) g[c] = (expf(v[k] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
       }
     }
-  }
+  });
 }
 
 /// 1 when the argmax (lowest index among ties) of listed row t equals its label.

@@ -13,7 +13,8 @@
 // SpmmTuning::segment entries (an atomic counter hands out the list's slots), and a grid-stride kernel hands the
 // segments to warps all over the GPU, which add their partial sums with atomics: three launches in all (the
 // counter's reset, the row kernel, the segment kernel), which matters on small graphs. Long rows are therefore
-// summed in a varying order.
+// summed in a varying order. With a bf16 Y (spmm_bf16_out) the long rows' float sums go to rows of the caller's
+// float scratch (one slot per long row, listed by the row kernel) and a fourth launch rounds them into Y.
 //
 // Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
 // long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
