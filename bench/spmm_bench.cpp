@@ -454,6 +454,7 @@ nlohmann::json SpmmBenchReport::to_json() const {
                    {"spmm_long_row", config.spmm_tuning.long_row},
                    {"spmm_segment", config.spmm_tuning.segment},
                    {"spmm_slab", config.spmm_tuning.slab},
+                   {"spmm_lanes", config.spmm_tuning.lanes},
                    {"spmm_pad", config.spmm_tuning.pad},
                    {"seed", config.seed}};
   j["reorder"] = {{"method", to_string(config.reorder)},

@@ -150,6 +150,7 @@ nlohmann::json TrainSummary::to_json() const {
                 {"spmm_long_row", m.spmm_tuning.long_row},
                 {"spmm_segment", m.spmm_tuning.segment},
                 {"spmm_slab", m.spmm_tuning.slab},
+                {"spmm_lanes", m.spmm_tuning.lanes},
                 {"spmm_pad", m.spmm_tuning.pad},
                 {"gather_chunks", m.gather_chunks},
                 {"boundary_overlap", m.boundary_overlap},

@@ -33,7 +33,13 @@ struct SpmmTuning {
   /// X whose rows do not start on a vector boundary (ld not a multiple of 4 floats / 4 bf16, e.g. a class count
   /// of 41) is first copied into a padded workspace (x.rows x padded width) so that every lane loads whole vectors.
   bool pad = true;
-  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` for values out of range.
+  /// Lanes per row where X loads whole vectors of 4: 0 (the default) sizes the lane group to the row (up to 32,
+  /// one vector each, some idle when the vector count is not a power of two: 12 vectors of a 48-wide row take 16
+  /// lanes); 4 gives rows of 5..16 vectors four lanes with 2..4 vectors each (48 columns: no idle lane), so each
+  /// lane keeps more loads in flight and a warp serves eight rows.
+  int lanes = 0;
+  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` for values
+  /// out of range.
   void validate() const;
 };
 

@@ -30,6 +30,11 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
                  "Own SpMM: columns per slab, computed over all rows before the next slab (L2 reuse); 0 = whole width")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd.add_option("--spmm-lanes", tuning.lanes,
+                 "Own SpMM: lanes per row for rows of 5..16 vectors of 4 (0: by the width, one vector per lane; 4: "
+                 "four lanes with 2..4 vectors each, no idle lanes at widths such as 48)")
+      ->check(CLI::IsMember({0, 4}))
+      ->capture_default_str();
   cmd.add_option("--spmm-pad", tuning.pad,
                  "Own SpMM: copy X whose rows do not start on 4 elements into a padded workspace so that lanes "
                  "load whole vectors (true|false); training stores every width padded to whole vectors already, so "

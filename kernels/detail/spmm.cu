@@ -396,11 +396,25 @@ constexpr int group_lanes(std::int64_t vectors) {
   return lanes;
 }
 
+/// Lanes of a row's group with SpmmTuning::lanes = `max_lanes` (0: by the width; 4: rows of 5..16 vectors get 4).
+constexpr int row_group_lanes(std::int64_t vectors, int max_lanes) {
+  return max_lanes == 4 && vectors > 4 && vectors <= 16 ? 4 : group_lanes(vectors);
+}
+
 /// Calls launch.template operator()<kGroup, kChunks>() with the lane group and the accumulators per lane that a row
 /// of `vectors` vectors gets (2 and 4 accumulators past 32 and 64 vectors): the one place both kernels are sized.
-template <class Launch>
-void with_row_layout(std::int64_t vectors, Launch&& launch) {
+/// kFourLanes: this instantiation has the four-lane layouts (SpmmTuning::lanes == 4; vectors of 4 only, to keep the
+/// number of kernels down), taken for rows of 5..16 vectors when max_lanes == 4.
+template <bool kFourLanes, class Launch>
+void with_row_layout(std::int64_t vectors, int max_lanes, Launch&& launch) {
   static_assert(spmm_tuning::kMaxChunks == 4, "with_row_layout instantiates chunks 1, 2 and 4");
+  if constexpr (kFourLanes) {
+    if (row_group_lanes(vectors, max_lanes) == 4 && vectors > 4) {
+      if (vectors <= 8) return launch.template operator()<4, 2>();
+      if (vectors <= 12) return launch.template operator()<4, 3>();
+      return launch.template operator()<4, 4>();
+    }
+  }
   switch (group_lanes(vectors)) {
     case 1: return launch.template operator()<1, 1>();
     case 2: return launch.template operator()<2, 1>();
@@ -417,8 +431,9 @@ void with_row_layout(std::int64_t vectors, Launch&& launch) {
 /// One slab: the row kernel, then the segment kernel over the long rows' segments (same lane groups, the warp's
 /// groups sharing each segment), with kVec elements per lane load.
 template <class Elem, class Out, int kVec>
-void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, cudaStream_t stream) {
-  with_row_layout((s.width + kVec - 1) / kVec, [&]<int kGroup, int kChunks>() {
+void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int max_lanes,
+                 cudaStream_t stream) {
+  with_row_layout<kVec == 4>((s.width + kVec - 1) / kVec, max_lanes, [&]<int kGroup, int kChunks>() {
     constexpr int kGroups = kBlockThreads / kGroup;  // rows per block
     const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
     spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
@@ -444,13 +459,13 @@ int vector_width(const SpmmArgs<Elem, Out>& s) {
 }
 
 template <class Elem, class Out>
-void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks,
+void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int max_lanes,
                  cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, stream);
+    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, max_lanes, stream);
   }
-  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, stream);
-  launch_slab<Elem, Out, 1>(s, list, segment_blocks, stream);
+  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, max_lanes, stream);
+  launch_slab<Elem, Out, 1>(s, list, segment_blocks, max_lanes, stream);
 }
 
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
@@ -498,7 +513,9 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     entries = last;
   }
   // By the product where not set: the lane groups the GPU holds at once (2048 threads per SM).
-  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / group_lanes((slab + vec - 1) / vec);
+  const std::int64_t vectors = (slab + vec - 1) / vec;
+  const int max_lanes = vec == 4 ? tuning.lanes : 0;
+  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / row_group_lanes(vectors, max_lanes);
   if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
@@ -521,7 +538,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     if (!kFloatOut) s.scratch = scratch + c0;
     s.width = std::min(slab, width - c0);
     list.fill = c0 == 0;  // later slabs reuse the first slab's lists (and long rows' zeroed scratch rows)
-    launch_slab(vec, s, list, blocks, ctx.stream);
+    launch_slab(vec, s, list, blocks, max_lanes, ctx.stream);
   }
   if constexpr (!kFloatOut) {
     spmm_round_long_rows_kernel<<<blocks, kBlockThreads, 0, ctx.stream>>>(scratch, ld_scratch, list.long_rows,

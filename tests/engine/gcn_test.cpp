@@ -255,7 +255,11 @@ TEST_CASE("training reduces the loss and is deterministic for a seed on the CPU"
   const auto a = train_single(p, Device{}, cfg);
   const auto b = train_single(p, Device{}, cfg);
   CHECK(a.train_loss == b.train_loss);
-  CHECK(a.train_loss.back() < a.train_loss.front());
+  // The loss must fall where nothing but the optimiser moves it: with dropout on, 30 epochs of a graph whose labels
+  // the features barely predict leave the loss within the masks' noise (it rose by 1e-4 with one mask mapping).
+  cfg.model.dropout = 0.0f;
+  const auto c = train_single(p, Device{}, cfg);
+  CHECK(c.train_loss.back() < c.train_loss.front() - 1e-3);
 }
 
 namespace {
@@ -519,6 +523,9 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.spmm_tuning.segment = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-segment"), InvalidInput);
   cfg.spmm_tuning.segment = 1;
+  cfg.spmm_tuning.lanes = 8;
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-lanes"), InvalidInput);
+  cfg.spmm_tuning.lanes = 4;
   cfg.spmm_tuning.slab = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-slab"), InvalidInput);
 }
