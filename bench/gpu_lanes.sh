@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The own SpMM's lane layout for rows of 5..16 vectors (--spmm-lanes 0 vs 4) on the reddit- and products-sized
-# RMAT graphs that bench/gpu_carried.sh generated in /tmp (run it first in the same call): `bench spmm` of the own
-# kernel (fp32 and bf16 X) at the stored widths of class counts and hidden sizes (40, 48, 64, 104), then `bench
-# epoch` of .carry/new with --spmm-lanes 4 (2 layers, hidden 256, degree order) beside gpu_carried's default runs.
+# The own SpMM's lane layout for rows of 5..16 vectors (--spmm-lanes 0 vs 4) with the long-row threshold swept, on
+# the reddit- and products-sized RMAT graphs (generated here unless bench/gpu_carried.sh left them in /tmp):
+# `bench spmm` of the own kernel (fp32 and bf16 X) at the stored widths of class counts and small hidden sizes,
+# then `bench epoch` of .carry/new (2 layers, hidden 256, degree order) per combination.
 #   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_lanes.sh        (carry: .deps, .carry)
+#   COMBOS="lanes:long_row ..." (long_row 0: automatic), EPOCH_COMBOS likewise, WIDTHS=40,44,48,64
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/out}
@@ -11,19 +12,32 @@ W=/tmp/gpu_lanes
 rm -rf "$W" && mkdir -p "$W" "$OUT"
 g=.carry/new/gcnpart
 SECONDS=0
-for name in ${GRAPHS:-reddit products}; do
-  [ -f "/tmp/$name.gcsr" ] || { echo "$name: /tmp/$name.gcsr missing (run bench/gpu_carried.sh first)" >> "$W/summary.txt"; continue; }
-  for lanes in 0 4 0 4; do  # twice, interleaved: the run-to-run spread beside the difference
-    i=$( [ -f "$W/spmm-$name-lanes$lanes-a.json" ] && echo b || echo a )
+graphs=${GRAPHS:-"reddit products"}
+for spec in "products 21 30 100 47" "reddit 18 220 602 41"; do
+  read -r name scale ef features classes <<< "$spec"
+  [[ " $graphs " == *" $name "* ]] || continue
+  [ -f "/tmp/$name.gcsr" ] || $g -q generate rmat --scale "$scale" --edge-factor "$ef" --features "$features" \
+    --classes "$classes" -o "/tmp/$name.gcsr" > "$W/generate-$name.log" 2>&1 &
+done
+wait
+echo "graphs: ${SECONDS}s" >> "$W/summary.txt"
+for name in $graphs; do
+  for c in ${COMBOS:-"0:0 4:0 0:0 4:0"}; do  # a combination listed twice runs twice (the run-to-run spread)
+    lanes=${c%%:*}; lr=${c##*:}
+    i=$( [ -f "$W/spmm-$name-l$lanes-r$lr-a.json" ] && echo b || echo a )
     timeout 90 $g -q bench spmm "/tmp/$name.gcsr" --precision bf16 --reorder degree --spmm own --spmm-lanes $lanes \
-      --widths 40,48,64,104 --warmup 3 --repeats 10 --json "$W/spmm-$name-lanes$lanes-$i.json" \
-      > "$W/spmm-$name-lanes$lanes-$i.log" 2>&1
-    echo "spmm-$name-lanes$lanes-$i: exit $? (${SECONDS}s)" >> "$W/summary.txt"
+      --spmm-long-row $lr --widths ${WIDTHS:-40,44,48,64} --warmup 3 --repeats 10 \
+      --json "$W/spmm-$name-l$lanes-r$lr-$i.json" > "$W/spmm-$name-l$lanes-r$lr-$i.log" 2>&1
+    echo "spmm-$name-l$lanes-r$lr-$i: exit $? (${SECONDS}s)" >> "$W/summary.txt"
   done
-  for p in bf16 fp32; do
-    timeout 60 $g -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree --layers 2 --hidden 256 \
-      --warmup 3 --repeats 10 --spmm-lanes 4 --json "$W/epoch-$name-$p-lanes4.json" > "$W/epoch-$name-$p-lanes4.log" 2>&1
-    echo "epoch-$name-$p-lanes4: exit $? (${SECONDS}s)" >> "$W/summary.txt"
+  for c in ${EPOCH_COMBOS:-"4:0"}; do
+    lanes=${c%%:*}; lr=${c##*:}
+    for p in bf16 fp32; do
+      timeout 60 $g -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree --layers 2 --hidden 256 \
+        --warmup 3 --repeats 10 --spmm-lanes $lanes --spmm-long-row $lr --json "$W/epoch-$name-$p-l$lanes-r$lr.json" \
+        > "$W/epoch-$name-$p-l$lanes-r$lr.log" 2>&1
+      echo "epoch-$name-$p-l$lanes-r$lr: exit $? (${SECONDS}s)" >> "$W/summary.txt"
+    done
   done
 done
 python3 - "$W" > "$W/table.txt" <<'PY'
@@ -31,16 +45,11 @@ import json, glob, os, sys
 w = sys.argv[1]
 for f in sorted(glob.glob(f"{w}/spmm-*.json")):
     j = json.load(open(f))
-    cells = []
-    for x in j["widths"]:
-        for r in x["results"]:
-            n = r.get("name") or r.get("spmm")
-            cells.append(f"{x['width']}/{n}:{r['time_ms']['median']:.3f}")
-    print(f"{os.path.basename(f)[:-5]:<28} " + " ".join(cells))
+    cells = [f"{x['width']}/{r['spmm']}:{r['time_ms']['median']:.3f}" for x in j["widths"] for r in x["results"]]
+    print(f"{os.path.basename(f)[:-5]:<30} " + " ".join(cells))
 for f in sorted(glob.glob(f"{w}/epoch-*.json")):
-    j = json.load(open(f))
-    r = j["runs"][0]
-    print(f"{os.path.basename(f)[:-5]:<28} median {r['epoch_ms']['median']:.3f} ms" if 'epoch_ms' in r else f"{f}: {list(r)}")
+    r = json.load(open(f))["runs"][0]
+    print(f"{os.path.basename(f)[:-5]:<30} median {r['epoch_ms']['median']:.3f} ms")
 PY
 cp "$W/table.txt" "$OUT/lanes-table.txt" 2>/dev/null
 tar -czf "$OUT/lanes.tar.gz" -C /tmp gpu_lanes

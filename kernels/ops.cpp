@@ -144,8 +144,9 @@ void SpmmTuning::validate() const {
   if (segment < 0)
     throw InvalidInput::parameter("--spmm-segment", std::to_string(segment), ">= 1, or 0 for the product's default");
   if (slab < 0) throw InvalidInput::parameter("--spmm-slab", std::to_string(slab), ">= 0 (0: the whole width)");
-  if (lanes != 0 && lanes != 4)
-    throw InvalidInput::parameter("--spmm-lanes", std::to_string(lanes), "0 (by the row width) or 4");
+  if (lanes != 0 && lanes != 4 && lanes != 32)
+    throw InvalidInput::parameter("--spmm-lanes", std::to_string(lanes),
+                                  "0 (automatic), 4 (four lanes for rows of 5..16 vectors) or 32 (sized to the row)");
 }
 
 

@@ -33,10 +33,13 @@ struct SpmmTuning {
   /// X whose rows do not start on a vector boundary (ld not a multiple of 4 floats / 4 bf16, e.g. a class count
   /// of 41) is first copied into a padded workspace (x.rows x padded width) so that every lane loads whole vectors.
   bool pad = true;
-  /// Lanes per row where X loads whole vectors of 4: 0 (the default) sizes the lane group to the row (up to 32,
-  /// one vector each, some idle when the vector count is not a power of two: 12 vectors of a 48-wide row take 16
-  /// lanes); 4 gives rows of 5..16 vectors four lanes with 2..4 vectors each (48 columns: no idle lane), so each
-  /// lane keeps more loads in flight and a warp serves eight rows.
+  /// Lanes per row where X loads whole vectors of 4. 32: the lane group is sized to the row (the smallest power of
+  /// two covering its vectors, up to 32, one vector each; 12 vectors of a 48-wide row take 16 lanes, 4 idle).
+  /// 4: rows of 5..16 vectors get four lanes with 2..4 vectors each (no idle lane at 48 columns), so each lane keeps
+  /// more loads in flight and a warp serves eight rows. 0 (the default): four lanes for rows of 9..12 vectors (widths
+  /// 33..48: the stored widths of class counts such as 40, 41, 47), else sized to the row; H200, degree order, own
+  /// kernel at widths 40 / 44 / 48: 1.04-1.27x faster on the products-sized graph (fp32 and bf16 X), 1.08-1.18x on
+  /// the reddit-sized one with bf16 X, 0.93-1.09x with fp32 X; at 64 four lanes were slower (bench/README.md).
   int lanes = 0;
   /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` for values
   /// out of range.

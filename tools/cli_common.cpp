@@ -31,9 +31,10 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-lanes", tuning.lanes,
-                 "Own SpMM: lanes per row for rows of 5..16 vectors of 4 (0: by the width, one vector per lane; 4: "
-                 "four lanes with 2..4 vectors each, no idle lanes at widths such as 48)")
-      ->check(CLI::IsMember({0, 4}))
+                 "Own SpMM: lanes per row of vectors of 4 (32: sized to the row, one vector per lane; 4: four lanes "
+                 "with 2..4 vectors each for rows of 5..16 vectors; 0: four lanes for rows of 9..12 vectors "
+                 "(widths 33..48), else sized to the row)")
+      ->check(CLI::IsMember({0, 4, 32}))
       ->capture_default_str();
   cmd.add_option("--spmm-pad", tuning.pad,
                  "Own SpMM: copy X whose rows do not start on 4 elements into a padded workspace so that lanes "

@@ -130,40 +130,35 @@ bool four_aligned(const T* p) {
   return aligned(p, 4 * sizeof(T));
 }
 
-/// One thread per (row, block of 8 columns): one Philox draw decides the block's eight elements (two quads of
-/// four). kVec: the width is a multiple of 4 and z / out are 4-element aligned, so each quad is one vector load and
-/// one vector store (a row whose width is 4 mod 8 ends on a single quad). Index: 32-bit index arithmetic when
-/// rows x blocks fits (a 64-bit division per element costs more than the element's bytes).
+/// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements. kVec: the width is
+/// a multiple of 4 and z / out are 4-element aligned, so each block is one vector load and one vector store.
+/// Index: 32-bit index arithmetic when rows x blocks fits (a 64-bit division per element costs more than the
+/// element's bytes).
 template <class In, class Out, bool kVec, class Index>
 __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index rows, Index width, bool relu, Dropout d,
                                         Out* out) {
-  constexpr int kDraw = kDropoutColumnsPerDraw;
-  static_assert(kDraw == 8, "two quads per draw");
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
-  const Index blocks_per_row = (width + kDraw - 1) / kDraw;
+  const Index blocks_per_row = (width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw;
   const Index n = rows * blocks_per_row;
   const Index stride = static_cast<Index>(grid_stride());
   for (Index t = static_cast<Index>(global_thread()); t < n; t += stride) {
     const Index row = t / blocks_per_row, block = t - row * blocks_per_row;
-    const Index c0 = block * kDraw;
+    const Index c0 = block * kDropoutColumnsPerDraw;
     const std::int64_t at = static_cast<std::int64_t>(row) * width + c0;
-    const bool second = c0 + 4 < width;  // kVec: the second quad exists (whole, as width % 4 == 0)
-    float v[kDraw];
+    float v[kDropoutColumnsPerDraw];
     if constexpr (kVec) {
       load4(z + at, v);
-      if (second) load4(z + at + 4, v + 4);
     } else {
 #pragma unroll
-      for (int u = 0; u < kDraw; ++u) v[u] = c0 + u < width ? load_float(z + at + u) : 0.0f;
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u) v[u] = c0 + u < width ? load_float(z + at + u) : 0.0f;
     }
     bool any = false;
 #pragma unroll
-    for (int u = 0; u < kDraw; ++u) {
-      const bool inside = kVec ? (u < 4 || second) : c0 + u < width;
-      float x = inside ? v[u] : 0.0f;
-      if (bias != nullptr && inside) x += bias[c0 + u];  // no add without a bias: -0 stays -0
+    for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
+      float x = v[u];
+      if (bias != nullptr && (kVec || c0 + u < width)) x += bias[c0 + u];  // no add without a bias: -0 stays -0
       if (relu) x = x > 0.0f ? x : 0.0f;
       v[u] = x;
       any = any || x != 0.0f;
@@ -171,15 +166,14 @@ __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index ro
     if (drop && any) {  // an all-zero block is zero either way: no draw (see dropout_mask.hpp)
       const rng::Philox4 r = dropout_draw(d.key, dropout_global_node(d, static_cast<std::int64_t>(row)), block);
 #pragma unroll
-      for (int u = 0; u < kDraw; ++u)
-        v[u] = dropout_word_keeps(dropout_word(r, u), keep_probability) ? v[u] * scale : 0.0f;
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+        v[u] = dropout_word_keeps(r.v[u], keep_probability) ? v[u] * scale : 0.0f;
     }
     if constexpr (kVec) {
       store4(out + at, v);
-      if (second) store4(out + at + 4, v + 4);
     } else {
 #pragma unroll
-      for (int u = 0; u < kDraw; ++u)
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
         if (c0 + u < width) store_float(out + at + u, v[u]);
     }
   }
@@ -191,7 +185,7 @@ void launch_bias_act_dropout(const Context& ctx, const In* z, const float* bias,
                              bool relu, const Dropout& d, Out* out) {
   const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
   const unsigned blocks = elementwise_blocks(threads);
-  const bool vec = width % 4 == 0 && four_aligned(z) && four_aligned(out);
+  const bool vec = width % kDropoutColumnsPerDraw == 0 && four_aligned(z) && four_aligned(out);
   const bool narrow = rows * width < (std::int64_t{1} << 31);
   auto go = [&]<bool kVec>() {
     if (narrow)

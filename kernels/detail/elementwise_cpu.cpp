@@ -90,15 +90,14 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
       std::memcpy(orow, zr, static_cast<std::size_t>(width) * sizeof(float));
     }
     if (!drop) continue;
-    // Pass 2: one Philox draw per block of eight columns holding a non-zero; all-zero blocks stay as they are
+    // Pass 2: one Philox draw per block of four columns holding a non-zero; all-zero blocks stay as they are
     // (see dropout_mask.hpp), which skips almost all the work on sparse input features.
     const std::int64_t node = dropout_global_node(d, i);
     auto apply_block = [&](std::int64_t block) {
       const rng::Philox4 r = dropout_draw(d.key, node, block);
       const std::int64_t c0 = block * kDraw, n = std::min(kDraw, width - c0);
       for (std::int64_t u = 0; u < n; ++u)
-        orow[c0 + u] =
-            dropout_word_keeps(dropout_word(r, static_cast<int>(u)), keep_probability) ? orow[c0 + u] * scale : 0.0f;
+        orow[c0 + u] = dropout_word_keeps(r.v[u], keep_probability) ? orow[c0 + u] * scale : 0.0f;
     };
     std::int64_t last_block = -1;
     for_each_nonzero(orow, width, [&](std::int64_t c, float) {

@@ -396,20 +396,23 @@ constexpr int group_lanes(std::int64_t vectors) {
   return lanes;
 }
 
-/// Lanes of a row's group with SpmmTuning::lanes = `max_lanes` (0: by the width; 4: rows of 5..16 vectors get 4).
-constexpr int row_group_lanes(std::int64_t vectors, int max_lanes) {
-  return max_lanes == 4 && vectors > 4 && vectors <= 16 ? 4 : group_lanes(vectors);
+/// Lanes of a row's group with SpmmTuning::lanes = `lanes` (see there): 4 for rows of 9..12 vectors (0, automatic)
+/// or 5..16 vectors (4), else group_lanes (32, or vectors of another width than 4).
+constexpr int row_group_lanes(std::int64_t vectors, int lanes) {
+  if (lanes == 0 && vectors >= 9 && vectors <= 12) return 4;
+  if (lanes == 4 && vectors >= 5 && vectors <= 16) return 4;
+  return group_lanes(vectors);
 }
 
 /// Calls launch.template operator()<kGroup, kChunks>() with the lane group and the accumulators per lane that a row
 /// of `vectors` vectors gets (2 and 4 accumulators past 32 and 64 vectors): the one place both kernels are sized.
-/// kFourLanes: this instantiation has the four-lane layouts (SpmmTuning::lanes == 4; vectors of 4 only, to keep the
-/// number of kernels down), taken for rows of 5..16 vectors when max_lanes == 4.
+/// kFourLanes: this instantiation has the four-lane layouts of SpmmTuning::lanes (vectors of 4 only, to keep the
+/// number of kernels down), taken where row_group_lanes gives a row of more than 4 vectors four lanes.
 template <bool kFourLanes, class Launch>
-void with_row_layout(std::int64_t vectors, int max_lanes, Launch&& launch) {
+void with_row_layout(std::int64_t vectors, int lanes, Launch&& launch) {
   static_assert(spmm_tuning::kMaxChunks == 4, "with_row_layout instantiates chunks 1, 2 and 4");
   if constexpr (kFourLanes) {
-    if (row_group_lanes(vectors, max_lanes) == 4 && vectors > 4) {
+    if (row_group_lanes(vectors, lanes) == 4 && vectors > 4) {
       if (vectors <= 8) return launch.template operator()<4, 2>();
       if (vectors <= 12) return launch.template operator()<4, 3>();
       return launch.template operator()<4, 4>();
@@ -514,7 +517,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   }
   // By the product where not set: the lane groups the GPU holds at once (2048 threads per SM).
   const std::int64_t vectors = (slab + vec - 1) / vec;
-  const int max_lanes = vec == 4 ? tuning.lanes : 0;
+  const int max_lanes = vec == 4 ? tuning.lanes : 32;  // the four-lane layouts exist for vectors of 4 only
   const std::int64_t resident_groups = std::int64_t{sms} * 2048 / row_group_lanes(vectors, max_lanes);
   if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);

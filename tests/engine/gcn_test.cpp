@@ -525,6 +525,8 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.spmm_tuning.segment = 1;
   cfg.spmm_tuning.lanes = 8;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-lanes"), InvalidInput);
+  cfg.spmm_tuning.lanes = 32;
+  cfg.validate();
   cfg.spmm_tuning.lanes = 4;
   cfg.spmm_tuning.slab = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-slab"), InvalidInput);

@@ -242,7 +242,7 @@ TEST_CASE("CPU column_sum over bf16 equals the float column_sum of the widened v
 }
 
 TEST_CASE("bias_act_dropout into bf16 stores the float epilogue rounded, bit for bit, with the same mask") {
-  const std::int64_t rows = 500, width = 37;  // odd width: a partial block of eight columns per row
+  const std::int64_t rows = 500, width = 37;  // odd width: a partial block of four columns per row
   const auto z = epilogue_input(static_cast<std::size_t>(rows * width), 51);
   const auto bias = random_floats(static_cast<std::size_t>(width), 52);
   std::vector<NodeId> ids(static_cast<std::size_t>(rows));
