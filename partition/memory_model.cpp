@@ -40,6 +40,8 @@ std::vector<std::int64_t> ModelSpec::dims() const {
 
 std::int64_t stored_width(std::int64_t width, Precision precision) {
   const std::int64_t vector = 16 / traits(precision).storage_bytes;
+  // 4-byte rows of 33..47 columns as 48: the own SpMM's four-lane layout then has no idle slot (see the header).
+  if (vector == 4 && width > 32 && width < 48) return 48;
   return (width + vector - 1) / vector * vector;
 }
 

@@ -215,8 +215,13 @@ TEST_CASE("stored widths round every width up to whole 16-byte vectors: 4 floats
   CHECK(stored_width(256, Precision::kBf16) == 256);
   CHECK(stored_width(1, Precision::kBf16) == 8);
   CHECK(stored_width(100, Precision::kFp32) == 100);
-  CHECK(stored_width(41, Precision::kFp32) == 44);
-  CHECK(stored_width(41, Precision::kTf32) == 44);
+  CHECK(stored_width(41, Precision::kFp32) == 48);  // 33..47 float32 columns: 48 (the SpMM's four-lane layout)
+  CHECK(stored_width(41, Precision::kTf32) == 48);
+  CHECK(stored_width(33, Precision::kFp32) == 48);
+  CHECK(stored_width(32, Precision::kFp32) == 32);
+  CHECK(stored_width(49, Precision::kFp32) == 52);
+  CHECK(stored_width(41, Precision::kBf16) == 48);
+  CHECK(stored_width(33, Precision::kBf16) == 40);
   CHECK(stored_width(602, Precision::kBf16) == 608);
   ModelSpec m;
   m.layers = 3;
