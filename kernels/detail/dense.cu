@@ -130,74 +130,51 @@ bool four_aligned(const T* p) {
   return aligned(p, 4 * sizeof(T));
 }
 
-/// Blocks of 4 columns a thread of bias_act_dropout_kernel takes per step: their loads are all issued before the
-/// first block's arithmetic, so that each thread has that many loads in flight. With one block per step the bf16
-/// passes (8 or 16 bytes per thread in flight, Philox's registers capping the occupancy) ran at 2.8 TB/s on the
-/// H200 (products-sized RMAT: bias_act_dropout_to_bf16 1.15 ms, dropout_bf16 0.45 ms).
-inline constexpr int kEpilogueBlocksPerStep = 4;
-
-/// Each (row, block of 4 columns) is one item: one Philox draw decides the block's four elements. A thread takes
-/// kEpilogueBlocksPerStep items per step, kEpilogueBlocksPerStep grid strides apart (consecutive threads still
-/// touch consecutive blocks). kVec: the width is a multiple of 4 and z / out are 4-element aligned, so each block
-/// is one vector load and one vector store. Index: 32-bit index arithmetic when rows x blocks fits (a 64-bit
-/// division per element costs more than the element's bytes). out may alias z: each block is read and written
-/// by one thread only.
+/// One thread per (row, block of 4 columns): one Philox draw decides the block's four elements. kVec: the width is
+/// a multiple of 4 and z / out are 4-element aligned, so each block is one vector load and one vector store.
+/// Index: 32-bit index arithmetic when rows x blocks fits (a 64-bit division per element costs more than the
+/// element's bytes).
 template <class In, class Out, bool kVec, class Index>
 __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index rows, Index width, bool relu, Dropout d,
                                         Out* out) {
-  constexpr int kItems = kEpilogueBlocksPerStep;
-  constexpr int kDraw = kDropoutColumnsPerDraw;
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
-  const Index blocks_per_row = (width + kDraw - 1) / kDraw;
+  const Index blocks_per_row = (width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw;
   const Index n = rows * blocks_per_row;
   const Index stride = static_cast<Index>(grid_stride());
-  for (Index base = static_cast<Index>(global_thread()); base < n; base += kItems * stride) {
-    float v[kItems][kDraw];
-    Index row[kItems], block[kItems];
+  for (Index t = static_cast<Index>(global_thread()); t < n; t += stride) {
+    const Index row = t / blocks_per_row, block = t - row * blocks_per_row;
+    const Index c0 = block * kDropoutColumnsPerDraw;
+    const std::int64_t at = static_cast<std::int64_t>(row) * width + c0;
+    float v[kDropoutColumnsPerDraw];
+    if constexpr (kVec) {
+      load4(z + at, v);
+    } else {
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {  // every load first
-      const Index t = base + static_cast<Index>(i) * stride;
-      if (t >= n) break;
-      row[i] = t / blocks_per_row;
-      block[i] = t - row[i] * blocks_per_row;
-      const Index c0 = block[i] * kDraw;
-      const std::int64_t at = static_cast<std::int64_t>(row[i]) * width + c0;
-      if constexpr (kVec) {
-        load4(z + at, v[i]);
-      } else {
-#pragma unroll
-        for (int u = 0; u < kDraw; ++u) v[i][u] = c0 + u < width ? load_float(z + at + u) : 0.0f;
-      }
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u) v[u] = c0 + u < width ? load_float(z + at + u) : 0.0f;
     }
+    bool any = false;
 #pragma unroll
-    for (int i = 0; i < kItems; ++i) {
-      if (base + static_cast<Index>(i) * stride >= n) break;
-      const Index c0 = block[i] * kDraw;
-      const std::int64_t at = static_cast<std::int64_t>(row[i]) * width + c0;
-      bool any = false;
+    for (int u = 0; u < kDropoutColumnsPerDraw; ++u) {
+      float x = v[u];
+      if (bias != nullptr && (kVec || c0 + u < width)) x += bias[c0 + u];  // no add without a bias: -0 stays -0
+      if (relu) x = x > 0.0f ? x : 0.0f;
+      v[u] = x;
+      any = any || x != 0.0f;
+    }
+    if (drop && any) {  // an all-zero block is zero either way: no draw (see dropout_mask.hpp)
+      const rng::Philox4 r = dropout_draw(d.key, dropout_global_node(d, static_cast<std::int64_t>(row)), block);
 #pragma unroll
-      for (int u = 0; u < kDraw; ++u) {
-        float x = v[i][u];
-        if (bias != nullptr && (kVec || c0 + u < width)) x += bias[c0 + u];  // no add without a bias: -0 stays -0
-        if (relu) x = x > 0.0f ? x : 0.0f;
-        v[i][u] = x;
-        any = any || x != 0.0f;
-      }
-      if (drop && any) {  // an all-zero block is zero either way: no draw (see dropout_mask.hpp)
-        const rng::Philox4 r =
-            dropout_draw(d.key, dropout_global_node(d, static_cast<std::int64_t>(row[i])), block[i]);
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+        v[u] = dropout_word_keeps(r.v[u], keep_probability) ? v[u] * scale : 0.0f;
+    }
+    if constexpr (kVec) {
+      store4(out + at, v);
+    } else {
 #pragma unroll
-        for (int u = 0; u < kDraw; ++u) v[i][u] = dropout_word_keeps(r.v[u], keep_probability) ? v[i][u] * scale : 0.0f;
-      }
-      if constexpr (kVec) {
-        store4(out + at, v[i]);
-      } else {
-#pragma unroll
-        for (int u = 0; u < kDraw; ++u)
-          if (c0 + u < width) store_float(out + at + u, v[i][u]);
-      }
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
+        if (c0 + u < width) store_float(out + at + u, v[u]);
     }
   }
 }
@@ -206,8 +183,8 @@ __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index ro
 template <class In, class Out>
 void launch_bias_act_dropout(const Context& ctx, const In* z, const float* bias, std::int64_t rows, std::int64_t width,
                              bool relu, const Dropout& d, Out* out) {
-  const std::int64_t items = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
-  const unsigned blocks = elementwise_blocks((items + kEpilogueBlocksPerStep - 1) / kEpilogueBlocksPerStep);
+  const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
+  const unsigned blocks = elementwise_blocks(threads);
   const bool vec = width % kDropoutColumnsPerDraw == 0 && four_aligned(z) && four_aligned(out);
   const bool narrow = rows * width < (std::int64_t{1} << 31);
   auto go = [&]<bool kVec>() {
