@@ -37,9 +37,11 @@ struct SpmmTuning {
   /// two covering its vectors, up to 32, one vector each; 12 vectors of a 48-wide row take 16 lanes, 4 idle).
   /// 4: rows of 5..16 vectors get four lanes with 2..4 vectors each (no idle lane at 48 columns), so each lane keeps
   /// more loads in flight and a warp serves eight rows. 0 (the default): four lanes for rows of 9..12 vectors (widths
-  /// 33..48: the stored widths of class counts such as 40, 41, 47), else sized to the row; H200, degree order, own
-  /// kernel at widths 40 / 44 / 48: 1.04-1.27x faster on the products-sized graph (fp32 and bf16 X), 1.08-1.18x on
-  /// the reddit-sized one with bf16 X, 0.93-1.09x with fp32 X; at 64 four lanes were slower (bench/README.md).
+  /// 33..48: the stored widths of class counts such as 40, 41, 47), else sized to the row. H200, degree order, own
+  /// kernel at widths 40 / 44 / 48 against the row-sized layout in the same run: 1.08-1.24x faster on the
+  /// products-sized RMAT graph (fp32 and bf16 X), 1.05-1.14x on the reddit-sized one with bf16 X and 0.96-1.08x
+  /// with fp32 X (slower only at 44, which float32 training no longer stores: partition::stored_width); at 64
+  /// columns four lanes were slower (bench/README.md, sixth session).
   int lanes = 0;
   /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` for values
   /// out of range.
