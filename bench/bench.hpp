@@ -63,7 +63,7 @@ engine::Device cuda_device(const std::string& spec);
 struct SpmmBenchConfig {
   std::string device = "cuda";  ///< cuda or cuda:N
   std::vector<std::int64_t> widths{16, 64, 128, 256};
-  kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's long-row threshold and segment (--spmm-long-row, --spmm-segment)
+  kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's tuning (--spmm-long-row, --spmm-segment, --spmm-lanes, ...)
   Reorder reorder = Reorder::kDegree; ///< locality reordering applied to the graph first (--reorder), timed apart
   std::string precision = "fp32";  ///< fp32, tf32 (no SpMM effect) or bf16 (adds own-bf16 beside the fp32 peers)
   std::string spmm = "all";        ///< own, cusparse or all
@@ -131,7 +131,7 @@ SpmmBenchReport bench_spmm(const datasets::Dataset& data, const SpmmBenchConfig&
 
 struct EpochBenchConfig {
   std::string device = "cuda";
-  kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's long-row threshold and segment (--spmm-long-row, --spmm-segment)
+  kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's tuning (--spmm-long-row, --spmm-segment, --spmm-lanes, ...)
   Reorder reorder = Reorder::kDegree; ///< locality reordering applied to the graph first (--reorder), timed apart
   std::string precision = "fp32";  ///< fp32, tf32 or bf16
   std::string spmm = "all";        ///< own, cusparse, auto or all
@@ -220,8 +220,9 @@ struct CalibrateConfig {
   /// The built-in partition/calibration.json was measured with these.
   std::vector<std::pair<int, double>> graphs{{15, 16}, {16, 8}, {17, 32}, {19, 16}, {19, 48}, {20, 24}};
   /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47
-  /// classes -> 44 / 48, 100 features -> 100 / 104: partition::stored_width), multiples of 8 so that fp32 and bf16
-  /// run them in place (the unaligned 41 / 47 / 100 took the padded copy, which the engine no longer needs).
+  /// classes -> 48 in fp32 and bf16, 33..40 -> 40 in bf16, 100 features -> 100 / 104: partition::stored_width),
+  /// multiples of 8 so that fp32 and bf16 run them in place (the unaligned 41 / 47 / 100 took the padded copy, which
+  /// the engine no longer needs).
   std::vector<std::int64_t> widths{16, 32, 40, 48, 64, 104, 128, 256, 512};
   int warmup = 3;
   int repeats = 10;

@@ -33,7 +33,7 @@ struct GcnConfig {
   /// loss, master weights, gradients of weights and Adam state. GEMMs run on bf16 tensor cores, SpMMs read bf16
   /// rows (own kernel). Which strategies support it: partition::traits(strategy).bf16.
   Precision precision = Precision::kFp32;
-  kernels::SpmmTuning spmm_tuning{};  ///< long-row threshold and segment size of the own SpMM (`--spmm-long-row`)
+  kernels::SpmmTuning spmm_tuning{};  ///< the own SpMM's tuning (`--spmm-long-row`, `--spmm-segment`, `--spmm-lanes`)
   /// Gather strategy on GPUs: column chunks per collective, overlapping communication with the SpMM (1..4;
   /// 1 = no overlap, the default: see GatherAggregation). `--gather-chunks`.
   int gather_chunks = 1;

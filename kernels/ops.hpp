@@ -41,7 +41,8 @@ struct SpmmTuning {
   /// kernel at widths 40 / 44 / 48 against the row-sized layout in the same run: 1.08-1.24x faster on the
   /// products-sized RMAT graph (fp32 and bf16 X), 1.05-1.14x on the reddit-sized one with bf16 X and 0.96-1.08x
   /// with fp32 X (slower only at 44, which float32 training no longer stores: partition::stored_width); at 64
-  /// columns four lanes were slower (bench/README.md, sixth session).
+  /// columns four lanes were slower (bench/README.md, sixth session). `gcnpart fit` prices the default (its
+  /// calibration times the SpMM with it).
   int lanes = 0;
   /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` for values
   /// out of range.

@@ -70,7 +70,9 @@ struct ModelSpec {
 /// at 47 or 100 columns ran 2.5x slower than aligned ones on the H200). float32 widths of 33..47 columns (class
 /// counts) are stored as 48: 12 vectors of 4 fill the own SpMM's four-lane layout (SpmmTuning::lanes), which was
 /// faster at 48 than at 40 or 44 columns on the H200 (reddit-sized RMAT, degree order: 1.98 ms at 48 against 2.09
-/// at 40 and 2.24 at 44; products-sized 3.78 against 3.86 and 4.15), for 9 % more bytes at 41 classes.
+/// at 40 and 2.24 at 44; products-sized 3.78 against 3.86 and 4.15), for 9 % more bytes at 41 classes. The rule
+/// is by width, whatever the width holds: hidden sizes and dense feature counts of 33..47 take 48 columns too (up
+/// to 45 % more bytes at 33; their SpMMs run at 48 as well).
 [[nodiscard]] std::int64_t stored_width(std::int64_t width, Precision precision);
 /// Every width of `dims` as stored_width() rounds it.
 [[nodiscard]] std::vector<std::int64_t> stored_widths(std::vector<std::int64_t> dims, Precision precision);

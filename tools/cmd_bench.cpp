@@ -28,7 +28,7 @@ struct BenchOptions {
   int repeats = 20;
   std::string json;
   bool no_flush_l2 = false;
-  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment, --spmm-slab, --spmm-pad
+  kernels::SpmmTuning spmm_tuning;  ///< own kernel: --spmm-long-row, --spmm-segment, --spmm-slab, --spmm-pad, --spmm-lanes
   std::string reorder = "degree";
   // epoch
   int layers = 2;

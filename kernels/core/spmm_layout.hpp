@@ -48,4 +48,21 @@ constexpr std::int64_t spmm_auto_segment(std::int64_t entries, std::int64_t resi
   return spmm_share(entries, resident_groups) < 128 ? 64 : 256;
 }
 
+/// Lanes of the own SpMM's group that owns a row of `vectors` vectors (of the lane's load width): the smallest power
+/// of two covering them, at most 32 (wider rows loop over column passes).
+constexpr int spmm_group_lanes(std::int64_t vectors) {
+  int lanes = 1;
+  while (lanes < 32 && lanes < vectors) lanes *= 2;
+  return lanes;
+}
+
+/// The lanes a row gets with SpmmTuning::lanes = `lanes` (vectors of 4 elements; other load widths pass 32): four
+/// for rows of 9..12 vectors (0, automatic) or of 5..16 vectors (4), else spmm_group_lanes (32: sized to the row).
+/// The automatic long-row rule counts the resident lane groups with it.
+constexpr int spmm_row_lanes(std::int64_t vectors, int lanes) {
+  if (lanes == 0 && vectors >= 9 && vectors <= 12) return 4;
+  if (lanes == 4 && vectors >= 5 && vectors <= 16) return 4;
+  return spmm_group_lanes(vectors);
+}
+
 }  // namespace gcnpart::kernels

@@ -1,7 +1,8 @@
 // gcnpart's own CUDA SpMM: Y = diag(row_scale) A diag(col_scale) X with A in CSR (int64 offsets, int32 columns)
 // and X, Y dense row-major.
 //
-// Work layout. A group of kGroup lanes (1..32, a power of two sized to the row width) owns one row. The group
+// Work layout. A group of kGroup lanes (1..32, a power of two sized to the row width; four lanes with three vectors
+// each for rows of 9..12 vectors, kernels::spmm_row_lanes) owns one row. The group
 // reads kGroup entries of the row at once (one column id and one weight per lane, coalesced), then walks them:
 // each entry's column id and weight (value * col_scale) are broadcast with __shfl_sync and every lane adds
 // weight * X[col, its columns] into registers, as float4 when the width and leading dimensions allow. Widths
@@ -389,36 +390,22 @@ __global__ void spmm_round_long_rows_kernel(const float* scratch, std::int64_t l
   }
 }
 
-/// Lanes of the group that owns a row of `vectors` vectors: the smallest power of two covering them, at most 32.
-constexpr int group_lanes(std::int64_t vectors) {
-  int lanes = 1;
-  while (lanes < 32 && lanes < vectors) lanes *= 2;
-  return lanes;
-}
-
-/// Lanes of a row's group with SpmmTuning::lanes = `lanes` (see there): 4 for rows of 9..12 vectors (0, automatic)
-/// or 5..16 vectors (4), else group_lanes (32, or vectors of another width than 4).
-constexpr int row_group_lanes(std::int64_t vectors, int lanes) {
-  if (lanes == 0 && vectors >= 9 && vectors <= 12) return 4;
-  if (lanes == 4 && vectors >= 5 && vectors <= 16) return 4;
-  return group_lanes(vectors);
-}
-
 /// Calls launch.template operator()<kGroup, kChunks>() with the lane group and the accumulators per lane that a row
-/// of `vectors` vectors gets (2 and 4 accumulators past 32 and 64 vectors): the one place both kernels are sized.
+/// of `vectors` vectors gets: spmm_row_lanes' group, with 2 and 4 accumulators past 32 and 64 vectors for 32 lanes
+/// and 2..4 for the four-lane layouts: the one place both kernels are sized.
 /// kFourLanes: this instantiation has the four-lane layouts of SpmmTuning::lanes (vectors of 4 only, to keep the
-/// number of kernels down), taken where row_group_lanes gives a row of more than 4 vectors four lanes.
+/// number of kernels down), taken where spmm_row_lanes gives a row of more than 4 vectors four lanes.
 template <bool kFourLanes, class Launch>
 void with_row_layout(std::int64_t vectors, int lanes, Launch&& launch) {
-  static_assert(spmm_tuning::kMaxChunks == 4, "with_row_layout instantiates chunks 1, 2 and 4");
+  static_assert(spmm_tuning::kMaxChunks == 4, "with_row_layout instantiates chunks 1 to 4");
   if constexpr (kFourLanes) {
-    if (row_group_lanes(vectors, lanes) == 4 && vectors > 4) {
+    if (spmm_row_lanes(vectors, lanes) == 4 && vectors > 4) {
       if (vectors <= 8) return launch.template operator()<4, 2>();
       if (vectors <= 12) return launch.template operator()<4, 3>();
       return launch.template operator()<4, 4>();
     }
   }
-  switch (group_lanes(vectors)) {
+  switch (spmm_group_lanes(vectors)) {
     case 1: return launch.template operator()<1, 1>();
     case 2: return launch.template operator()<2, 1>();
     case 4: return launch.template operator()<4, 1>();
@@ -518,7 +505,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   // By the product where not set: the lane groups the GPU holds at once (2048 threads per SM).
   const std::int64_t vectors = (slab + vec - 1) / vec;
   const int max_lanes = vec == 4 ? tuning.lanes : 32;  // the four-lane layouts exist for vectors of 4 only
-  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / row_group_lanes(vectors, max_lanes);
+  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / spmm_row_lanes(vectors, max_lanes);
   if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are

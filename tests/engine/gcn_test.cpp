@@ -149,6 +149,7 @@ TEST_CASE("GCN gradients match finite differences of a double-precision referenc
   check_gradients(3, 4, 4, 3);   // [4, 4, 4, 4]: every layer (ÂH)W with in == out, padded classes
   check_gradients(2, 5, 4, 3);   // [8, 4, 4]: padded features feed Â(XW); layer 1 (ÂH)W
   check_gradients(1, 7, 1, 5);   // [8, 8]: one layer, both widths padded
+  check_gradients(2, 35, 40, 41);  // [48, 48, 48]: float32 widths of 33..47 padded by up to 13 columns
 }
 
 TEST_CASE("the sparse-input first layer with padded widths matches the double-precision reference") {
@@ -525,6 +526,18 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.spmm_tuning.segment = 1;
   cfg.spmm_tuning.lanes = 8;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-lanes"), InvalidInput);
+  cfg.spmm_tuning.lanes = -1;
+  CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-lanes"), InvalidInput);
+  // The lanes a row gets (and the automatic long-row rule counts): four for 9..12 vectors by default.
+  CHECK(kernels::spmm_row_lanes(8, 0) == 8);
+  CHECK(kernels::spmm_row_lanes(9, 0) == 4);
+  CHECK(kernels::spmm_row_lanes(12, 0) == 4);
+  CHECK(kernels::spmm_row_lanes(13, 0) == 16);
+  CHECK(kernels::spmm_row_lanes(5, 4) == 4);
+  CHECK(kernels::spmm_row_lanes(16, 4) == 4);
+  CHECK(kernels::spmm_row_lanes(17, 4) == 32);
+  CHECK(kernels::spmm_row_lanes(12, 32) == 16);
+  CHECK(kernels::spmm_row_lanes(64, 0) == 32);
   cfg.spmm_tuning.lanes = 32;
   cfg.validate();
   cfg.spmm_tuning.lanes = 4;

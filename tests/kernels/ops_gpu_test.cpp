@@ -273,7 +273,7 @@ TEST_CASE("CUDA SpMM with four lanes per row (--spmm-lanes 0 / 4) or sized to th
   const DeviceCsr da(a);
   // Widths of 1..16 vectors of 4 and around them: 4-lane groups with 2, 3 and 4 vectors per lane (partial last
   // vectors at 41 / 47), the usual layouts below 5 and above 16 vectors; long rows split or not.
-  for (const auto [lanes, long_row] : {std::pair{4, 0}, std::pair{4, 64}, std::pair{0, 64}, std::pair{32, 0}}) {
+  for (const auto [lanes, long_row] : {std::pair{4, 0}, std::pair{4, 64}, std::pair{0, 0}, std::pair{0, 64}, std::pair{32, 0}}) {
     SpmmTuning tuning;
     tuning.lanes = lanes;
     tuning.long_row = long_row;

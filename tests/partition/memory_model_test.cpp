@@ -209,7 +209,7 @@ TEST_CASE("never a false fits: under a 24 GB and a 10 GB cap scaled to CPU, ever
   }
 }
 
-TEST_CASE("stored widths round every width up to whole 16-byte vectors: 4 floats or 8 bf16") {
+TEST_CASE("stored widths round every width up to whole 16-byte vectors (4 floats or 8 bf16), float 33..47 to 48") {
   CHECK(stored_width(47, Precision::kBf16) == 48);
   CHECK(stored_width(100, Precision::kBf16) == 104);
   CHECK(stored_width(256, Precision::kBf16) == 256);

@@ -297,6 +297,7 @@ void read_model(Options& o, gcnpart::engine::GcnConfig& m, bool layers = true) {
   o.get("gather_chunks", m.gather_chunks, "an int");
   o.get("spmm_long_row", m.spmm_tuning.long_row, "an int");
   o.get("spmm_segment", m.spmm_tuning.segment, "an int");
+  o.get("spmm_lanes", m.spmm_tuning.lanes, "an int");
   m.spmm = gcnpart::from_string<gcnpart::SpmmAlgo>(o.value<std::string>("spmm", "auto", "a str"), "spmm");
   m.precision =
       gcnpart::from_string<gcnpart::Precision>(o.value<std::string>("precision", "fp32", "a str"), "precision");
