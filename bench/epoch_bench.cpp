@@ -198,12 +198,8 @@ nlohmann::json EpochBenchReport::to_json() const {
                    {"repeats", config.repeats},
                    {"timing", "CUDA events around GcnModel::train_step (forward, backward, Adam; it synchronises), "
                               "wall time alongside"},
-                   {"seed", config.seed},
-                   {"spmm_long_row", config.spmm_tuning.long_row},
-                   {"spmm_segment", config.spmm_tuning.segment},
-                   {"spmm_slab", config.spmm_tuning.slab},
-                   {"spmm_pad", config.spmm_tuning.pad},
-                   {"spmm_lanes", config.spmm_tuning.lanes}};
+                   {"seed", config.seed}};
+  engine::add_spmm_tuning_json(j["settings"], config.spmm_tuning);
   j["runs"] = nlohmann::json::array();
   for (const auto& r : runs) j["runs"].push_back(r.to_json());
   if (speedup_own_vs_cusparse) j["speedup_own_vs_cusparse"] = *speedup_own_vs_cusparse;

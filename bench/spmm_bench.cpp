@@ -451,12 +451,8 @@ nlohmann::json SpmmBenchReport::to_json() const {
                    {"flush_l2_before_each_run", config.flush_l2},
                    {"timing", "CUDA events around each call on the device's stream"},
                    {"spmm", config.spmm},
-                   {"spmm_long_row", config.spmm_tuning.long_row},
-                   {"spmm_segment", config.spmm_tuning.segment},
-                   {"spmm_slab", config.spmm_tuning.slab},
-                   {"spmm_lanes", config.spmm_tuning.lanes},
-                   {"spmm_pad", config.spmm_tuning.pad},
                    {"seed", config.seed}};
+  engine::add_spmm_tuning_json(j["settings"], config.spmm_tuning);
   j["reorder"] = {{"method", to_string(config.reorder)},
                   {"order_seconds", reorder_seconds[0]},
                   {"apply_seconds", reorder_seconds[1]}};

@@ -52,6 +52,14 @@ nlohmann::json link_json(const LinkReport& l) {
 }
 }  // namespace
 
+void add_spmm_tuning_json(nlohmann::json& j, const kernels::SpmmTuning& t) {
+  j["spmm_long_row"] = t.long_row;
+  j["spmm_segment"] = t.segment;
+  j["spmm_slab"] = t.slab;
+  j["spmm_lanes"] = t.lanes;
+  j["spmm_pad"] = t.pad;
+}
+
 void add_device_json(nlohmann::json& j, const TrainReport& r) {
   nlohmann::json mem = nlohmann::json::array(), checks = nlohmann::json::array();
   for (const auto& m : r.memory) mem.push_back(to_json(m));

@@ -147,16 +147,12 @@ nlohmann::json TrainSummary::to_json() const {
                 {"weight_decay_all_layers", m.weight_decay_all_layers},
                 {"normalize_features", q.config.normalize_features},
                 {"spmm", to_string(m.spmm)},
-                {"spmm_long_row", m.spmm_tuning.long_row},
-                {"spmm_segment", m.spmm_tuning.segment},
-                {"spmm_slab", m.spmm_tuning.slab},
-                {"spmm_lanes", m.spmm_tuning.lanes},
-                {"spmm_pad", m.spmm_tuning.pad},
                 {"gather_chunks", m.gather_chunks},
                 {"boundary_overlap", m.boundary_overlap},
                 {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};
+  add_spmm_tuning_json(j["model"], m.spmm_tuning);
   j["reorder"] = {{"method", to_string(q.reorder)},
                   {"order_seconds", reorder_seconds[0]},
                   {"apply_seconds", reorder_seconds[1]}};

@@ -421,9 +421,9 @@ void with_row_layout(std::int64_t vectors, int lanes, Launch&& launch) {
 /// One slab: the row kernel, then the segment kernel over the long rows' segments (same lane groups, the warp's
 /// groups sharing each segment), with kVec elements per lane load.
 template <class Elem, class Out, int kVec>
-void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int max_lanes,
+void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int lanes,
                  cudaStream_t stream) {
-  with_row_layout<kVec == 4>((s.width + kVec - 1) / kVec, max_lanes, [&]<int kGroup, int kChunks>() {
+  with_row_layout<kVec == 4>((s.width + kVec - 1) / kVec, lanes, [&]<int kGroup, int kChunks>() {
     constexpr int kGroups = kBlockThreads / kGroup;  // rows per block
     const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
     spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
@@ -449,13 +449,13 @@ int vector_width(const SpmmArgs<Elem, Out>& s) {
 }
 
 template <class Elem, class Out>
-void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int max_lanes,
+void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int lanes,
                  cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, max_lanes, stream);
+    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, lanes, stream);
   }
-  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, max_lanes, stream);
-  launch_slab<Elem, Out, 1>(s, list, segment_blocks, max_lanes, stream);
+  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, lanes, stream);
+  launch_slab<Elem, Out, 1>(s, list, segment_blocks, lanes, stream);
 }
 
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
@@ -504,8 +504,8 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   }
   // By the product where not set: the lane groups the GPU holds at once (2048 threads per SM).
   const std::int64_t vectors = (slab + vec - 1) / vec;
-  const int max_lanes = vec == 4 ? tuning.lanes : 32;  // the four-lane layouts exist for vectors of 4 only
-  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / spmm_row_lanes(vectors, max_lanes);
+  const int lanes = vec == 4 ? tuning.lanes : 32;  // the four-lane layouts exist for vectors of 4 only
+  const std::int64_t resident_groups = std::int64_t{sms} * 2048 / spmm_row_lanes(vectors, lanes);
   if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
@@ -528,7 +528,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     if (!kFloatOut) s.scratch = scratch + c0;
     s.width = std::min(slab, width - c0);
     list.fill = c0 == 0;  // later slabs reuse the first slab's lists (and long rows' zeroed scratch rows)
-    launch_slab(vec, s, list, blocks, max_lanes, ctx.stream);
+    launch_slab(vec, s, list, blocks, lanes, ctx.stream);
   }
   if constexpr (!kFloatOut) {
     spmm_round_long_rows_kernel<<<blocks, kBlockThreads, 0, ctx.stream>>>(scratch, ld_scratch, list.long_rows,
