@@ -29,23 +29,32 @@ constexpr std::int64_t spmm_share(std::int64_t entries, std::int64_t resident_gr
 
 /// The own SpMM's long-row threshold when SpmmTuning::long_row is 0: a row left to one lane group must finish well
 /// within the kernel's time, which is about entries / resident_groups entries per group (every group the GPU holds
-/// at once working in parallel), so rows above half of that are split, up to 4096 (degree-ordered reddit- and
-/// products-sized RMAT graphs at wide widths). Small products (a share below 64 entries: the shared real graphs,
-/// arxiv-sized graphs at narrow widths) split rows above twice the share, at least 32: there a row of 128 entries
-/// left to a narrow group was the whole kernel's critical path (H200, bench/gpu_small_sweep.sh: email-Enron at
-/// width 16 0.070 ms with 128, 0.027 with 32; soc-Slashdot0902 at 64 0.090 -> 0.063 ms).
+/// at once working in parallel), so rows above half of that (the share) are split. Small products (a share below 64
+/// entries: the shared real graphs, arxiv-sized graphs at narrow widths) split rows above twice the share, at least
+/// 32: there a row of 128 entries left to a narrow group was the whole kernel's critical path (H200,
+/// bench/gpu_small_sweep.sh: email-Enron at width 16 0.070 ms with 128, 0.027 with 32; soc-Slashdot0902 at 64 0.090
+/// -> 0.063 ms). Large shares (above kLongShare: degree-ordered reddit- and products-sized RMAT graphs with a warp per
+/// row) also split only rows above twice the share, in segments of 512 entries (spmm_auto_segment): at width 256 the
+/// reddit-sized graph (share 4717) ran 8.69 ms with 4096 / 256 and 7.98 ms with 9434 / 512, the products-sized graph
+/// (share 6995) 17.87 -> 17.02 ms; 1024 and 2048 were slower (9.1 ms), so was 16384 on the reddit-sized graph (8.87)
+/// (bench/results/h200-2026-12-02b/call7-long-row-256). Between the two: the share itself, at least 128.
+inline constexpr std::int64_t kLongShare = 4096;
+
 constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t resident_groups) {
   const std::int64_t share = spmm_share(entries, resident_groups);
   if (share < 64) return 2 * share < 32 ? 32 : 2 * share;
-  return share < 128 ? 128 : share > 4096 ? 4096 : share;
+  if (share > kLongShare) return 2 * share;
+  return share < 128 ? 128 : share;
 }
 
 /// Entries per segment of a long row when SpmmTuning::segment is 0: 256 (measured on the reddit- and products-sized
 /// graphs), 64 where the share is below 128 entries (small products: a long row's segments are worked by one warp
 /// each, so shorter segments spread it over more warps; H200: 1.0-1.4x faster on soc-Slashdot0902, email-Enron and
-/// an arxiv-sized RMAT at widths 16-256).
+/// an arxiv-sized RMAT at widths 16-256), 512 where it is above kLongShare (with spmm_auto_long_row's twice-the-share
+/// threshold; 128 and 256 were slower there).
 constexpr std::int64_t spmm_auto_segment(std::int64_t entries, std::int64_t resident_groups) {
-  return spmm_share(entries, resident_groups) < 128 ? 64 : 256;
+  const std::int64_t share = spmm_share(entries, resident_groups);
+  return share < 128 ? 64 : share > kLongShare ? 512 : 256;
 }
 
 /// Lanes of the own SpMM's group that owns a row of `vectors` vectors (of the lane's load width): the smallest power

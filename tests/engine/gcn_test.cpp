@@ -513,7 +513,10 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   CHECK(kernels::spmm_auto_long_row(404'354, 132 * 512) == 32);           // email-Enron, 4 lanes per row
   CHECK(kernels::spmm_auto_long_row(2'000'000, 132 * 64) == 128);         // share 118: the 128 floor
   CHECK(kernels::spmm_auto_long_row(79'000'000, 132 * 512) == 584);       // reddit-sized, 4 lanes per row
-  CHECK(kernels::spmm_auto_long_row(116'000'000, 132 * 64) == 4096);      // products-sized, a warp per row
+  CHECK(kernels::spmm_auto_long_row(79'702'996, 132 * 64) == 9434);       // reddit-sized at 256: twice the share
+  CHECK(kernels::spmm_auto_long_row(69'000'000, 132 * 64) == 4083);       // share 4083: the share itself
+  CHECK(kernels::spmm_auto_segment(79'702'996, 132 * 64) == 512);         // ... in segments of 512
+  CHECK(kernels::spmm_auto_segment(69'000'000, 132 * 64) == 256);
   CHECK(kernels::spmm_auto_segment(404'354, 132 * 512) == 64);            // small products: short segments
   CHECK(kernels::spmm_auto_segment(79'000'000, 132 * 512) == 256);
   cfg.spmm_tuning.segment = 0;  // by the product
