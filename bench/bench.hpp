@@ -141,6 +141,7 @@ struct EpochBenchConfig {
   std::int64_t hidden = 256;
   bool normalize_features = true;
   std::uint64_t seed = 1;
+  std::string cuda_graph = "auto";  ///< --cuda-graph: auto, on or off (engine::CudaGraphMode)
   Log log;
   /// The model the epochs train. @throws InvalidInput as GcnConfig::validate.
   [[nodiscard]] engine::GcnConfig model() const;
@@ -160,6 +161,7 @@ struct EpochRun {
   /// (slightly above the unprofiled median: one event pair per operation) and the time per class.
   double profiled_epoch_ms = 0;
   kernels::OpProfile profile;
+  std::string cuda_graph;  ///< engine::GcnModel::cuda_graph_status after the timed epochs
   [[nodiscard]] nlohmann::json to_json() const;
 };
 

@@ -45,7 +45,8 @@ EpochRun run_epochs(const engine::Device& device, const engine::LocalProblem& pr
     event_ms.push_back(detail::elapsed_ms(start, stop));
     wall_ms.push_back(wall);
   }
-  // One profiled epoch: every operation timed by class.
+  run.cuda_graph = gcn.cuda_graph_status();
+  // One profiled epoch (eager: a captured step cannot time its kernels): every operation timed by class.
   kernels::OpProfiler profiler;
   res.set_profiler(&profiler);
   start.record(stream);
@@ -71,6 +72,7 @@ engine::GcnConfig EpochBenchConfig::model() const {
   m.seed = seed;
   m.precision = from_string<Precision>(precision, "--precision");
   m.spmm_tuning = spmm_tuning;
+  m.cuda_graph = engine::parse_cuda_graph_mode(cuda_graph);
   return m;
 }
 
@@ -148,6 +150,7 @@ nlohmann::json EpochRun::to_json() const {
   run["wall_ms"] = wall_ms.to_json();
   run["train_loss"] = train_loss;
   run["setup_seconds"] = setup_seconds;
+  run["cuda_graph"] = cuda_graph;
   nlohmann::json classes = nlohmann::json::object();
   for (std::size_t k = 0; k < kernels::kOpClassNames.size(); ++k)
     classes[kernels::kOpClassNames[k]] = {{"ms", profile.ms[k]},

@@ -345,6 +345,7 @@ void run_device(const LocalProblem& problem, partition::Strategy strategy, int p
     }
     report.parameters = std::move(params);
     report.spmm_choices = model.spmm_choices();
+    report.cuda_graph = model.cuda_graph_status();
   }
 
   // The link: after everything above is measured, so that its buffers and calls change none of it.

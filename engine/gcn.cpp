@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <exception>
+#include <memory>
 #include <type_traits>
 
 #include "kernels/core/error.hpp"
@@ -22,6 +25,21 @@ std::vector<std::int64_t> GcnConfig::dims(std::int64_t features, std::int64_t cl
 
 std::vector<std::int64_t> GcnConfig::stored_dims(std::int64_t features, std::int64_t classes) const {
   return partition::stored_widths(dims(features, classes), precision);
+}
+
+const char* cuda_graph_mode_name(CudaGraphMode m) noexcept {
+  switch (m) {
+    case CudaGraphMode::kOn: return "on";
+    case CudaGraphMode::kOff: return "off";
+    default: return "auto";
+  }
+}
+
+CudaGraphMode parse_cuda_graph_mode(const std::string& s, const std::string& parameter) {
+  if (s == "auto") return CudaGraphMode::kAuto;
+  if (s == "on") return CudaGraphMode::kOn;
+  if (s == "off") return CudaGraphMode::kOff;
+  throw InvalidInput::parameter(parameter, s, "auto, on or off");
 }
 
 void GcnConfig::validate() const {
@@ -216,6 +234,17 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   }
   scalar_f_ = take<float>(res_, plan, "loss_scalars");
   scalar_i_ = take<std::int64_t>(res_, plan, "accuracy_counters");
+  step_scalars_ = take<std::uint64_t>(res_, plan, "step_scalars");
+  staged_scalars_.assign(static_cast<std::size_t>(step_scalars_.size()), 0);
+  static_assert(kMaxLayers == 64, "the allocation plan's step_scalars holds 64 keys and one slot");
+  const bool graph_possible = ctx.is_cuda() && comm_ == nullptr && stages_ == 1;
+  if (config_.cuda_graph == CudaGraphMode::kOn && !graph_possible)
+    throw InvalidInput::parameter("--cuda-graph", "on",
+                                  "auto or off here: a captured step covers one CUDA device without a communicator "
+                                  "(the single strategy)");
+  graph_status_ = config_.cuda_graph == CudaGraphMode::kOff ? "off"
+                  : graph_possible                          ? "pending"
+                                                            : "off: single CUDA device only";
 
   std::vector<std::int64_t> widths = partition::aggregation_widths(spec);
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
@@ -254,6 +283,23 @@ GcnModel::~GcnModel() {
     res_.synchronize();
   } catch (...) {
   }
+  res_.set_workspace_allocator(nullptr);  // before the arena goes
+  graph_.reset();
+  arena_.reset();
+}
+
+std::int64_t GcnModel::cuda_graph_replays() const noexcept { return graph_ ? graph_->launches() : 0; }
+
+void GcnModel::stage_step_scalars(int epoch, std::int64_t step) {
+  for (int l = 0; l < config_.layers; ++l)
+    staged_scalars_[static_cast<std::size_t>(l)] = rng::stream_key(
+        config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(l));
+  float corrections[2] = {1.0f, 1.0f};
+  if (step >= 1) kernels::adam_corrections(kernels::AdamParams{}, step, corrections);
+  std::memcpy(&staged_scalars_[kMaxLayers], corrections, sizeof corrections);
+  // A pageable source: the copy has read it when the call returns, so the host copy may change right after.
+  kernels::copy_async(res_.context(), step_scalars_.data(), staged_scalars_.data(),
+                      staged_scalars_.size() * sizeof(std::uint64_t));
 }
 
 void GcnModel::sync() {
@@ -268,6 +314,7 @@ kernels::Dropout GcnModel::input_dropout(int epoch, float p) const {
   kernels::Dropout d;
   d.p = p;
   d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), 0);
+  d.key_at = step_keys();  // == key for the staged epoch (stage_step_scalars)
   d.global_ids = global_ids_.data();
   return d;
 }
@@ -332,6 +379,7 @@ kernels::Dropout GcnModel::layer_dropout(int epoch, int layer, float p) const {
   d.p = p;
   d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
                           static_cast<std::uint64_t>(layer));
+  d.key_at = step_keys() + layer;  // == key for the staged epoch (stage_step_scalars)
   d.global_ids = global_ids_.data();
   return d;
 }
@@ -521,6 +569,7 @@ void GcnModel::forward(bool training, int epoch) {
 
 double GcnModel::forward_backward(int epoch) {
   res_.activate();
+  stage_step_scalars(epoch, step_ + 1);
   forward(true, epoch);
   backward_async();
   if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
@@ -530,12 +579,66 @@ double GcnModel::forward_backward(int epoch) {
   return loss;
 }
 
-double GcnModel::train_step(int epoch) {
-  res_.activate();
-  forward(true, epoch);
+void GcnModel::enqueue_step() {
+  forward(true, last_epoch_);
   backward_async();
   if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
   adam_async();
+}
+
+void GcnModel::capture_step() {
+  // The eager step just measured is done (synchronised), every workspace released: serve the same requests from
+  // one block, with no parent allocation while capturing.
+  std::string why;
+  try {
+    arena_->reserve(res_.stream());
+  } catch (const std::exception& e) {
+    why = e.what();
+  }
+  if (why.empty()) {
+    arena_->set_fallback(false);
+    graph_ = std::make_unique<StepGraph>();
+    why = graph_->capture(res_.stream(), [this] { enqueue_step(); });
+    arena_->set_fallback(true);
+  }
+  if (!why.empty()) {
+    graph_.reset();
+    res_.set_workspace_allocator(nullptr);
+    arena_.reset();
+    graph_status_ = "off: " + why;
+    if (config_.cuda_graph == CudaGraphMode::kOn)
+      throw DeviceError("CUDA", "CUDA Graph capture of the training step (--cuda-graph on)", "GcnModel::train_step",
+                        why);
+    return;
+  }
+  graph_status_ = "on (" + std::to_string(graph_->nodes()) + " nodes, workspace " +
+                  std::to_string(arena_->capacity()) + " bytes)";
+}
+
+double GcnModel::train_step(int epoch) {
+  res_.activate();
+  ++step_;
+  stage_step_scalars(epoch, step_);
+  last_epoch_ = epoch;
+  const bool profiled = res_.context().profiler != nullptr;  // profiled steps run eagerly (events per operation)
+  if (graph_ != nullptr && !profiled) {
+    graph_->launch(res_.stream());
+  } else if (graph_status_ == "pending" && !profiled && ++graph_calls_ == 2) {
+    // The second step (the first tuned the SpMMs and built their plans): eager, measured, then captured.
+    arena_ = std::make_unique<StackArena>(res_.memory());
+    res_.set_workspace_allocator(arena_.get());
+    try {
+      enqueue_step();
+      sync();
+    } catch (...) {
+      res_.set_workspace_allocator(nullptr);
+      arena_.reset();
+      throw;
+    }
+    capture_step();
+  } else {
+    enqueue_step();
+  }
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
   sync();
@@ -613,12 +716,12 @@ void GcnModel::backward_async() {
 
 void GcnModel::adam_async() {
   const Context& ctx = res_.context();
-  ++step_;
   for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
     kernels::AdamParams ap;
     ap.lr = config_.lr;
-    ap.step = step_;
+    ap.step = step_;                         // counted by train_step
+    ap.corrections_at = step_corrections();  // staged for step_ (a replay reads its own step's)
     ap.weight_decay = ly.decay ? config_.weight_decay : 0.0f;
     kernels::adam_step_async(ctx, params_.data() + ly.w_offset, grads_.data() + ly.w_offset,
                              adam_m_.data() + ly.w_offset, adam_v_.data() + ly.w_offset, ly.in * ly.out, ap);

@@ -14,9 +14,20 @@
 #include "engine/planned_buffer.hpp"
 #include "engine/problem.hpp"
 #include "engine/resources.hpp"
+#include "engine/step_graph.hpp"
 #include "kernels/ops.hpp"
 
 namespace gcnpart::engine {
+
+/// Whether GcnModel::train_step replays a captured CUDA Graph (`--cuda-graph`). kAuto: on one CUDA device without
+/// a communicator (the single strategy), capturing the second step and replaying it from the third; a capture that
+/// fails leaves the steps eager and says why (GcnModel::cuda_graph_status). kOn: the same, but a failed capture or
+/// a configuration it cannot cover is an error. kOff: every step eager.
+enum class CudaGraphMode { kAuto, kOn, kOff };
+
+/// "auto", "on", "off" and back. @throws InvalidInput naming `parameter`.
+const char* cuda_graph_mode_name(CudaGraphMode m) noexcept;
+CudaGraphMode parse_cuda_graph_mode(const std::string& s, const std::string& parameter = "--cuda-graph");
 
 /// Model and optimiser configuration. Defaults reproduce the paper.
 struct GcnConfig {
@@ -46,6 +57,8 @@ struct GcnConfig {
   /// [r L / K, (r + 1) L / K), receives its input from stage r - 1 and sends its output to stage r + 1 (and the
   /// gradients back). 1 = every device holds every layer (data-parallel strategies and single).
   int pipeline_stages = 1;
+  /// Captured training steps (engine/step_graph.hpp).
+  CudaGraphMode cuda_graph = CudaGraphMode::kAuto;
 
   /// bf16 storage (Precision::kBf16).
   [[nodiscard]] bool bf16() const noexcept { return traits(precision).bf16_storage; }
@@ -120,6 +133,11 @@ class GcnModel {
   [[nodiscard]] std::map<std::int64_t, std::string> spmm_choices() const { return aggregation_->spmm_choices(); }
   /// Host copy of the logits of the last forward (rows x classes).
   [[nodiscard]] std::vector<float> logits();
+  /// Whether train_step replays a CUDA Graph: "on (N nodes, workspace B bytes)", "pending" (before the capture),
+  /// "off" (not asked for, or not possible here: "off: single CUDA device only") or "off: <why the capture failed>".
+  [[nodiscard]] const std::string& cuda_graph_status() const noexcept { return graph_status_; }
+  /// Steps replayed from the captured graph so far.
+  [[nodiscard]] std::int64_t cuda_graph_replays() const noexcept;
 
  private:
   struct Layer {
@@ -130,6 +148,17 @@ class GcnModel {
     bool decay = false;                       ///< L2 weight decay on W
   };
   void forward(bool training, int epoch);
+  /// Writes the dropout keys of `epoch` and Adam's corrections of `step` into the device's step scalars, which the
+  /// kernels read as they run (Dropout::key_at, AdamParams::corrections_at): a captured step stays right every epoch.
+  void stage_step_scalars(int epoch, std::int64_t step);
+  /// The step's device work: forward with dropout, loss, backward, gradient all-reduce, Adam (no host sync).
+  void enqueue_step();
+  /// After an eager step measured by arena_: capture enqueue_step() into graph_, or record why not.
+  void capture_step();
+  [[nodiscard]] const std::uint64_t* step_keys() const noexcept { return step_scalars_.data(); }
+  [[nodiscard]] const float* step_corrections() const noexcept {
+    return reinterpret_cast<const float*>(step_scalars_.data() + kMaxLayers);
+  }
   void forward_bf16(bool training, int epoch);
   void backward_bf16_async();
   /// Â x (backward: Â^T x) of bf16 rows into bf16 y (rows x width): rounded by the SpMM where the aggregation can,
@@ -195,6 +224,15 @@ class GcnModel {
   std::vector<Buffer<kernels::Bf16>> inputs16_, aggregated16_;
   Buffer<float> z32_;
   Buffer<std::int64_t> scalar_i_;
+  // Step scalars (device): the dropout key of every layer (kMaxLayers), then Adam's two corrections (one slot).
+  static constexpr int kMaxLayers = 64;
+  Buffer<std::uint64_t> step_scalars_;
+  std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
+  // CUDA Graph of train_step (single device): calls counts train_step calls (capture on the second).
+  std::unique_ptr<StackArena> arena_;
+  std::unique_ptr<StepGraph> graph_;
+  std::string graph_status_;
+  int graph_calls_ = 0;
 };
 
 }  // namespace gcnpart::engine

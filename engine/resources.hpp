@@ -52,6 +52,11 @@ class Resources {
   /// Times every kernels:: operation on this device by class from now on (null: stop). The profiler must outlive
   /// its use; see kernels/op_profiler.hpp.
   void set_profiler(kernels::OpProfiler* profiler) noexcept { ctx_.profiler = profiler; }
+  /// Kernel workspaces come from `allocator` from now on (it must outlive that use, and forward what it does not
+  /// serve to memory()); null: from memory() again. GcnModel's captured step uses a StackArena (step_graph.hpp).
+  void set_workspace_allocator(Allocator* allocator) noexcept {
+    ctx_.allocator = allocator != nullptr ? allocator : static_cast<Allocator*>(memory_.get());
+  }
   /// Makes this device current for the calling thread (CUDA).
   void activate() const;
   /// Blocks until the stream is idle.

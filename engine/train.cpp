@@ -149,6 +149,7 @@ nlohmann::json TrainSummary::to_json() const {
                 {"spmm", to_string(m.spmm)},
                 {"gather_chunks", m.gather_chunks},
                 {"boundary_overlap", m.boundary_overlap},
+                {"cuda_graph", engine::cuda_graph_mode_name(m.cuda_graph)},
                 {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};
@@ -173,6 +174,7 @@ nlohmann::json TrainSummary::to_json() const {
   nlohmann::json choices = nlohmann::json::object();
   for (const auto& [w, c] : first.spmm_choices) choices[std::to_string(w)] = c;
   j["spmm_choices"] = choices;
+  j["cuda_graph"] = first.cuda_graph;  // "on (...)", "off", "off: <why>"; run 1, device 0
   // Run 1 at the top level, as one report: losses, epoch times and the per-device figures.
   j["train_loss"] = first.train_loss;
   j["valid_loss"] = first.valid_loss;

@@ -97,6 +97,7 @@ struct TrainReport {
   std::vector<double> epoch_seconds;  ///< per epoch trained in this call, the slowest device's train step
   std::vector<std::vector<float>> parameters;    ///< final weights (W0, b0, W1, b1, ...; all layers)
   std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU; device 0)
+  std::string cuda_graph;  ///< GcnModel::cuda_graph_status of device 0 after training
   // Per device:
   std::vector<MemoryStats> memory;                 ///< tracked memory over the run
   std::vector<std::int64_t> bytes_sent;            ///< whole run

@@ -367,7 +367,7 @@ void column_sum_async(const Context& ctx, ConstMatrixView x, float* out) {
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column) {
   expect_dropout(d);
   if (d.p == 0.0f) return true;
-  return detail::dropout_element_keeps(d.key, d.p, global_node, column);
+  return detail::dropout_element_keeps(detail::dropout_key(d), d.p, global_node, column);
 }
 
 void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
@@ -433,6 +433,15 @@ void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::
                   "count_correct_async needs logits, labels and rows");
   expect_cuda_handles(ctx);
   GCNPART_DISPATCH(count_correct(ctx, logits.data, logits.cols, logits.ld, labels, rows, count, correct));
+}
+
+void adam_corrections(const AdamParams& params, std::int64_t step, float out[2]) {
+  if (step < 1) bad_parameter("adam step", std::to_string(step), "1 or more (counted from 1)");
+  AdamParams p = params;
+  p.step = step;
+  const detail::AdamCorrections c = detail::adam_corrections(p);
+  out[0] = c.one_minus_beta1_pow;
+  out[1] = c.one_minus_beta2_pow;
 }
 
 void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,

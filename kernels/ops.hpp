@@ -127,11 +127,15 @@ void column_sum_async(const Context& ctx, ConstMatrixView x, float* out);
 struct Dropout {
   float p = 0.0f;               ///< 0 disables
   std::uint64_t key = 0;        ///< stream key
+  /// When set, the key is read from here when the kernel runs (device memory on CUDA) instead of `key`: a CUDA
+  /// Graph captured once replays every epoch with that epoch's key (engine::GcnModel's step scalars).
+  const std::uint64_t* key_at = nullptr;
   const NodeId* global_ids = nullptr;  ///< row -> global node id (null: row + global_offset)
   std::int64_t global_offset = 0;
 };
 
-/// Whether (global node, column) is kept under `d` (host helper, matches the device kernels bit for bit).
+/// Whether (global node, column) is kept under `d` (host helper, matches the device kernels bit for bit; d.key_at,
+/// when set, must be host memory).
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column);
 
 /// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias (z.cols entries) may be null. z and out:
@@ -214,7 +218,15 @@ void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::
 struct AdamParams {
   float lr = 0.01f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, weight_decay = 0.0f;
   std::int64_t step = 1;
+  /// When set, the bias corrections {1 - beta1^step, 1 - beta2^step} (two floats, device memory on CUDA; see
+  /// adam_corrections) are read from here when the kernel runs instead of being computed from `step`: a CUDA Graph
+  /// captured once replays every step with that step's corrections.
+  const float* corrections_at = nullptr;
 };
+
+/// Adam's bias corrections for `step` as AdamParams::corrections_at holds them: 1 - beta1^step, 1 - beta2^step,
+/// computed in double and rounded to float once (what adam_step_async uses when corrections_at is null).
+void adam_corrections(const AdamParams& params, std::int64_t step, float out[2]);
 void adam_step_async(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,
                      const AdamParams& params);
 

@@ -147,6 +147,8 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   add("grad_b", "activation gradient B", C::kGradients, r * width_b, act);
   add("loss_scalars", "loss scalars", C::kWorkspace, 4, kFloatBytes);
   add("accuracy_counters", "accuracy counters", C::kWorkspace, 4, kCounterBytes);
+  // engine::GcnModel's step scalars: 64 dropout keys (the layer limit) and Adam's two corrections in one slot.
+  add("step_scalars", "dropout keys and Adam corrections of a step", C::kWorkspace, 65, 8);
 
   // Aggregation (engine/aggregation.cpp).
   const auto widths = aggregation_widths(m);

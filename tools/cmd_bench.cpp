@@ -35,6 +35,7 @@ struct BenchOptions {
   std::int64_t hidden = 256;
   bool no_normalize = false;
   std::uint64_t seed = 1;
+  std::string cuda_graph = "auto";
 };
 
 /// "16,64,128,256" -> {16, 64, 128, 256}. @throws InvalidInput naming --widths.
@@ -136,6 +137,7 @@ void run_bench_epoch(const BenchOptions& o) {
   config.hidden = o.hidden;
   config.normalize_features = !o.no_normalize;
   config.seed = o.seed;
+  config.cuda_graph = o.cuda_graph;
   config.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   config.validate();  // every argument, before the data is read or a GPU is touched
   const auto report = bench::bench_epoch(load_data(o.data), config);
@@ -257,6 +259,11 @@ Command register_bench(CLI::App& app) {
   e->add_option("--layers", epoch_opts->layers, "GCN layers")->capture_default_str();
   e->add_option("--hidden", epoch_opts->hidden, "Hidden width")->capture_default_str();
   e->add_flag("--no-normalize", epoch_opts->no_normalize, "Do not row-normalise the input features");
+  e->add_option("--cuda-graph", epoch_opts->cuda_graph,
+                "Timed epochs replay a CUDA Graph of the step captured on the second epoch (auto, on) or launch every "
+                "kernel (off); the profiled epoch is always launched kernel by kernel")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
 
   auto cal_opts = std::make_shared<CalibrateOptions>();
   auto* c = cmd->add_subcommand("calibrate",

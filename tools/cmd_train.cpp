@@ -32,6 +32,7 @@ struct TrainOptions {
   int runs = 1;
   std::string spmm = "auto";
   std::string precision = "fp32";
+  std::string cuda_graph = "auto";
   bool tf32 = false;  ///< --tf32, the same as --precision tf32
   std::string json, save, load, memory_limit, save_plan, save_parts;
   bool parts_given = false;  ///< --parts on the command line (0 there is refused, not "automatic")
@@ -59,6 +60,12 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
     throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
   if (o.tf32) o.precision = "tf32";
   o.config.model.precision = from_string<Precision>(o.precision, "--precision");
+  o.config.model.cuda_graph = engine::parse_cuda_graph_mode(o.cuda_graph);
+  if (o.config.model.cuda_graph == engine::CudaGraphMode::kOn &&
+      (!engine::Device::parse(o.device).is_cuda() || o.strategy != "single"))
+    throw InvalidInput::parameter("--cuda-graph", "on",
+                                  "auto or off with --device " + o.device + " --strategy " + o.strategy +
+                                      " (a captured step needs --device cuda and --strategy single)");
   o.config.normalize_features = !o.no_normalize;
   // Tests: --fault-kill SIGKILLs the process of device RANK (an MPI rank; in threads mode the whole process),
   // --fault-fail makes device RANK's thread fail with an error, as a device that dies in threads mode.
@@ -157,6 +164,7 @@ void print_single(const engine::TrainSummary& s, const engine::Device& device) {
     for (const auto& [w, name] : first.spmm_choices) c += (c.empty() ? "" : ", ") + std::string("width ") + std::to_string(w) + ": " + name;
     std::printf("spmm         %s (autotuned)\n", c.c_str());
   }
+  if (device.is_cuda()) std::printf("cuda graph   %s\n", first.cuda_graph.c_str());
   if (device.is_cuda()) {
     std::printf("driver view  %s in use on the device at most (cudaMemGetInfo, includes CUDA context and "
                 "libraries)\n",
@@ -270,6 +278,12 @@ Command register_train(CLI::App& app) {
       ->check(CLI::IsMember(enum_names<SpmmAlgo>()))
       ->capture_default_str();
   add_spmm_tuning_options(*cmd, m.spmm_tuning);
+  cmd->add_option("--cuda-graph", o->cuda_graph,
+                  "Replay the training step as a CUDA Graph captured on the second epoch (one launch per epoch instead "
+                  "of one per kernel): auto = on one GPU with the single strategy; on = the same, an error where it "
+                  "cannot; off = launch every kernel")
+      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->capture_default_str();
   cmd->add_option("--boundary-overlap", m.boundary_overlap,
                   "Boundary strategy: aggregate the interior rows while the boundary rows travel (true/false)")
       ->capture_default_str();

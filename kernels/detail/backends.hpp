@@ -93,6 +93,14 @@ inline AdamCorrections adam_corrections(const AdamParams& p) {
           static_cast<float>(1.0 - std::pow(static_cast<double>(p.beta2), t))};
 }
 
+/// The key of a dropout description: *d.key_at when set (read as the kernel runs), else d.key.
+GCNPART_HD std::uint64_t dropout_key(const Dropout& d) { return d.key_at != nullptr ? *d.key_at : d.key; }
+
+/// The bias corrections of an Adam step: *p.corrections_at when set (read as the kernel runs), else from p.step.
+GCNPART_HD AdamCorrections adam_corrections_of(const AdamParams& p, const AdamCorrections& from_step) {
+  return p.corrections_at != nullptr ? AdamCorrections{p.corrections_at[0], p.corrections_at[1]} : from_step;
+}
+
 /// The global node id of local row `row` under a dropout description.
 GCNPART_HD std::int64_t dropout_global_node(const Dropout& d, std::int64_t row) {
   return d.global_ids != nullptr ? static_cast<std::int64_t>(d.global_ids[row]) : d.global_offset + row;

@@ -70,6 +70,7 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
                       bool relu, const Dropout& d, float* out) {
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
+  const std::uint64_t key = drop ? dropout_key(d) : 0;
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
   constexpr std::int64_t kDraw = kDropoutColumnsPerDraw;
 #pragma omp parallel for schedule(static) if (rows * width > kParallelMinWork)
@@ -94,7 +95,7 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
     // (see dropout_mask.hpp), which skips almost all the work on sparse input features.
     const std::int64_t node = dropout_global_node(d, i);
     auto apply_block = [&](std::int64_t block) {
-      const rng::Philox4 r = dropout_draw(d.key, node, block);
+      const rng::Philox4 r = dropout_draw(key, node, block);
       const std::int64_t c0 = block * kDraw, n = std::min(kDraw, width - c0);
       for (std::int64_t u = 0; u < n; ++u)
         orow[c0 + u] = dropout_word_keeps(r.v[u], keep_probability) ? orow[c0 + u] * scale : 0.0f;
@@ -112,13 +113,14 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
 
 void dropout_csr_values(const Context&, const CsrView& a, bool transposed, const Dropout& d, float* out) {
   const float scale = d.p > 0.0f ? dropout_scale(d.p) : 1.0f;
+  const std::uint64_t key = d.p > 0.0f ? dropout_key(d) : 0;
 #pragma omp parallel for schedule(dynamic, 256) if (a.num_entries() > kParallelMinWork)
   for (std::int64_t r = 0; r < a.num_rows; ++r) {
     for (RowOffset e = a.row_offsets[r]; e < a.row_offsets[r + 1]; ++e) {
       const std::int64_t c = a.col_ids[e];
       const std::int64_t node = dropout_global_node(d, transposed ? c : r);
       const std::int64_t feature = transposed ? r : c;
-      const bool keep = d.p == 0.0f || dropout_element_keeps(d.key, d.p, node, feature);
+      const bool keep = d.p == 0.0f || dropout_element_keeps(key, d.p, node, feature);
       out[e] = keep ? a.values[e] * scale : 0.0f;
     }
   }
@@ -188,7 +190,7 @@ void count_correct(const Context&, const float* logits, std::int64_t classes, st
 }
 
 void adam_step(const Context&, float* w, const float* g, float* m, float* v, std::int64_t n, const AdamParams& p) {
-  const AdamCorrections bc = adam_corrections(p);
+  const AdamCorrections bc = adam_corrections_of(p, adam_corrections(p));
 #pragma omp parallel for schedule(static) if (n > kParallelMinWork)
   for (std::int64_t i = 0; i < n; ++i) {
     const float gi = g[i] + p.weight_decay * w[i];

@@ -1,16 +1,150 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <cstring>
 #include <string>
+#include <vector>
 
+#include "dataset_fixtures.hpp"
 #include "datasets/loaders.hpp"
+#include "engine/gcn.hpp"
+#include "kernels/op_profiler.hpp"
 #include "engine/trainer.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
 
+namespace {
+
+/// Bitwise equality of float tensors (a replayed step must compute exactly what the eager step does).
+bool same_bits(const std::vector<std::vector<float>>& a, const std::vector<std::vector<float>>& b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t t = 0; t < a.size(); ++t)
+    if (a[t].size() != b[t].size() || std::memcmp(a[t].data(), b[t].data(), a[t].size() * sizeof(float)) != 0)
+      return false;
+  return true;
+}
+
+struct Trace {
+  std::vector<double> losses;
+  std::vector<std::vector<float>> params;
+  std::vector<float> adam_m, logits;
+  std::string status;
+  std::int64_t replays = 0;
+};
+
+/// `epochs` train steps (epochs in `order` when given) on one GPU with the CUDA Graph mode `mode`.
+Trace run_steps(const LocalProblem& p, GcnConfig cfg, CudaGraphMode mode, int epochs, std::vector<int> order = {}) {
+  cfg.cuda_graph = mode;
+  Resources res(Device::parse("cuda:0"));
+  GcnModel model(res, p, cfg);
+  Trace t;
+  if (order.empty())
+    for (int e = 0; e < epochs; ++e) order.push_back(e);
+  for (int e : order) {
+    t.losses.push_back(model.train_step(e));
+    if (e % 3 == 2) (void)model.evaluate();  // evaluation between replays changes nothing
+  }
+  t.params = model.parameters();
+  t.adam_m = model.state().adam_m;
+  t.logits = model.logits();
+  t.status = model.cuda_graph_status();
+  t.replays = model.cuda_graph_replays();
+  return t;
+}
+
+}  // namespace
+
 TEST_SUITE("gpu") {
+  TEST_CASE("a replayed CUDA Graph of the training step computes bit for bit what the eager steps compute") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    // Cora: sparse input features (the dropout of stored values and the X^T product); the SBM: dense features,
+    // both aggregation orders. Rows are never split (no atomics), so two eager runs are bit-equal too.
+    const LocalProblem cora = single_device_problem(testing::cora(), true);
+    const LocalProblem sbm = single_device_problem(testing::dense_feature_graph(), false);
+    for (const LocalProblem* p : {&cora, &sbm}) {
+      for (Precision precision : {Precision::kFp32, Precision::kTf32, Precision::kBf16}) {
+        for (int layers : {2, 3}) {
+          GcnConfig cfg;
+          cfg.layers = layers;
+          cfg.hidden = 64;
+          cfg.seed = 3;
+          cfg.precision = precision;
+          cfg.spmm = SpmmAlgo::kOwn;
+          cfg.spmm_tuning.long_row = std::int64_t{1} << 40;
+          const int epochs = 10;
+          INFO((p == &cora ? "cora" : "sbm") << " " << to_string(precision) << " layers " << layers);
+          const Trace eager = run_steps(*p, cfg, CudaGraphMode::kOff, epochs);
+          const Trace eager2 = run_steps(*p, cfg, CudaGraphMode::kOff, epochs);
+          const Trace graph = run_steps(*p, cfg, CudaGraphMode::kOn, epochs);
+          CHECK(eager.status == "off");
+          CHECK(eager.replays == 0);
+          REQUIRE_MESSAGE(graph.status.rfind("on (", 0) == 0, graph.status);
+          CHECK(graph.replays == epochs - 2);  // step 1 eager, step 2 eager and captured, the rest replayed
+          REQUIRE(eager2.losses == eager.losses);  // the control: eager runs are deterministic here
+          CHECK(graph.losses == eager.losses);
+          CHECK(same_bits(graph.params, eager.params));
+          CHECK(same_bits({graph.adam_m}, {eager.adam_m}));
+          CHECK(same_bits({graph.logits}, {eager.logits}));
+        }
+      }
+    }
+  }
+
+  TEST_CASE("a replayed step takes each epoch's dropout key and each step's Adam corrections, in any epoch order") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem sbm = single_device_problem(testing::dense_feature_graph(), false);
+    GcnConfig cfg;
+    cfg.hidden = 32;
+    cfg.spmm = SpmmAlgo::kOwn;
+    cfg.spmm_tuning.long_row = std::int64_t{1} << 40;
+    const std::vector<int> order{5, 9, 2, 2, 7, 0, 11, 3};
+    const Trace eager = run_steps(sbm, cfg, CudaGraphMode::kOff, 0, order);
+    const Trace graph = run_steps(sbm, cfg, CudaGraphMode::kOn, 0, order);
+    REQUIRE(graph.replays == static_cast<std::int64_t>(order.size()) - 2);
+    CHECK(graph.losses == eager.losses);
+    CHECK(graph.losses[2] != graph.losses[3]);  // epoch 2 twice: same mask, but the weights moved
+    CHECK(same_bits(graph.params, eager.params));
+  }
+
+  TEST_CASE("CUDA Graph capture with the automatic and the cuSPARSE SpMM: replays, or eager with the reason") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem sbm = single_device_problem(testing::dense_feature_graph(), false);
+    for (SpmmAlgo algo : {SpmmAlgo::kAuto, SpmmAlgo::kCusparse}) {
+      GcnConfig cfg;
+      cfg.hidden = 64;
+      cfg.spmm = algo;
+      const Trace eager = run_steps(sbm, cfg, CudaGraphMode::kOff, 8);
+      const Trace graph = run_steps(sbm, cfg, CudaGraphMode::kAuto, 8);
+      MESSAGE(to_string(algo) << ": " << graph.status);
+      CHECK((graph.status.rfind("on (", 0) == 0 || graph.status.rfind("off: ", 0) == 0));
+      CHECK(graph.replays == (graph.status.rfind("on (", 0) == 0 ? 6 : 0));
+      REQUIRE(graph.losses.size() == eager.losses.size());
+      for (std::size_t e = 0; e < eager.losses.size(); ++e)  // SpMM atomics may reorder sums: close, not equal
+        CHECK(graph.losses[e] == doctest::Approx(eager.losses[e]).epsilon(1e-5));
+    }
+  }
+
+  TEST_CASE("train reports the CUDA Graph and a profiled step runs eagerly next to a captured one") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem p = single_device_problem(testing::cora(), true);
+    TrainConfig cfg;
+    cfg.epochs = 6;
+    cfg.model.spmm = SpmmAlgo::kOwn;
+    const auto r = train_single(p, Device::parse("cuda:0"), cfg);
+    CHECK_MESSAGE(r.cuda_graph.rfind("on (", 0) == 0, r.cuda_graph);
+    Resources res(Device::parse("cuda:0"));
+    GcnModel model(res, p, cfg.model);
+    for (int e = 0; e < 4; ++e) (void)model.train_step(e);
+    kernels::OpProfiler profiler;
+    res.set_profiler(&profiler);
+    (void)model.train_step(4);
+    res.set_profiler(nullptr);
+    CHECK(model.cuda_graph_replays() == 2);
+    CHECK(profiler.summary().total_ms() > 0);
+  }
+
   TEST_CASE("CPU and GPU training on Cora give the same loss per epoch within 1e-4 relative for 20 epochs") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
     const auto ds = datasets::load_dataset(testing::data_dir() + "/cora");

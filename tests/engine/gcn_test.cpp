@@ -178,8 +178,9 @@ TEST_CASE("tracked peak equals an independent count of the bytes the model holds
     const std::int64_t weights = params * 4, grads_params = params * 4, optimizer = 2 * params * 4;
     // inputs: dropped X (n x f), H1 (n x h); layer 0: 12 > 8 -> Â(XW), layer 1: 8 > 4 -> Â(HW): nothing aggregated.
     const std::int64_t activations = n * f * 4 + n * h * 4 + n * c * 4;
-    // tmp: the widest Â(HW) product (h); dZ ping-pong: n x c and n x h.
-    const std::int64_t workspace = n * h * 4 + 4 * 4 + 4 * 8;
+    // tmp: the widest Â(HW) product (h); dZ ping-pong: n x c and n x h; loss scalars, accuracy counters, the step
+    // scalars (64 dropout keys and Adam's corrections).
+    const std::int64_t workspace = n * h * 4 + 4 * 4 + 4 * 8 + 65 * 8;
     const std::int64_t gradients = grads_params + n * c * 4 + n * h * 4;
     const auto stats = res.memory().stats();
     const auto at = [&](MemoryCategory cat) { return stats.at_peak_by[static_cast<std::size_t>(cat)]; };
@@ -605,4 +606,29 @@ TEST_CASE("--resume on a folder without a checkpoint, --checkpoint without --che
   CHECK_THROWS_WITH_AS(train_single(p, Device{}, cfg), doctest::Contains("nothing to resume"), InvalidInput);
   cfg.checkpoint_dir.clear();
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--resume"), InvalidInput);
+}
+
+TEST_CASE("--cuda-graph parses auto / on / off and the CPU trains eagerly, refusing on") {
+  CHECK(parse_cuda_graph_mode("auto") == CudaGraphMode::kAuto);
+  CHECK(parse_cuda_graph_mode("on") == CudaGraphMode::kOn);
+  CHECK(parse_cuda_graph_mode("off") == CudaGraphMode::kOff);
+  CHECK_THROWS_WITH_AS(parse_cuda_graph_mode("yes"), doctest::Contains("--cuda-graph"), InvalidInput);
+  CHECK_THROWS_WITH_AS(parse_cuda_graph_mode("1", "cuda_graph"), doctest::Contains("cuda_graph"), InvalidInput);
+  for (CudaGraphMode m : {CudaGraphMode::kAuto, CudaGraphMode::kOn, CudaGraphMode::kOff})
+    CHECK(parse_cuda_graph_mode(cuda_graph_mode_name(m)) == m);
+
+  const auto ds = tiny_dataset(40, 6, 3, 2);
+  const LocalProblem p = single_device_problem(ds, false);
+  GcnConfig cfg;
+  Resources res(Device{});
+  {
+    GcnModel model(res, p, cfg);
+    CHECK(model.cuda_graph_status() == "off: single CUDA device only");
+    for (int e = 0; e < 4; ++e) (void)model.train_step(e);
+    CHECK(model.cuda_graph_replays() == 0);
+  }
+  cfg.cuda_graph = CudaGraphMode::kOff;
+  CHECK(GcnModel(res, p, cfg).cuda_graph_status() == "off");
+  cfg.cuda_graph = CudaGraphMode::kOn;
+  CHECK_THROWS_WITH_AS(GcnModel(res, p, cfg), doctest::Contains("--cuda-graph"), InvalidInput);
 }

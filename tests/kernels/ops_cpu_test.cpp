@@ -764,3 +764,65 @@ TEST_CASE("every memory category has a name") {
     CHECK(std::string(memory_category_name(static_cast<MemoryCategory>(c))) != "unknown");
   CHECK(std::string(memory_category_name(MemoryCategory::kWorkspace)) == "workspace");
 }
+
+TEST_CASE("a dropout key read as the kernel runs (Dropout::key_at) draws the mask of that key given by value") {
+  const std::int64_t rows = 300, width = 19;
+  const auto z = random_floats(static_cast<std::size_t>(rows * width), 61);
+  const auto bias = random_floats(static_cast<std::size_t>(width), 62);
+  const std::uint64_t key = rng::stream_key(9, rng::kDropout, 4, 1);
+  Dropout by_value;
+  by_value.p = 0.4f;
+  by_value.key = key;
+  by_value.global_offset = 17;
+  Dropout at_run = by_value;
+  at_run.key = rng::stream_key(9, rng::kDropout, 5, 1);  // a stale key: key_at must win
+  at_run.key_at = &key;
+  std::vector<float> a(z.size()), b(z.size());
+  dropout_async(kCpu, make_view(z.data(), rows, width), by_value, make_view(a.data(), rows, width));
+  dropout_async(kCpu, make_view(z.data(), rows, width), at_run, make_view(b.data(), rows, width));
+  CHECK(a == b);
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, by_value,
+                         make_view(a.data(), rows, width));
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, at_run,
+                         make_view(b.data(), rows, width));
+  CHECK(a == b);
+  Dropout stale = at_run;
+  stale.key_at = nullptr;
+  dropout_async(kCpu, make_view(z.data(), rows, width), stale, make_view(b.data(), rows, width));
+  CHECK(a != b);  // the control: the stale key draws another mask
+  for (std::int64_t c = 0; c < width; ++c) CHECK(dropout_keep(at_run, 40, c) == dropout_keep(by_value, 40, c));
+  const HostCsr x = random_csr(rows, width, 5, 63);
+  for (bool transposed : {false, true}) {  // rows are nodes, or (transposed) features
+    std::vector<float> ca(static_cast<std::size_t>(x.nnz())), cb(ca.size());
+    dropout_csr_values_async(kCpu, x.view(), transposed, by_value, ca.data());
+    dropout_csr_values_async(kCpu, x.view(), transposed, at_run, cb.data());
+    CHECK(ca == cb);
+  }
+}
+
+TEST_CASE("Adam with its corrections read as the kernel runs (AdamParams::corrections_at) takes the same step") {
+  const auto w0 = random_floats(50, 64), g = random_floats(50, 65);
+  const auto m0 = random_floats(50, 66, 0.0f, 0.1f), v0 = random_floats(50, 67, 0.0f, 0.1f);
+  AdamParams by_step;
+  by_step.lr = 0.05f;
+  by_step.weight_decay = 0.01f;
+  by_step.step = 7;
+  float corrections[2];
+  adam_corrections(by_step, 7, corrections);
+  CHECK(corrections[0] == doctest::Approx(1.0 - std::pow(0.9, 7)));
+  CHECK(corrections[1] == doctest::Approx(1.0 - std::pow(0.999, 7)));
+  AdamParams at_run = by_step;
+  at_run.step = 1;  // stale: corrections_at must win
+  at_run.corrections_at = corrections;
+  auto w1 = w0, m1 = m0, v1 = v0, w2 = w0, m2 = m0, v2 = v0;
+  adam_step_async(kCpu, w1.data(), g.data(), m1.data(), v1.data(), 50, by_step);
+  adam_step_async(kCpu, w2.data(), g.data(), m2.data(), v2.data(), 50, at_run);
+  CHECK(w1 == w2);
+  CHECK(m1 == m2);
+  CHECK(v1 == v2);
+  at_run.corrections_at = nullptr;  // the control: step 1's corrections move w differently
+  auto w3 = w0, m3 = m0, v3 = v0;
+  adam_step_async(kCpu, w3.data(), g.data(), m3.data(), v3.data(), 50, at_run);
+  CHECK(w3 != w1);
+  CHECK_THROWS_AS(adam_corrections(by_step, 0, corrections), InvalidInput);
+}

@@ -1049,4 +1049,52 @@ TEST_CASE("CUDA ReLU / dropout backward with the bias gradient fused equals the 
   CHECK(f.allocator.in_use() == 0);
 }
 
+
+TEST_CASE("CUDA dropout of stored CSR values matches the CPU bit for bit: empty and long rows, transposed, key_at") {
+  DeviceFixture f;
+  // Rows of 0 to 3000 entries (a transpose's word rows), 10 % empty rows, and a view whose offsets start past 0.
+  const HostCsr a = random_csr(1200, 900, 12, 91, 0.1, {{5, 3000}, {600, 800}, {1199, 2500}});
+  const DeviceBuffer<RowOffset> doff(a.offsets);
+  const DeviceBuffer<NodeId> dcols(a.col_ids);
+  const DeviceBuffer<float> dvals(a.values);
+  std::vector<NodeId> ids(static_cast<std::size_t>(std::max(a.rows, a.cols)));
+  for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<NodeId>(7 * i + 3);
+  const DeviceBuffer<NodeId> dids(ids);
+  const std::uint64_t key = rng::stream_key(5, rng::kDropout, 8, 0);
+  const DeviceBuffer<std::uint64_t> dkey(std::vector<std::uint64_t>{key});
+  for (float p : {0.0f, 0.5f, 0.8f}) {
+    for (bool transposed : {false, true}) {
+      for (int variant = 0; variant < 3; ++variant) {  // 0: key by value; 1: key_at; 2: no entries_bound, a sub-view
+        CAPTURE(p);
+        CAPTURE(transposed);
+        CAPTURE(variant);
+        Dropout d;
+        d.p = p;
+        d.key = key;
+        d.global_ids = ids.data();
+        Dropout dd = d;
+        dd.global_ids = dids.data();
+        if (variant == 1) {
+          dd.key = 0;
+          dd.key_at = dkey.data();
+        }
+        CsrView host = a.view(), dev{a.rows, a.cols, doff.data(), dcols.data(), dvals.data(), a.nnz()};
+        if (variant == 2) {  // rows 300.. only: offsets start at row 300's; entries before it are not written
+          host.num_rows = dev.num_rows = a.rows - 300;
+          host.row_offsets += 300;
+          dev.row_offsets = doff.data() + 300;
+          dev.entries_bound = -1;
+        }
+        std::vector<float> out(static_cast<std::size_t>(a.nnz()), -7.0f);
+        const DeviceBuffer<float> dout(out);
+        dropout_csr_values_async(kCpu, host, transposed, d, out.data());
+        dropout_csr_values_async(f.ctx, dev, transposed, dd, dout.data());
+        const auto got = dout.to_host();
+        CHECK(std::memcmp(got.data(), out.data(), out.size() * sizeof(float)) == 0);
+        if (variant == 2) CHECK(got[static_cast<std::size_t>(a.offsets[300]) - 1] == -7.0f);
+      }
+    }
+  }
+}
+
 }  // TEST_SUITE("gpu")
