@@ -92,6 +92,7 @@ partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int s
   m.spmm_pad = c.spmm_tuning.pad;
   m.stages = c.pipeline_stages;
   m.stage = stage;
+  m.cuda_graph = c.cuda_graph != CudaGraphMode::kOff;
   return m;
 }
 
@@ -237,7 +238,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   step_scalars_ = take<std::uint64_t>(res_, plan, "step_scalars");
   staged_scalars_.assign(static_cast<std::size_t>(step_scalars_.size()), 0);
   static_assert(kMaxLayers == 64, "the allocation plan's step_scalars holds 64 keys and one slot");
-  const bool graph_possible = ctx.is_cuda() && comm_ == nullptr && stages_ == 1;
+  blas_workspace_ = take_if_planned<std::byte>(res_, plan, "cublas_graph_workspace");
+  const bool graph_possible = ctx.is_cuda() && comm_ == nullptr && stages_ == 1 && blas_workspace_.size() > 0;
   if (config_.cuda_graph == CudaGraphMode::kOn && !graph_possible)
     throw InvalidInput::parameter("--cuda-graph", "on",
                                   "auto or off here: a captured step covers one CUDA device without a communicator "
@@ -591,11 +593,14 @@ void GcnModel::capture_step() {
   // one block, with no parent allocation while capturing.
   std::string why;
   try {
+    res_.memory().release_cache();  // the measured step's blocks: the arena takes their place
     arena_->reserve(res_.stream());
   } catch (const std::exception& e) {
     why = e.what();
   }
   if (why.empty()) {
+    // cuBLAS's own pool would be re-allocated for the graph (32 MiB on Hopper, untracked): give it the planned one.
+    kernels::set_blas_workspace(res_.context(), blas_workspace_.data(), static_cast<std::size_t>(blas_workspace_.size()));
     arena_->set_fallback(false);
     graph_ = std::make_unique<StepGraph>();
     why = graph_->capture(res_.stream(), [this] { enqueue_step(); });

@@ -227,6 +227,7 @@ class GcnModel {
   // Step scalars (device): the dropout key of every layer (kMaxLayers), then Adam's two corrections (one slot).
   static constexpr int kMaxLayers = 64;
   Buffer<std::uint64_t> step_scalars_;
+  Buffer<std::byte> blas_workspace_;  ///< the captured GEMMs' cuBLAS workspace (planned: single CUDA device, graph on)
   std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
   // CUDA Graph of train_step (single device): calls counts train_step calls (capture on the second).
   std::unique_ptr<StackArena> arena_;

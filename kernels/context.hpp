@@ -46,5 +46,9 @@ void synchronize(const Context& ctx);
 void copy_async(const Context& ctx, void* dst, const void* src, std::size_t bytes);
 /// Sets bytes to zero.
 void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes);
+/// CUDA: the GEMMs of ctx's cuBLAS handle use `workspace` (device memory of `bytes`, kept alive by the caller while
+/// the handle may use it) from now on instead of cuBLAS's own pool (cublasSetWorkspace); a captured CUDA Graph then
+/// allocates none (engine::GcnModel's captured step). CPU: no-op.
+void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes);
 
 }  // namespace gcnpart::kernels

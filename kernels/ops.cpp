@@ -114,6 +114,11 @@ void copy_async(const Context& ctx, void* dst, const void* src, std::size_t byte
   GCNPART_DISPATCH(copy(ctx, dst, src, bytes));
 }
 
+void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes) {
+  GCNPART_EXPECTS(workspace != nullptr || bytes == 0, "set_blas_workspace needs a buffer of its size");
+  GCNPART_DISPATCH(set_blas_workspace(ctx, workspace, bytes));
+}
+
 void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
   if (bytes == 0) return;
   GCNPART_EXPECTS(dst != nullptr, "memset_zero_async needs a buffer");

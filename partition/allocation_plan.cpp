@@ -149,6 +149,9 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   add("accuracy_counters", "accuracy counters", C::kWorkspace, 4, kCounterBytes);
   // engine::GcnModel's step scalars: 64 dropout keys (the layer limit) and Adam's two corrections in one slot.
   add("step_scalars", "dropout keys and Adam corrections of a step", C::kWorkspace, 65, 8);
+  if (backend == Backend::kCuda && m.cuda_graph && s.parts <= 1 && m.stages == 1)
+    add("cublas_graph_workspace", "cuBLAS workspace of the captured step's GEMMs", C::kWorkspace,
+        kCudaGraphBlasWorkspace, 1);
 
   // Aggregation (engine/aggregation.cpp).
   const auto widths = aggregation_widths(m);

@@ -48,6 +48,11 @@ struct Allocation {
 /// @throws InvalidInput for negative counts or a bad model.
 std::vector<Allocation> allocation_plan(const DeviceShape& shape, const ModelSpec& model, Backend backend);
 
+/// Bytes of the cuBLAS workspace a captured training step's GEMMs use (engine::GcnModel, CUDA, one device): cuBLAS's
+/// recommended size on Hopper (32 MiB; 4 MiB before), the same on every GPU so that the plan holds everywhere.
+/// Without it cuBLAS allocates a pool of that size for the graph, outside the tracked memory.
+inline constexpr std::int64_t kCudaGraphBlasWorkspace = std::int64_t{32} << 20;
+
 /// The entry named `name`, or null.
 [[nodiscard]] const Allocation* find_allocation(const std::vector<Allocation>& plan, std::string_view name);
 

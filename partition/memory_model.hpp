@@ -47,6 +47,9 @@ struct ModelSpec {
   /// [stage L / stages, (stage + 1) L / stages). 1 stage: every layer.
   int stages = 1;
   int stage = 0;
+  /// GcnConfig::cuda_graph is not off: a single CUDA device (one part, one stage) captures its training step and
+  /// holds the cuBLAS workspace of the captured GEMMs (kCudaGraphBlasWorkspace, allocation_plan).
+  bool cuda_graph = true;
 
   /// Layer widths: features, hidden x (layers - 1), classes (as GcnConfig::dims).
   [[nodiscard]] std::vector<std::int64_t> dims() const;

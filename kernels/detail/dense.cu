@@ -503,6 +503,22 @@ void memset_zero(const Context& ctx, void* dst, std::size_t bytes) {
   GCNPART_CUDA_TRY(cudaMemsetAsync(dst, 0, bytes, ctx.stream));
 }
 
+namespace {
+/// Binds the cuBLAS handle to ctx.stream where it is not already: cublasSetStream also resets the handle's workspace
+/// to cuBLAS's own pool, which would drop one set by set_blas_workspace (and, inside a CUDA Graph capture, make cuBLAS
+/// allocate a pool for the graph).
+void bind_blas(const Context& ctx) {
+  cudaStream_t bound = nullptr;
+  GCNPART_CUBLAS_TRY(cublasGetStream(ctx.cublas, &bound));
+  if (bound != ctx.stream) GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
+}
+}  // namespace
+
+void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes) {
+  bind_blas(ctx);
+  GCNPART_CUBLAS_TRY(cublasSetWorkspace(ctx.cublas, workspace, bytes));
+}
+
 // ------------------------------------------------------------------------------------------------ dense
 
 void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,
@@ -515,7 +531,7 @@ void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::i
     return;
   }
   // Row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T: hand cuBLAS B first, A second.
-  GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
+  bind_blas(ctx);
   const cublasComputeType_t compute =
       traits(ctx.precision).tf32_gemm ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
   GCNPART_CUBLAS_TRY(cublasGemmEx_64(ctx.cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
@@ -593,7 +609,7 @@ void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, s
   }
   // As gemm: row-major C = op(A) op(B) is column-major C^T = op(B)^T op(A)^T. bf16 inputs, float32 compute
   // (bf16 tensor cores), C in float32 or rounded to bf16 by cuBLAS.
-  GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));
+  bind_blas(ctx);
   GCNPART_CUBLAS_TRY(cublasGemmEx_64(ctx.cublas, trans_b ? CUBLAS_OP_T : CUBLAS_OP_N, trans_a ? CUBLAS_OP_T : CUBLAS_OP_N,
                                      n, m, k, &alpha, b, CUDA_R_16BF, ldb, a, CUDA_R_16BF, lda, &beta, c,
                                      c_bf16 ? CUDA_R_16BF : CUDA_R_32F, ldc, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
