@@ -12,7 +12,7 @@ rm -rf "$W" && mkdir -p "$W" "$OUT"
 g=${GCNPART_BIN:-.carry/new/gcnpart}
 SECONDS=0
 graphs=${GRAPHS:-"cora citeseer slashdot enron arxiv"}
-[[ " $graphs " == *" arxiv "* ]] && { [ -f /tmp/arxiv.gcsr ] || $g -q generate rmat --scale 17 --edge-factor 7 \
+[[ " $graphs " == *" arxiv "* ]] && { [ -f /tmp/arxiv.gcsr ] || $g -q generate rmat --scale 17 --edge-factor 8 \
   --features 128 --classes 40 -o /tmp/arxiv.gcsr > "$W/generate-arxiv.log" 2>&1; }
 for name in $graphs; do
   case $name in

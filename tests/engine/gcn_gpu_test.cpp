@@ -117,7 +117,7 @@ TEST_SUITE("gpu") {
       cfg.spmm = algo;
       const Trace eager = run_steps(sbm, cfg, CudaGraphMode::kOff, 8);
       const Trace graph = run_steps(sbm, cfg, CudaGraphMode::kAuto, 8);
-      MESSAGE(to_string(algo) << ": " << graph.status);
+      MESSAGE(std::string(to_string(algo)) << ": " << graph.status);
       CHECK((graph.status.rfind("on (", 0) == 0 || graph.status.rfind("off: ", 0) == 0));
       CHECK(graph.replays == (graph.status.rfind("on (", 0) == 0 ? 6 : 0));
       REQUIRE(graph.losses.size() == eager.losses.size());
@@ -178,7 +178,7 @@ TEST_SUITE("gpu") {
         cfg.model.seed = static_cast<std::uint64_t>(s);
         sum += train_single(p, Device::parse("cuda:0"), cfg).accuracy[2];
       }
-      MESSAGE(name << " GPU mean test accuracy " << 10 * sum << " %");
+      MESSAGE(std::string(name) << " GPU mean test accuracy " << 10 * sum << " %");
       CHECK(sum / 10 >= (std::string(name) == "cora" ? 0.805 : 0.695));
     }
   }
@@ -224,7 +224,7 @@ TEST_SUITE("gpu") {
         cfg.model.precision = Precision::kBf16;
         sum16 += train_single(p, Device::parse("cuda:0"), cfg).accuracy[2];
       }
-      MESSAGE(name << " GPU mean test accuracy over 10 seeds: fp32 " << 10 * sum32 << " %, bf16 " << 10 * sum16
+      MESSAGE(std::string(name) << " GPU mean test accuracy over 10 seeds: fp32 " << 10 * sum32 << " %, bf16 " << 10 * sum16
                    << " %");
       CHECK(std::fabs(sum16 - sum32) / 10 <= 0.005);
     }
