@@ -68,6 +68,10 @@ def test_bad_train_arguments_name_the_parameter():
         gcnpart.train(ds, hidden="wide", epochs=1, progress=False)
     with pytest.raises(gcnpart.InvalidInput, match=r"parameter hiden"):
         gcnpart.train(ds, hiden=4, epochs=1, progress=False)
+    with pytest.raises(gcnpart.InvalidInput, match=r"parameter cuda_graph.*'sometimes'"):
+        gcnpart.train(ds, cuda_graph="sometimes", epochs=1, progress=False)
+    with pytest.raises(gcnpart.InvalidInput, match=r"--cuda-graph.*single"):  # on needs one GPU, single strategy
+        gcnpart.train(ds, cuda_graph="on", epochs=1, progress=False)
 
 
 def test_memory_limit_gives_out_of_memory_with_numbers():

@@ -47,6 +47,7 @@ def test_report_has_accuracies_losses_times_memory_and_weights():
     shapes = [w.shape for w in r.weights]
     assert shapes == [(ds.num_features, 8), (8,), (8, ds.num_classes), (ds.num_classes,)]
     assert all(w.dtype == np.float32 for w in r.weights)
+    assert r.cuda_graph == "off: single CUDA device only"  # the CPU launches nothing
 
 
 def test_predict_gives_the_logits_of_every_node_in_the_users_order():
@@ -129,3 +130,6 @@ def test_gpu_training_matches_cpu_accuracy_closely():
     gpu = gcnpart.train(ds, device="cuda", epochs=50, progress=False)
     assert abs(cpu.test_accuracy - gpu.test_accuracy) < 0.02
     assert gpu.predict().shape == (ds.num_nodes, ds.num_classes)
+    assert gpu.cuda_graph.startswith("on (")
+    eager = gcnpart.train(ds, device="cuda", epochs=50, progress=False, cuda_graph="off")
+    assert eager.cuda_graph == "off" and abs(eager.test_accuracy - gpu.test_accuracy) < 0.02

@@ -353,6 +353,7 @@ class TrainReport:
         epoch_time: median seconds per epoch over every run's epochs after the first (warm-up).
         memory: {"peak_bytes", "by_category": {category: bytes at the peak}} of device 0 (run 1).
         weights: [W0 (in, out), b0 (out,), W1, b1, ...] as float32 numpy arrays (run 1).
+        cuda_graph: whether the epochs replayed a captured CUDA Graph (GPU, single strategy).
     """
 
     def __init__(self, result: "_core.TrainResult", dataset: Dataset, device: str):
@@ -390,6 +391,12 @@ class TrainReport:
     def memory(self) -> dict:
         m = self._doc["summary"]["memory"]
         return {"peak_bytes": m["peak_bytes"], "by_category": m["at_peak_by_category"]}
+
+    @property
+    def cuda_graph(self) -> str:
+        """Whether the epochs replayed a CUDA Graph of the step: "on (N nodes, workspace B bytes)", "off", or
+        "off: <why>" (the CPU, a multi-device strategy, ``cuda_graph="off"``, or a capture that failed)."""
+        return self._doc.get("cuda_graph", "off")
 
     @property
     def weights(self) -> list:
@@ -523,7 +530,10 @@ def train(dataset: Dataset, *, device: str = "cpu", strategy: str = "single", pa
         **options: early_stopping, normalize_features, weight_decay_all_layers, memory_limit (bytes or "24GB"),
             partitioner, balance, metis_sample, spmm, checkpoint_dir, checkpoint_every, resume, load_weights,
             boundary_overlap, gather_chunks, link_bench, reorder ("degree", the default: nodes renumbered once
-            for memory locality, exact and reported in your node order; "none", "rcm", "metis").
+            for memory locality, exact and reported in your node order; "none", "rcm", "metis"), cuda_graph
+            ("auto", the default: on one GPU with the single strategy every epoch from the third replays a CUDA
+            Graph of the step, the report's ``cuda_graph`` says whether it did; "on": the same, an error where it
+            cannot; "off"), spmm_long_row, spmm_segment, spmm_lanes (the own SpMM's tuning).
 
     Returns:
         TrainReport with accuracies, losses, epoch times, memory by category, ``.weights`` and ``.predict()``.
