@@ -79,7 +79,7 @@ partition::DeviceShape device_shape(const LocalProblem& p) {
   return s;
 }
 
-partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int stage) {
+partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int stage, bool communicator) {
   partition::ModelSpec m;
   m.layers = c.layers;
   m.hidden = c.hidden;
@@ -92,7 +92,7 @@ partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int s
   m.spmm_pad = c.spmm_tuning.pad;
   m.stages = c.pipeline_stages;
   m.stage = stage;
-  m.cuda_graph = c.cuda_graph != CudaGraphMode::kOff;
+  m.cuda_graph = c.cuda_graph != CudaGraphMode::kOff && !communicator && c.pipeline_stages == 1;
   return m;
 }
 
@@ -144,7 +144,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   // Every buffer below (and the aggregation's) is allocated by name from the allocation plan, which the memory
   // model sums too; the plan also decides which optional buffers exist.
   const partition::DeviceShape shape = device_shape(problem);
-  const partition::ModelSpec spec = model_spec(problem, config_, stage_);
+  const partition::ModelSpec spec = model_spec(problem, config_, stage_, comm_ != nullptr);
   const AllocationPlan plan = partition::allocation_plan(shape, spec, ctx.is_cuda() ? Backend::kCuda : Backend::kCpu);
 
   // Data (the graph and its normalisation go to the aggregation, below).
@@ -239,14 +239,22 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   staged_scalars_.assign(static_cast<std::size_t>(step_scalars_.size()), 0);
   static_assert(kMaxLayers == 64, "the allocation plan's step_scalars holds 64 keys and one slot");
   blas_workspace_ = take_if_planned<std::byte>(res_, plan, "cublas_graph_workspace");
-  const bool graph_possible = ctx.is_cuda() && comm_ == nullptr && stages_ == 1 && blas_workspace_.size() > 0;
+  // The plan holds the workspace exactly where a step can be captured: one CUDA device, no communicator, one stage.
+  const bool graph_possible = blas_workspace_.size() > 0;
+  GCNPART_EXPECTS(!graph_possible || (ctx.is_cuda() && comm_ == nullptr && stages_ == 1),
+                  "the allocation plan and the model agree on when a step is captured");
+  if (graph_possible) {  // every GEMM of this model, eager or captured, uses it: one workspace, the same algorithms
+    kernels::set_blas_workspace(ctx, blas_workspace_.data(), static_cast<std::size_t>(blas_workspace_.size()));
+    blas_bound_ = true;
+  }
   if (config_.cuda_graph == CudaGraphMode::kOn && !graph_possible)
     throw InvalidInput::parameter("--cuda-graph", "on",
                                   "auto or off here: a captured step covers one CUDA device without a communicator "
                                   "(the single strategy)");
   graph_status_ = config_.cuda_graph == CudaGraphMode::kOff ? "off"
                   : graph_possible                          ? "pending"
-                                                            : "off: single CUDA device only";
+                  : !ctx.is_cuda()                          ? "off: CPU device"
+                                                            : "off: a multi-device strategy";
 
   std::vector<std::int64_t> widths = partition::aggregation_widths(spec);
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
@@ -285,7 +293,15 @@ GcnModel::~GcnModel() {
     res_.synchronize();
   } catch (...) {
   }
-  res_.set_workspace_allocator(nullptr);  // before the arena goes
+  // Leave the shared Resources as found: its allocator (if it is still our arena) and cuBLAS's own workspace pool
+  // (cublasSetStream resets it) instead of our buffer, which is freed with this model.
+  if (arena_ != nullptr && res_.context().allocator == arena_.get()) res_.set_workspace_allocator(nullptr);
+  if (blas_bound_) {
+    try {
+      kernels::reset_blas_workspace(res_.context());
+    } catch (...) {
+    }
+  }
   graph_.reset();
   arena_.reset();
 }
@@ -297,7 +313,7 @@ void GcnModel::stage_step_scalars(int epoch, std::int64_t step) {
     staged_scalars_[static_cast<std::size_t>(l)] = rng::stream_key(
         config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(l));
   float corrections[2] = {1.0f, 1.0f};
-  if (step >= 1) kernels::adam_corrections(kernels::AdamParams{}, step, corrections);
+  if (step >= 1) kernels::adam_corrections(adam_params(), step, corrections);
   std::memcpy(&staged_scalars_[kMaxLayers], corrections, sizeof corrections);
   // A pageable source: the copy has read it when the call returns, so the host copy may change right after.
   kernels::copy_async(res_.context(), step_scalars_.data(), staged_scalars_.data(),
@@ -595,17 +611,16 @@ void GcnModel::capture_step() {
   try {
     res_.memory().release_cache();  // the measured step's blocks: the arena takes their place
     arena_->reserve(res_.stream());
+    graph_ = std::make_unique<StepGraph>();
+    // Bound at construction; again here, in case another model on the same Resources bound its own since: the
+    // graph keeps the address it captures.
+    kernels::set_blas_workspace(res_.context(), blas_workspace_.data(), static_cast<std::size_t>(blas_workspace_.size()));
+    arena_->set_fallback(false);
+    why = graph_->capture(res_.stream(), [this] { enqueue_step(); });
   } catch (const std::exception& e) {
     why = e.what();
   }
-  if (why.empty()) {
-    // cuBLAS's own pool would be re-allocated for the graph (32 MiB on Hopper, untracked): give it the planned one.
-    kernels::set_blas_workspace(res_.context(), blas_workspace_.data(), static_cast<std::size_t>(blas_workspace_.size()));
-    arena_->set_fallback(false);
-    graph_ = std::make_unique<StepGraph>();
-    why = graph_->capture(res_.stream(), [this] { enqueue_step(); });
-    arena_->set_fallback(true);
-  }
+  arena_->set_fallback(true);
   if (!why.empty()) {
     graph_.reset();
     res_.set_workspace_allocator(nullptr);
@@ -622,10 +637,11 @@ void GcnModel::capture_step() {
 
 double GcnModel::train_step(int epoch) {
   res_.activate();
-  ++step_;
-  stage_step_scalars(epoch, step_);
+  // step_ counts completed steps: a step that throws is not counted (adam_async takes step_ + 1).
+  stage_step_scalars(epoch, step_ + 1);
   last_epoch_ = epoch;
   const bool profiled = res_.context().profiler != nullptr;  // profiled steps run eagerly (events per operation)
+  bool counted = false;
   if (graph_ != nullptr && !profiled) {
     graph_->launch(res_.stream());
   } else if (graph_status_ == "pending" && !profiled && ++graph_calls_ == 2) {
@@ -635,11 +651,14 @@ double GcnModel::train_step(int epoch) {
     try {
       enqueue_step();
       sync();
-    } catch (...) {
+    } catch (const std::exception& e) {
       res_.set_workspace_allocator(nullptr);
       arena_.reset();
+      graph_status_ = std::string("off: the step before the capture failed: ") + e.what();
       throw;
     }
+    ++step_;  // this step is done: a failed capture (--cuda-graph on throws) leaves it counted
+    counted = true;
     capture_step();
   } else {
     enqueue_step();
@@ -647,6 +666,7 @@ double GcnModel::train_step(int epoch) {
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
   sync();
+  if (!counted) ++step_;
   return loss;
 }
 
@@ -723,10 +743,9 @@ void GcnModel::adam_async() {
   const Context& ctx = res_.context();
   for (int l = first_; l < last_; ++l) {
     const Layer& ly = layers_[l];
-    kernels::AdamParams ap;
-    ap.lr = config_.lr;
-    ap.step = step_;                         // counted by train_step
-    ap.corrections_at = step_corrections();  // staged for step_ (a replay reads its own step's)
+    kernels::AdamParams ap = adam_params();
+    ap.step = step_ + 1;                     // the step being taken (train_step counts it when it is done)
+    ap.corrections_at = step_corrections();  // staged for it (a replay reads its own step's)
     ap.weight_decay = ly.decay ? config_.weight_decay : 0.0f;
     kernels::adam_step_async(ctx, params_.data() + ly.w_offset, grads_.data() + ly.w_offset,
                              adam_m_.data() + ly.w_offset, adam_v_.data() + ly.w_offset, ly.in * ly.out, ap);

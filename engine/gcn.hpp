@@ -75,7 +75,9 @@ struct GcnConfig {
 /// rows, matrix entries, feature non-zeros, split rows, gather table.
 partition::DeviceShape device_shape(const LocalProblem& problem);
 /// The model as the allocation plan sees it (partition::ModelSpec); stage: this device's pipeline stage.
-partition::ModelSpec model_spec(const LocalProblem& problem, const GcnConfig& config, int stage = 0);
+/// communicator: the device trains with others (a strategy's communicator, even of one device): no captured step.
+partition::ModelSpec model_spec(const LocalProblem& problem, const GcnConfig& config, int stage = 0,
+                                bool communicator = false);
 
 /// Everything that changes while training: the optimiser step and the flat parameter and Adam buffers.
 struct ModelState {
@@ -134,7 +136,7 @@ class GcnModel {
   /// Host copy of the logits of the last forward (rows x classes).
   [[nodiscard]] std::vector<float> logits();
   /// Whether train_step replays a CUDA Graph: "on (N nodes, workspace B bytes)", "pending" (before the capture),
-  /// "off" (not asked for, or not possible here: "off: single CUDA device only") or "off: <why the capture failed>".
+  /// "off" (not asked for), "off: CPU device", "off: a multi-device strategy" or "off: <why the capture failed>".
   [[nodiscard]] const std::string& cuda_graph_status() const noexcept { return graph_status_; }
   /// Steps replayed from the captured graph so far.
   [[nodiscard]] std::int64_t cuda_graph_replays() const noexcept;
@@ -175,6 +177,12 @@ class GcnModel {
   [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
   void backward_async();
   void adam_async();
+  /// Adam's settings (learning rate; betas and epsilon at their defaults), shared by the step and its staged corrections.
+  [[nodiscard]] kernels::AdamParams adam_params() const {
+    kernels::AdamParams ap;
+    ap.lr = config_.lr;
+    return ap;
+  }
   std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
   /// Host copies of a flat stored parameter-shaped buffer, as the model's tensors (W0, b0, W1, b1, ...) or
   /// concatenated (the checkpoint layout, independent of the padding), and back.
@@ -227,7 +235,8 @@ class GcnModel {
   // Step scalars (device): the dropout key of every layer (kMaxLayers), then Adam's two corrections (one slot).
   static constexpr int kMaxLayers = 64;
   Buffer<std::uint64_t> step_scalars_;
-  Buffer<std::byte> blas_workspace_;  ///< the captured GEMMs' cuBLAS workspace (planned: single CUDA device, graph on)
+  Buffer<std::byte> blas_workspace_;  ///< the GEMMs' cuBLAS workspace (planned: single CUDA device, graph on)
+  bool blas_bound_ = false;           ///< this model bound blas_workspace_ to the shared cuBLAS handle
   std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
   // CUDA Graph of train_step (single device): calls counts train_step calls (capture on the second).
   std::unique_ptr<StackArena> arena_;

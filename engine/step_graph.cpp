@@ -89,6 +89,8 @@ std::string StepGraph::capture(cudaStream_t stream, const std::function<void()>&
     body();
   } catch (const std::exception& e) {
     why = e.what();
+  } catch (...) {
+    why = "an exception that is not a std::exception";
   }
   cudaGraph_t graph = nullptr;
   err = cudaStreamEndCapture(stream, &graph);

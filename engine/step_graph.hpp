@@ -84,7 +84,7 @@ class StepGraph {
   /// Enqueues the graph on `stream`. @throws DeviceError; LogicError before a successful capture.
   void launch(cudaStream_t stream);
   [[nodiscard]] bool ready() const noexcept { return exec_ != nullptr; }
-  /// Kernel, copy and memset nodes of the captured graph (0 before capture).
+  /// Nodes of the captured graph, of every kind (0 before capture).
   [[nodiscard]] std::size_t nodes() const noexcept { return nodes_; }
   /// Replays so far.
   [[nodiscard]] std::int64_t launches() const noexcept { return launches_; }

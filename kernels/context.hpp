@@ -50,5 +50,8 @@ void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes);
 /// the handle may use it) from now on instead of cuBLAS's own pool (cublasSetWorkspace); a captured CUDA Graph then
 /// allocates none (engine::GcnModel's captured step). CPU: no-op.
 void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes);
+/// CUDA: the handle's GEMMs use cuBLAS's own workspace pool again (before the buffer given to set_blas_workspace is
+/// freed). CPU: no-op.
+void reset_blas_workspace(const Context& ctx);
 
 }  // namespace gcnpart::kernels

@@ -119,6 +119,8 @@ void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes) 
   GCNPART_DISPATCH(set_blas_workspace(ctx, workspace, bytes));
 }
 
+void reset_blas_workspace(const Context& ctx) { GCNPART_DISPATCH(reset_blas_workspace(ctx)); }
+
 void memset_zero_async(const Context& ctx, void* dst, std::size_t bytes) {
   if (bytes == 0) return;
   GCNPART_EXPECTS(dst != nullptr, "memset_zero_async needs a buffer");

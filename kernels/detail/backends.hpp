@@ -66,7 +66,8 @@
   void synchronize(const Context& ctx);                                                                            \
   void copy(const Context& ctx, void* dst, const void* src, std::size_t bytes);                                    \
   void memset_zero(const Context& ctx, void* dst, std::size_t bytes);                                              \
-  void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes);
+  void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes);                               \
+  void reset_blas_workspace(const Context& ctx);
 // clang-format on
 
 namespace gcnpart::kernels::detail {

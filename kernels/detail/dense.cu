@@ -519,6 +519,10 @@ void set_blas_workspace(const Context& ctx, void* workspace, std::size_t bytes) 
   GCNPART_CUBLAS_TRY(cublasSetWorkspace(ctx.cublas, workspace, bytes));
 }
 
+void reset_blas_workspace(const Context& ctx) {
+  GCNPART_CUBLAS_TRY(cublasSetStream(ctx.cublas, ctx.stream));  // resets the workspace to cuBLAS's own pool
+}
+
 // ------------------------------------------------------------------------------------------------ dense
 
 void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k, float alpha,

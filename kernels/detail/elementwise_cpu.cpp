@@ -47,6 +47,7 @@ void copy(const Context&, void* dst, const void* src, std::size_t bytes) { std::
 
 void memset_zero(const Context&, void* dst, std::size_t bytes) { std::memset(dst, 0, bytes); }
 void set_blas_workspace(const Context&, void*, std::size_t) {}  // the CPU GEMM takes no workspace
+void reset_blas_workspace(const Context&) {}
 
 void column_sum(const Context&, const float* x, std::int64_t rows, std::int64_t width, float* out) {
   const std::int64_t chunks = (rows + kReduceChunk - 1) / kReduceChunk;

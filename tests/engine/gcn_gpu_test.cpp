@@ -8,6 +8,7 @@
 #include "dataset_fixtures.hpp"
 #include "datasets/loaders.hpp"
 #include "engine/gcn.hpp"
+#include "engine/step_graph.hpp"
 #include "kernels/op_profiler.hpp"
 #include "engine/trainer.hpp"
 #include "test_support.hpp"
@@ -146,6 +147,36 @@ TEST_SUITE("gpu") {
     res.set_profiler(nullptr);
     CHECK(model.cuda_graph_replays() == 2);
     CHECK(profiler.summary().total_ms() > 0);
+  }
+
+  TEST_CASE("capturing the step takes no device memory beyond its arena, and a failed capture leaves the stream usable") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem p = single_device_problem(testing::cora(), true);
+    GcnConfig cfg;
+    cfg.spmm = SpmmAlgo::kOwn;
+    Resources res(Device::parse("cuda:0"));
+    {
+      GcnModel model(res, p, cfg);
+      (void)model.train_step(0);
+      const std::int64_t before = res.driver_used_bytes();
+      (void)model.train_step(1);  // measured, then captured
+      const std::int64_t after = res.driver_used_bytes();
+      REQUIRE(model.cuda_graph_status().rfind("on (", 0) == 0);
+      // Cora's arena is about 54 KiB; an untracked cuBLAS pool for the graph would be 32 MiB (driver granularity 2 MiB).
+      CHECK_MESSAGE(after - before <= (std::int64_t{4} << 20), "driver grew by " << (after - before) << " bytes");
+      for (int e = 2; e < 5; ++e) (void)model.train_step(e);
+      CHECK(model.cuda_graph_replays() == 3);
+    }
+    // After the model is gone the shared handle's GEMMs use cuBLAS's own pool again, and the allocator is restored.
+    CHECK(res.context().allocator == &res.memory());
+    StepGraph g;
+    const std::string why = g.capture(res.stream(), [&] { res.synchronize(); });  // a sync cannot be captured
+    CHECK_FALSE(why.empty());
+    CHECK_FALSE(g.ready());
+    MESSAGE("refused capture: " << why);
+    GcnModel again(res, p, cfg);  // the stream, the handle and the memory still work
+    for (int e = 0; e < 4; ++e) (void)again.train_step(e);
+    CHECK(again.cuda_graph_replays() == 2);
   }
 
   TEST_CASE("CPU and GPU training on Cora give the same loss per epoch within 1e-4 relative for 20 epochs") {

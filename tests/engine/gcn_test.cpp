@@ -623,7 +623,7 @@ TEST_CASE("--cuda-graph parses auto / on / off and the CPU trains eagerly, refus
   Resources res(Device{});
   {
     GcnModel model(res, p, cfg);
-    CHECK(model.cuda_graph_status() == "off: single CUDA device only");
+    CHECK(model.cuda_graph_status() == "off: CPU device");
     for (int e = 0; e < 4; ++e) (void)model.train_step(e);
     CHECK(model.cuda_graph_replays() == 0);
   }

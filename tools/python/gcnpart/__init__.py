@@ -395,7 +395,7 @@ class TrainReport:
     @property
     def cuda_graph(self) -> str:
         """Whether the epochs replayed a CUDA Graph of the step: "on (N nodes, workspace B bytes)", "off", or
-        "off: <why>" (the CPU, a multi-device strategy, ``cuda_graph="off"``, or a capture that failed)."""
+        "off: <why>" ("CPU device", "a multi-device strategy", or why a capture failed)."""
         return self._doc.get("cuda_graph", "off")
 
     @property
