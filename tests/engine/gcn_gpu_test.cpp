@@ -109,6 +109,38 @@ TEST_SUITE("gpu") {
     CHECK(same_bits(graph.params, eager.params));
   }
 
+  TEST_CASE("a captured step resumed from a checkpointed state continues bit for bit as an uninterrupted eager run") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem sbm = single_device_problem(testing::dense_feature_graph(), false);
+    for (Precision precision : {Precision::kFp32, Precision::kBf16}) {
+      INFO(to_string(precision));
+      GcnConfig cfg;
+      cfg.hidden = 32;
+      cfg.precision = precision;
+      cfg.spmm = SpmmAlgo::kOwn;
+      cfg.spmm_tuning.long_row = std::int64_t{1} << 40;
+      const Trace whole = run_steps(sbm, cfg, CudaGraphMode::kOff, 9);
+      ModelState saved;
+      std::vector<double> losses;
+      {
+        cfg.cuda_graph = CudaGraphMode::kOn;
+        Resources res(Device::parse("cuda:0"));
+        GcnModel first(res, sbm, cfg);
+        for (int e = 0; e < 5; ++e) losses.push_back(first.train_step(e));
+        saved = first.state();
+        CHECK(first.cuda_graph_replays() == 3);
+      }
+      Resources res(Device::parse("cuda:0"));
+      GcnModel resumed(res, sbm, cfg);
+      resumed.set_state(saved);
+      for (int e = 5; e < 9; ++e) losses.push_back(resumed.train_step(e));
+      CHECK(resumed.cuda_graph_replays() == 2);  // steps 6 and 7 eager (the second captured), 8 and 9 replayed
+      CHECK(resumed.state().step == 9);
+      CHECK(losses == whole.losses);
+      CHECK(same_bits(resumed.parameters(), whole.params));
+    }
+  }
+
   TEST_CASE("CUDA Graph capture with the automatic and the cuSPARSE SpMM: replays, or eager with the reason") {
     REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
     const LocalProblem sbm = single_device_problem(testing::dense_feature_graph(), false);
