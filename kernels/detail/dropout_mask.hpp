@@ -9,6 +9,7 @@
 // such blocks (bag-of-words, ~1% non-zero), so this skips most of the Philox work.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 
 #include "kernels/core/host_device.hpp"
@@ -27,6 +28,14 @@ GCNPART_HD rng::Philox4 dropout_draw(std::uint64_t key, std::int64_t global_node
 GCNPART_HD bool dropout_word_keeps(std::uint32_t word, float keep_probability) {
   return rng::to_unit_float(word) < keep_probability;
 }
+
+/// dropout_word_keeps as one integer comparison: (word >> 8) < dropout_keep_below(keep_probability) decides exactly
+/// as to_unit_float(word) < keep_probability does. The 24-bit value v = word >> 8 is kept when v 2^-24 < k, i.e. v <
+/// k 2^24, which for an integer v is v < ceil(k 2^24); k 2^24 is exact in float (a power-of-two scaling of k <= 1).
+GCNPART_HD std::uint32_t dropout_keep_below(float keep_probability) {
+  return static_cast<std::uint32_t>(ceilf(keep_probability * 16777216.0f));
+}
+GCNPART_HD bool dropout_word_keeps_below(std::uint32_t word, std::uint32_t keep_below) { return (word >> 8) < keep_below; }
 
 GCNPART_HD float dropout_keep_probability(float p) { return 1.0f - p; }
 GCNPART_HD float dropout_scale(float p) { return 1.0f / (1.0f - p); }

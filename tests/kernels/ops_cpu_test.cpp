@@ -14,6 +14,7 @@
 
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
+#include "kernels/detail/dropout_mask.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"
 
@@ -826,4 +827,28 @@ TEST_CASE("Adam with its corrections read as the kernel runs (AdamParams::correc
   adam_step_async(kCpu, w3.data(), g.data(), m3.data(), v3.data(), 50, at_run);
   CHECK(w3 != w1);
   CHECK_THROWS_AS(adam_corrections(by_step, 0, corrections), InvalidInput);
+}
+
+TEST_CASE("the integer keep test decides exactly as the float one, for any drop probability and word") {
+  std::mt19937_64 gen(71);
+  std::vector<float> ps = {0.5f, 0.1f, 0.9f, 1.0f / 3.0f, 0.2f, 0.7f, 1e-8f, 0.999999f, std::nextafter(0.5f, 1.0f)};
+  std::uniform_real_distribution<float> uniform(0.0f, 1.0f);
+  for (int i = 0; i < 200; ++i) ps.push_back(uniform(gen));
+  std::uniform_int_distribution<std::uint32_t> words;
+  for (float p : ps) {
+    CAPTURE(p);
+    const float k = kernels::detail::dropout_keep_probability(p);
+    const std::uint32_t below = kernels::detail::dropout_keep_below(k);
+    bool agree = true;
+    auto check = [&](std::uint32_t w) {
+      agree = agree && kernels::detail::dropout_word_keeps_below(w, below) == kernels::detail::dropout_word_keeps(w, k);
+    };
+    for (int j = 0; j < 2000; ++j) check(words(gen));
+    for (std::int64_t v = std::int64_t{below} - 2; v <= std::int64_t{below} + 1; ++v)  // around the threshold
+      if (v >= 0 && v < (std::int64_t{1} << 24))
+        for (std::uint32_t low : {0u, 1u, 255u}) check((static_cast<std::uint32_t>(v) << 8) | low);
+    check(0u);
+    check(0xFFFFFFFFu);
+    CHECK(agree);
+  }
 }
