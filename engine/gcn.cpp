@@ -92,7 +92,7 @@ partition::ModelSpec model_spec(const LocalProblem& p, const GcnConfig& c, int s
   m.spmm_pad = c.spmm_tuning.pad;
   m.stages = c.pipeline_stages;
   m.stage = stage;
-  m.cuda_graph = c.cuda_graph != CudaGraphMode::kOff && !communicator && c.pipeline_stages == 1;
+  m.cuda_graph = communicator ? CudaGraphMode::kOff : c.cuda_graph;
   return m;
 }
 
@@ -254,7 +254,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   graph_status_ = config_.cuda_graph == CudaGraphMode::kOff ? "off"
                   : graph_possible                          ? "pending"
                   : !ctx.is_cuda()                          ? "off: CPU device"
-                                                            : "off: a multi-device strategy";
+                  : comm_ != nullptr || stages_ > 1         ? "off: a multi-device strategy"
+                                                            : "off: auto, a large step (rows x width above 2^25: "
+                                                              "launches are a small part of it; --cuda-graph on)";
 
   std::vector<std::int64_t> widths = partition::aggregation_widths(spec);
   if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans

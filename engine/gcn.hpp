@@ -20,10 +20,11 @@
 namespace gcnpart::engine {
 
 /// Whether GcnModel::train_step replays a captured CUDA Graph (`--cuda-graph`). kAuto: on one CUDA device without
-/// a communicator (the single strategy), capturing the second step and replaying it from the third; a capture that
-/// fails leaves the steps eager and says why (GcnModel::cuda_graph_status). kOn: the same, but a failed capture or
-/// a configuration it cannot cover is an error. kOff: every step eager.
-enum class CudaGraphMode { kAuto, kOn, kOff };
+/// a communicator (the single strategy) when the step is small (partition::captures_step: rows x widest width up to
+/// 2^25, where launches are a measurable part of a step), capturing the second step and replaying it from the
+/// third; a capture that fails leaves the steps eager and says why (GcnModel::cuda_graph_status). kOn: whatever the
+/// size, and a failed capture or a configuration it cannot cover is an error. kOff: every step eager.
+using CudaGraphMode = partition::CudaGraphMode;
 
 /// "auto", "on", "off" and back. @throws InvalidInput naming `parameter`.
 const char* cuda_graph_mode_name(CudaGraphMode m) noexcept;

@@ -60,6 +60,14 @@ const Allocation* find_allocation(const std::vector<Allocation>& plan, std::stri
   return nullptr;
 }
 
+bool captures_step(const DeviceShape& s, const ModelSpec& m, Backend backend) {
+  if (backend != Backend::kCuda || s.parts > 1 || m.stages != 1 || m.cuda_graph == CudaGraphMode::kOff) return false;
+  if (m.cuda_graph == CudaGraphMode::kOn) return true;
+  const auto d = m.stored_dims();
+  const std::int64_t widest = d.empty() ? 0 : *std::max_element(d.begin(), d.end());
+  return s.rows * widest <= kCudaGraphAutoElements;
+}
+
 std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m, Backend backend) {
   m.validate();
   expect_count("rows", s.rows);
@@ -149,7 +157,7 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   add("accuracy_counters", "accuracy counters", C::kWorkspace, 4, kCounterBytes);
   // engine::GcnModel's step scalars: 64 dropout keys (the layer limit) and Adam's two corrections in one slot.
   add("step_scalars", "dropout keys and Adam corrections of a step", C::kWorkspace, 65, 8);
-  if (backend == Backend::kCuda && m.cuda_graph && s.parts <= 1 && m.stages == 1)
+  if (captures_step(s, m, backend))
     add("cublas_graph_workspace", "cuBLAS workspace of the captured step's GEMMs", C::kWorkspace,
         kCudaGraphBlasWorkspace, 1);
 

@@ -29,6 +29,11 @@ using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCa
 // tuning) are the engine's own enums (kernels/core/enums.hpp).
 
 /// The GCN as the memory model sees it: the sizes engine::GcnConfig and the dataset give it.
+/// Whether engine::GcnModel captures its training step as a CUDA Graph (GcnConfig::cuda_graph, `--cuda-graph`):
+/// kAuto where it pays (one CUDA device, a small step: allocation_plan.hpp, captures_step), kOn wherever it can, kOff
+/// never.
+enum class CudaGraphMode { kAuto, kOn, kOff };
+
 struct ModelSpec {
   int layers = 2;
   std::int64_t hidden = 16;
@@ -47,9 +52,9 @@ struct ModelSpec {
   /// [stage L / stages, (stage + 1) L / stages). 1 stage: every layer.
   int stages = 1;
   int stage = 0;
-  /// GcnConfig::cuda_graph is not off: a single CUDA device (one part, one stage) captures its training step and
-  /// holds the cuBLAS workspace of the captured GEMMs (kCudaGraphBlasWorkspace, allocation_plan).
-  bool cuda_graph = true;
+  /// GcnConfig::cuda_graph (kOff for a device with a communicator): where captures_step() says so, the device
+  /// captures its training step and holds the captured GEMMs' cuBLAS workspace (kCudaGraphBlasWorkspace).
+  CudaGraphMode cuda_graph = CudaGraphMode::kAuto;
 
   /// Layer widths: features, hidden x (layers - 1), classes (as GcnConfig::dims).
   [[nodiscard]] std::vector<std::int64_t> dims() const;

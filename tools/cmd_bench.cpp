@@ -260,8 +260,9 @@ Command register_bench(CLI::App& app) {
   e->add_option("--hidden", epoch_opts->hidden, "Hidden width")->capture_default_str();
   e->add_flag("--no-normalize", epoch_opts->no_normalize, "Do not row-normalise the input features");
   e->add_option("--cuda-graph", epoch_opts->cuda_graph,
-                "Timed epochs replay a CUDA Graph of the step captured on the second epoch (auto, on) or launch every "
-                "kernel (off); the profiled epoch is always launched kernel by kernel")
+                "Timed epochs replay a CUDA Graph of the step captured on the second epoch (on; auto: when rows x "
+                "widest width <= 2^25) or launch every kernel (off); the profiled epoch is always launched kernel by "
+                "kernel")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
 

@@ -280,8 +280,9 @@ Command register_train(CLI::App& app) {
   add_spmm_tuning_options(*cmd, m.spmm_tuning);
   cmd->add_option("--cuda-graph", o->cuda_graph,
                   "Replay the training step as a CUDA Graph captured on the second epoch (one launch per epoch instead "
-                  "of one per kernel): auto = on one GPU with the single strategy; on = the same, an error where it "
-                  "cannot; off = launch every kernel")
+                  "of one per kernel; holds a 32 MiB cuBLAS workspace): auto = on one GPU with the single strategy "
+                  "when rows x widest width <= 2^25 (small steps, where launches matter); on = whatever the size, an "
+                  "error where it cannot; off = launch every kernel")
       ->check(CLI::IsMember({"auto", "on", "off"}))
       ->capture_default_str();
   cmd->add_option("--boundary-overlap", m.boundary_overlap,

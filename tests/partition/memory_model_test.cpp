@@ -618,3 +618,46 @@ TEST_SUITE("gpu") {
   }
 }
 
+
+TEST_CASE("the captured step's cuBLAS workspace is planned exactly where the step is captured") {
+  DeviceShape s;
+  s.rows = 100'000;
+  s.graph_entries = 1'000'000;
+  s.split_rows = {1000, 500, 500};
+  ModelSpec m;
+  m.features = 128;
+  m.classes = 40;
+  m.hidden = 256;
+  auto planned = [&](Backend b) { return find_allocation(allocation_plan(s, m, b), "cublas_graph_workspace"); };
+  // auto: 100 k rows x 256 = 25.6 M elements <= 2^25: captured, on CUDA only.
+  CHECK(captures_step(s, m, Backend::kCuda));
+  REQUIRE(planned(Backend::kCuda) != nullptr);
+  CHECK(planned(Backend::kCuda)->bytes() == kCudaGraphBlasWorkspace);
+  CHECK_FALSE(captures_step(s, m, Backend::kCpu));
+  CHECK(planned(Backend::kCpu) == nullptr);
+  // A large step: auto leaves it eager (and plans no workspace), on captures it anyway.
+  s.rows = 200'000;  // 51.2 M elements
+  CHECK_FALSE(captures_step(s, m, Backend::kCuda));
+  CHECK(planned(Backend::kCuda) == nullptr);
+  m.cuda_graph = CudaGraphMode::kOn;
+  CHECK(captures_step(s, m, Backend::kCuda));
+  CHECK(planned(Backend::kCuda) != nullptr);
+  // The widest stored width counts (features here), and never a split device, a pipeline or off.
+  m.cuda_graph = CudaGraphMode::kAuto;
+  m.hidden = 16;
+  m.features = 602;  // stored 604
+  s.rows = 50'000;   // 30.2 M elements
+  CHECK(captures_step(s, m, Backend::kCuda));
+  s.rows = 60'000;  // 36.2 M
+  CHECK_FALSE(captures_step(s, m, Backend::kCuda));
+  s.rows = 1000;
+  s.parts = 2;
+  CHECK_FALSE(captures_step(s, m, Backend::kCuda));
+  s.parts = 1;
+  m.stages = 2;
+  m.layers = 2;
+  CHECK_FALSE(captures_step(s, m, Backend::kCuda));
+  m.stages = 1;
+  m.cuda_graph = CudaGraphMode::kOff;
+  CHECK_FALSE(captures_step(s, m, Backend::kCuda));
+}

@@ -531,9 +531,9 @@ def train(dataset: Dataset, *, device: str = "cpu", strategy: str = "single", pa
             partitioner, balance, metis_sample, spmm, checkpoint_dir, checkpoint_every, resume, load_weights,
             boundary_overlap, gather_chunks, link_bench, reorder ("degree", the default: nodes renumbered once
             for memory locality, exact and reported in your node order; "none", "rcm", "metis"), cuda_graph
-            ("auto", the default: on one GPU with the single strategy every epoch from the third replays a CUDA
-            Graph of the step, the report's ``cuda_graph`` says whether it did; "on": the same, an error where it
-            cannot; "off"), spmm_long_row, spmm_segment, spmm_lanes (the own SpMM's tuning).
+            ("auto", the default: on one GPU with the single strategy and a small step, rows x widest width up to
+            2^25, every epoch from the third replays a CUDA Graph of the step, the report's ``cuda_graph`` says
+            whether it did; "on": whatever the size, an error where it cannot; "off"), spmm_long_row, spmm_segment, spmm_lanes (the own SpMM's tuning).
 
     Returns:
         TrainReport with accuracies, losses, epoch times, memory by category, ``.weights`` and ``.predict()``.
