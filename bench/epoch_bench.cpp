@@ -72,7 +72,7 @@ engine::GcnConfig EpochBenchConfig::model() const {
   m.seed = seed;
   m.precision = from_string<Precision>(precision, "--precision");
   m.spmm_tuning = spmm_tuning;
-  m.cuda_graph = engine::parse_cuda_graph_mode(cuda_graph);
+  m.cuda_graph = from_string<CudaGraphMode>(cuda_graph, "--cuda-graph");
   return m;
 }
 

@@ -27,21 +27,6 @@ std::vector<std::int64_t> GcnConfig::stored_dims(std::int64_t features, std::int
   return partition::stored_widths(dims(features, classes), precision);
 }
 
-const char* cuda_graph_mode_name(CudaGraphMode m) noexcept {
-  switch (m) {
-    case CudaGraphMode::kOn: return "on";
-    case CudaGraphMode::kOff: return "off";
-    default: return "auto";
-  }
-}
-
-CudaGraphMode parse_cuda_graph_mode(const std::string& s, const std::string& parameter) {
-  if (s == "auto") return CudaGraphMode::kAuto;
-  if (s == "on") return CudaGraphMode::kOn;
-  if (s == "off") return CudaGraphMode::kOff;
-  throw InvalidInput::parameter(parameter, s, "auto, on or off");
-}
-
 void GcnConfig::validate() const {
   if (layers < 1 || layers > 64) throw InvalidInput::parameter("--layers", std::to_string(layers), "1..64");
   if (hidden < 1) throw InvalidInput::parameter("--hidden", std::to_string(hidden), ">= 1");
@@ -251,6 +236,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     throw InvalidInput::parameter("--cuda-graph", "on",
                                   "auto or off here: a captured step covers one CUDA device without a communicator "
                                   "(the single strategy)");
+  capture_pending_ = graph_possible && config_.cuda_graph != CudaGraphMode::kOff;
   graph_status_ = config_.cuda_graph == CudaGraphMode::kOff ? "off"
                   : graph_possible                          ? "pending"
                   : !ctx.is_cuda()                          ? "off: CPU device"
@@ -311,9 +297,7 @@ GcnModel::~GcnModel() {
 std::int64_t GcnModel::cuda_graph_replays() const noexcept { return graph_ ? graph_->launches() : 0; }
 
 void GcnModel::stage_step_scalars(int epoch, std::int64_t step) {
-  for (int l = 0; l < config_.layers; ++l)
-    staged_scalars_[static_cast<std::size_t>(l)] = rng::stream_key(
-        config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), static_cast<std::uint64_t>(l));
+  for (int l = 0; l < config_.layers; ++l) staged_scalars_[static_cast<std::size_t>(l)] = dropout_key(epoch, l);
   float corrections[2] = {1.0f, 1.0f};
   if (step >= 1) kernels::adam_corrections(adam_params(), step, corrections);
   std::memcpy(&staged_scalars_[kMaxLayers], corrections, sizeof corrections);
@@ -330,21 +314,12 @@ void GcnModel::sync() {
   }
 }
 
-kernels::Dropout GcnModel::input_dropout(int epoch, float p) const {
-  kernels::Dropout d;
-  d.p = p;
-  d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch), 0);
-  d.key_at = step_keys();  // == key for the staged epoch (stage_step_scalars)
-  d.global_ids = global_ids_.data();
-  return d;
-}
-
 void GcnModel::sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width) {
   // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
   const Context& ctx = res_.context();
   CsrView xt = xt_view_;
   if (last_p_ > 0) {
-    kernels::dropout_csr_values_async(ctx, xt_view_, true, input_dropout(last_epoch_, last_p_), xtd_vals_.data());
+    kernels::dropout_csr_values_async(ctx, xt_view_, true, layer_dropout(last_epoch_, 0, last_p_), xtd_vals_.data());
     xt.values = xtd_vals_.data();
   }
   kernels::spmm_async(ctx, xt, nullptr, nullptr, kernels::make_view(dp, xt.num_cols, width),
@@ -394,12 +369,16 @@ void GcnModel::upload_sparse_features(const AllocationPlan& plan) {
   xt_view_ = CsrView{f, n, xt_offsets_.data(), xt_cols_.data(), xt_vals_.data(), nnz};
 }
 
+std::uint64_t GcnModel::dropout_key(int epoch, int layer) const {
+  return rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
+                         static_cast<std::uint64_t>(layer));
+}
+
 kernels::Dropout GcnModel::layer_dropout(int epoch, int layer, float p) const {
   kernels::Dropout d;
   d.p = p;
-  d.key = rng::stream_key(config_.seed, rng::kDropout, static_cast<std::uint64_t>(epoch),
-                          static_cast<std::uint64_t>(layer));
-  d.key_at = step_keys() + layer;  // == key for the staged epoch (stage_step_scalars)
+  d.key = dropout_key(epoch, layer);
+  d.key_at = step_keys() + layer;  // the same key, staged for the epoch being trained (stage_step_scalars)
   d.global_ids = global_ids_.data();
   return d;
 }
@@ -425,7 +404,7 @@ void GcnModel::forward_bf16(bool training, int epoch) {
       // X W from the sparse float X and the float master weights, rounded to bf16 for the aggregation.
       CsrView xv = x_view_;
       if (p > 0) {
-        kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
+        kernels::dropout_csr_values_async(ctx, x_view_, false, layer_dropout(epoch, 0, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr,
@@ -563,7 +542,7 @@ void GcnModel::forward(bool training, int epoch) {
       // Z = Â (dropout(X) W) with X sparse: dropout on the stored values, then a sparse x dense product.
       CsrView xv = x_view_;
       if (p > 0) {
-        kernels::dropout_csr_values_async(ctx, x_view_, false, input_dropout(epoch, p), xd_vals_.data());
+        kernels::dropout_csr_values_async(ctx, x_view_, false, layer_dropout(epoch, 0, p), xd_vals_.data());
         xv.values = xd_vals_.data();
       }
       kernels::spmm_async(ctx, xv, nullptr, nullptr, kernels::make_view(w, xv.num_cols, ly.out),
@@ -643,11 +622,12 @@ double GcnModel::train_step(int epoch) {
   stage_step_scalars(epoch, step_ + 1);
   last_epoch_ = epoch;
   const bool profiled = res_.context().profiler != nullptr;  // profiled steps run eagerly (events per operation)
-  bool counted = false;
+  // The second step (the first tuned the SpMMs and built their plans) runs eagerly, measured, then is captured.
+  const bool capture = capture_pending_ && !profiled && ++graph_calls_ == 2;
   if (graph_ != nullptr && !profiled) {
     graph_->launch(res_.stream());
-  } else if (graph_status_ == "pending" && !profiled && ++graph_calls_ == 2) {
-    // The second step (the first tuned the SpMMs and built their plans): eager, measured, then captured.
+  } else if (capture) {
+    capture_pending_ = false;
     arena_ = std::make_unique<StackArena>(res_.memory());
     res_.set_workspace_allocator(arena_.get());
     try {
@@ -659,16 +639,14 @@ double GcnModel::train_step(int epoch) {
       graph_status_ = std::string("off: the step before the capture failed: ") + e.what();
       throw;
     }
-    ++step_;  // this step is done: a failed capture (--cuda-graph on throws) leaves it counted
-    counted = true;
-    capture_step();
   } else {
     enqueue_step();
   }
   float loss = 0;
   kernels::copy_async(res_.context(), &loss, scalar_f_.data(), sizeof(float));
   sync();
-  if (!counted) ++step_;
+  ++step_;
+  if (capture) capture_step();  // after the step is done and counted: a failed capture (on: throws) keeps it
   return loss;
 }
 

@@ -23,12 +23,9 @@ namespace gcnpart::engine {
 /// a communicator (the single strategy) when the step is small (partition::captures_step: rows x widest width up to
 /// 2^25, where launches are a measurable part of a step), capturing the second step and replaying it from the
 /// third; a capture that fails leaves the steps eager and says why (GcnModel::cuda_graph_status). kOn: whatever the
-/// size, and a failed capture or a configuration it cannot cover is an error. kOff: every step eager.
-using CudaGraphMode = partition::CudaGraphMode;
-
-/// "auto", "on", "off" and back. @throws InvalidInput naming `parameter`.
-const char* cuda_graph_mode_name(CudaGraphMode m) noexcept;
-CudaGraphMode parse_cuda_graph_mode(const std::string& s, const std::string& parameter = "--cuda-graph");
+/// size, and a failed capture or a configuration it cannot cover is an error. kOff: every step eager. Names (to_string,
+/// from_string): kernels/core/enums.hpp.
+using gcnpart::CudaGraphMode;
 
 /// Model and optimiser configuration. Defaults reproduce the paper.
 struct GcnConfig {
@@ -170,12 +167,13 @@ class GcnModel {
                          std::int64_t width);
   void refresh_bf16_weights();
   void allocate_bf16_activations(const AllocationPlan& plan);
+  /// The dropout of layer `layer`'s input (layer 0: the input features) in `epoch`.
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
+  [[nodiscard]] std::uint64_t dropout_key(int epoch, int layer) const;
   void sync();
   void upload_sparse_features(const AllocationPlan& plan);
   /// dW of the sparse-input first layer from dP (rows x width, float): dropout(X)^T dP with the last forward's mask.
   void sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width);
-  [[nodiscard]] kernels::Dropout input_dropout(int epoch, float p) const;
   void backward_async();
   void adam_async();
   /// Adam's settings (learning rate; betas and epsilon at their defaults), shared by the step and its staged corrections.
@@ -243,6 +241,7 @@ class GcnModel {
   std::unique_ptr<StackArena> arena_;
   std::unique_ptr<StepGraph> graph_;
   std::string graph_status_;
+  bool capture_pending_ = false;  ///< the step is still to be captured (on its second call)
   int graph_calls_ = 0;
 };
 

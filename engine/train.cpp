@@ -149,7 +149,7 @@ nlohmann::json TrainSummary::to_json() const {
                 {"spmm", to_string(m.spmm)},
                 {"gather_chunks", m.gather_chunks},
                 {"boundary_overlap", m.boundary_overlap},
-                {"cuda_graph", engine::cuda_graph_mode_name(m.cuda_graph)},
+                {"cuda_graph", to_string(m.cuda_graph)},
                 {"precision", to_string(m.precision)},
                 {"epochs", q.config.epochs},
                 {"early_stopping", q.config.early_stopping}};

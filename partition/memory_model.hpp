@@ -29,11 +29,6 @@ using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCa
 // tuning) are the engine's own enums (kernels/core/enums.hpp).
 
 /// The GCN as the memory model sees it: the sizes engine::GcnConfig and the dataset give it.
-/// Whether engine::GcnModel captures its training step as a CUDA Graph (GcnConfig::cuda_graph, `--cuda-graph`):
-/// kAuto where it pays (one CUDA device, a small step: allocation_plan.hpp, captures_step), kOn wherever it can, kOff
-/// never.
-enum class CudaGraphMode { kAuto, kOn, kOff };
-
 struct ModelSpec {
   int layers = 2;
   std::int64_t hidden = 16;

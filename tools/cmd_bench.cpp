@@ -263,7 +263,7 @@ Command register_bench(CLI::App& app) {
                 "Timed epochs replay a CUDA Graph of the step captured on the second epoch (on; auto: when rows x "
                 "widest width <= 2^25) or launch every kernel (off); the profiled epoch is always launched kernel by "
                 "kernel")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(CLI::IsMember(enum_names<CudaGraphMode>()))
       ->capture_default_str();
 
   auto cal_opts = std::make_shared<CalibrateOptions>();

@@ -60,8 +60,8 @@ engine::TrainRequest make_request(TrainOptions& o, const datasets::Dataset& ds) 
     throw InvalidInput::parameter("--tf32", "with --precision " + o.precision, "--precision tf32 alone");
   if (o.tf32) o.precision = "tf32";
   o.config.model.precision = from_string<Precision>(o.precision, "--precision");
-  o.config.model.cuda_graph = engine::parse_cuda_graph_mode(o.cuda_graph);
-  if (o.config.model.cuda_graph == engine::CudaGraphMode::kOn &&
+  o.config.model.cuda_graph = from_string<CudaGraphMode>(o.cuda_graph, "--cuda-graph");
+  if (o.config.model.cuda_graph == CudaGraphMode::kOn &&
       (!engine::Device::parse(o.device).is_cuda() || o.strategy != "single"))
     throw InvalidInput::parameter("--cuda-graph", "on",
                                   "auto or off with --device " + o.device + " --strategy " + o.strategy +
@@ -283,7 +283,7 @@ Command register_train(CLI::App& app) {
                   "of one per kernel; holds a 32 MiB cuBLAS workspace): auto = on one GPU with the single strategy "
                   "when rows x widest width <= 2^25 (small steps, where launches matter); on = whatever the size, an "
                   "error where it cannot; off = launch every kernel")
-      ->check(CLI::IsMember({"auto", "on", "off"}))
+      ->check(CLI::IsMember(enum_names<CudaGraphMode>()))
       ->capture_default_str();
   cmd->add_option("--boundary-overlap", m.boundary_overlap,
                   "Boundary strategy: aggregate the interior rows while the boundary rows travel (true/false)")

@@ -112,4 +112,24 @@ struct EnumNames<Reorder> {
 };
 static_assert(table_in_enum_order<Reorder>());
 
+// ---------------------------------------------------------------------------------------------------------
+/// Whether engine::GcnModel captures its training step as a CUDA Graph (`--cuda-graph`): kAuto where it pays (one
+/// CUDA device, a small step: partition::captures_step), kOn wherever it can, kOff never.
+enum class CudaGraphMode { kAuto, kOn, kOff };
+
+struct CudaGraphModeName {
+  CudaGraphMode value;
+  const char* name;
+};
+inline constexpr std::array<CudaGraphModeName, 3> kCudaGraphModes{{
+    {CudaGraphMode::kAuto, "auto"},
+    {CudaGraphMode::kOn, "on"},
+    {CudaGraphMode::kOff, "off"},
+}};
+template <>
+struct EnumNames<CudaGraphMode> {
+  static constexpr const auto& table = kCudaGraphModes;
+};
+static_assert(table_in_enum_order<CudaGraphMode>());
+
 }  // namespace gcnpart

@@ -609,13 +609,13 @@ TEST_CASE("--resume on a folder without a checkpoint, --checkpoint without --che
 }
 
 TEST_CASE("--cuda-graph parses auto / on / off and the CPU trains eagerly, refusing on") {
-  CHECK(parse_cuda_graph_mode("auto") == CudaGraphMode::kAuto);
-  CHECK(parse_cuda_graph_mode("on") == CudaGraphMode::kOn);
-  CHECK(parse_cuda_graph_mode("off") == CudaGraphMode::kOff);
-  CHECK_THROWS_WITH_AS(parse_cuda_graph_mode("yes"), doctest::Contains("--cuda-graph"), InvalidInput);
-  CHECK_THROWS_WITH_AS(parse_cuda_graph_mode("1", "cuda_graph"), doctest::Contains("cuda_graph"), InvalidInput);
+  CHECK(from_string<CudaGraphMode>("auto", "--cuda-graph") == CudaGraphMode::kAuto);
+  CHECK(from_string<CudaGraphMode>("on", "--cuda-graph") == CudaGraphMode::kOn);
+  CHECK(from_string<CudaGraphMode>("off", "--cuda-graph") == CudaGraphMode::kOff);
+  CHECK_THROWS_WITH_AS(from_string<CudaGraphMode>("yes", "--cuda-graph"), doctest::Contains("--cuda-graph"),
+                       InvalidInput);
   for (CudaGraphMode m : {CudaGraphMode::kAuto, CudaGraphMode::kOn, CudaGraphMode::kOff})
-    CHECK(parse_cuda_graph_mode(cuda_graph_mode_name(m)) == m);
+    CHECK(from_string<CudaGraphMode>(to_string(m), "--cuda-graph") == m);
 
   const auto ds = tiny_dataset(40, 6, 3, 2);
   const LocalProblem p = single_device_problem(ds, false);
