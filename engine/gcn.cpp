@@ -153,6 +153,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   split_rows_[kTrain] = upload_planned(res_, plan, "train_rows", problem.train_rows);
   split_rows_[kValid] = upload_planned(res_, plan, "valid_rows", problem.valid_rows);
   split_rows_[kTest] = upload_planned(res_, plan, "test_rows", problem.test_rows);
+  if (partition::find_allocation(plan, "loss_slots") != nullptr)
+    loss_slots_ = upload_planned(res_, plan, "loss_slots", kernels::loss_row_slots(problem.train_rows, rows_));
 
   // Parameters: Glorot-uniform weights from (seed, layer, index of the model's W) alone, zero biases; stored
   // in * out, the padding rows and columns zero (they stay zero: their gradients are zero).
@@ -218,6 +220,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     grad_a_ = take<float>(res_, plan, "grad_a");
     grad_b_ = take<float>(res_, plan, "grad_b");
   }
+  positive_.resize(static_cast<std::size_t>(L + 1));
+  for (int l = 0; l <= L; ++l) positive_[l] = take_if_planned<std::uint8_t>(res_, plan, "positive[" + std::to_string(l) + "]");
   scalar_f_ = take<float>(res_, plan, "loss_scalars");
   scalar_i_ = take<std::int64_t>(res_, plan, "accuracy_counters");
   step_scalars_ = take<std::uint64_t>(res_, plan, "step_scalars");
@@ -424,12 +428,15 @@ void GcnModel::forward_bf16(bool training, int epoch) {
     }
     const float* b = params_.data() + ly.b_offset;
     if (last) {
-      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, false, kernels::Dropout{},
-                                      kernels::make_view(z, rows_, ly.out));
+      // Training: the loss adds the output bias in its pass over the logits (backward_bf16_async).
+      if (!training)
+        kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, false, kernels::Dropout{},
+                                        kernels::make_view(z, rows_, ly.out));
     } else {
       kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, true,
                                       layer_dropout(epoch, l + 1, p),
-                                      kernels::make_view(inputs16_[l + 1].data(), rows_, ly.out));
+                                      kernels::make_view(inputs16_[l + 1].data(), rows_, ly.out),
+                                      training ? positive_[l + 1].data() : nullptr);
       x = inputs16_[l + 1].data();
     }
   }
@@ -461,21 +468,20 @@ void GcnModel::backward_bf16_async() {
   {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    // The model's classes of the stored (padded) logits; the gradient's padding columns are written as zeros.
-    kernels::softmax_cross_entropy_async(
-        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), labels_.data(),
-        split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
-        kernels::make_view(z32_.data(), rows_, model_dims_[L], dims_[L]));
-    kernels::convert_to_bf16_async(ctx, z32_.data(), rows_ * dims_[L], g);
+    // The model's classes of the stored (padded) logits; the gradient's padding columns are written as zeros. One
+    // pass: the output bias (left out by the training forward), the loss, G in bf16 and the output bias gradient.
+    const Layer& out = layers_[L - 1];
+    kernels::bias_softmax_cross_entropy_async(
+        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), params_.data() + out.b_offset,
+        labels_.data(), split_rows_[kTrain].data(), loss_slots_.data(), n_train, scale, scalar_f_.data(),
+        kernels::make_view(g, rows_, model_dims_[L], dims_[L]), grads_.data() + out.b_offset);
   }
   for (int l = L - 1; l >= 0; --l) {
     const Layer& ly = layers_[l];
     const kernels::Bf16* w = w16_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
-    // The output bias from the float softmax gradient (still in z32_): its terms cancel. A hidden layer's bias
-    // gradient came with its ReLU / dropout backward (the end of the layer above's iteration).
-    if (l == L - 1)
-      kernels::column_sum_async(ctx, kernels::make_view(z32_.data(), rows_, ly.out), grads_.data() + ly.b_offset);
+    // Bias gradients: the output layer's came with the loss, a hidden layer's with its ReLU / dropout backward
+    // (the end of the layer above's iteration).
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â (G W^T).
       kernels::gemm_bf16_async(ctx, true, false, 1.0f, kernels::make_view(aggregated16_[l].data(), rows_, ly.in),
@@ -508,7 +514,7 @@ void GcnModel::backward_bf16_async() {
       kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs16_[l].data(), rows_, ly.in),
                                                kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
                                                kernels::make_view(g_next, rows_, ly.in),
-                                               grads_.data() + layers_[l - 1].b_offset);
+                                               grads_.data() + layers_[l - 1].b_offset, positive_[l].data());
       std::swap(g, g_next);
     }
   }
@@ -559,8 +565,11 @@ void GcnModel::forward(bool training, int epoch) {
     }
     const bool last = l == L - 1;
     kernels::Dropout next = last ? kernels::Dropout{} : dropout_for(l + 1);
-    kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, !last, next,
-                                    kernels::make_view(z, rows_, ly.out));
+    // Training: the loss adds the output bias in its pass over the logits (backward_async).
+    if (!(last && training))
+      kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows_, ly.out), b, !last, next,
+                                      kernels::make_view(z, rows_, ly.out),
+                                      training && !last ? positive_[l + 1].data() : nullptr);
     x = z;
   }
   if (last_ < L) comm_->send(ctx, inputs_[last_].data(), rows_ * dims_[last_], stage_ + 1);
@@ -659,10 +668,12 @@ void GcnModel::backward_async() {
   if (last_ == L) {
     const auto n_train = static_cast<std::int64_t>(problem_.train_rows.size());
     const float scale = problem_.global_train > 0 ? 1.0f / static_cast<float>(problem_.global_train) : 0.0f;
-    kernels::softmax_cross_entropy_async(
-        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), labels_.data(),
-        split_rows_[kTrain].data(), n_train, scale, scalar_f_.data(),
-        kernels::make_view(g, rows_, model_dims_[L], dims_[L]));
+    // One pass: the output bias (left out by the training forward), the loss, G and the output bias gradient.
+    const Layer& out = layers_[L - 1];
+    kernels::bias_softmax_cross_entropy_async(
+        ctx, kernels::make_view(logits_.data(), rows_, model_dims_[L], dims_[L]), params_.data() + out.b_offset,
+        labels_.data(), split_rows_[kTrain].data(), loss_slots_.data(), n_train, scale, scalar_f_.data(),
+        kernels::make_view(g, rows_, model_dims_[L], dims_[L]), grads_.data() + out.b_offset);
   } else {
     // Pipeline: the next stage sends d(loss)/d(our output); undo our output's relu and dropout here.
     kernels::memset_zero_async(ctx, scalar_f_.data(), sizeof(float));  // the loss lives on the last stage
@@ -670,17 +681,15 @@ void GcnModel::backward_async() {
     kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[last_].data(), rows_, dims_[last_]),
                                              kernels::make_view(g, rows_, dims_[last_]), true, config_.dropout,
                                              kernels::make_view(g, rows_, dims_[last_]),
-                                             grads_.data() + layers_[last_ - 1].b_offset);
+                                             grads_.data() + layers_[last_ - 1].b_offset, positive_[last_].data());
   }
   for (int l = last_ - 1; l >= first_; --l) {
     const Layer& ly = layers_[l];
     const float* w = params_.data() + ly.w_offset;
     float* dw = grads_.data() + ly.w_offset;
-    float* db = grads_.data() + ly.b_offset;
     const float* x = (l == 0) ? (config_.dropout > 0 ? inputs_[0].data() : features_.data()) : inputs_[l].data();
-    // The bias gradient: the column sums of G. Below the loss layer they came with the ReLU / dropout backward
-    // that made G (the layer above's iteration, or the pipeline's received gradient).
-    if (l == L - 1) kernels::column_sum_async(ctx, kernels::make_view(g, rows_, ly.out), db);
+    // The bias gradient, the column sums of G, came with the pass that made G: the loss for the output layer, the
+    // ReLU / dropout backward below it (the layer above's iteration, or the pipeline's received gradient).
     if (ly.aggregate_first) {
       // Z = (ÂX) W: dW = (ÂX)^T G; dX = Â^T (G W^T) = Â (G W^T) by symmetry.
       kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(aggregated_[l].data(), rows_, ly.in),
@@ -708,7 +717,7 @@ void GcnModel::backward_async() {
       kernels::bias_act_dropout_backward_async(ctx, kernels::make_view(inputs_[l].data(), rows_, ly.in),
                                                kernels::make_view(g_next, rows_, ly.in), true, config_.dropout,
                                                kernels::make_view(g_next, rows_, ly.in),
-                                               grads_.data() + layers_[l - 1].b_offset);
+                                               grads_.data() + layers_[l - 1].b_offset, positive_[l].data());
       std::swap(g, g_next);
     } else if (l > 0) {
       // Pipeline: hand d(loss)/d(our input) to the previous stage, which owns that activation.

@@ -215,6 +215,10 @@ class GcnModel {
   Buffer<std::int32_t> labels_;
   Buffer<NodeId> global_ids_;
   Buffer<NodeId> split_rows_[3];
+  /// positive_[l]: the positive mask of layer l's input (a hidden output), for the ReLU / dropout backward
+  std::vector<Buffer<std::uint8_t>> positive_;
+  /// row -> its position in the training rows, -1 for other rows (the fused loss; only where the loss is computed)
+  Buffer<std::int32_t> loss_slots_;
   // Parameters, gradients, Adam state: one flat buffer each, so the gradient all-reduce is one call.
   std::vector<Layer> layers_;
   std::int64_t num_params_ = 0;

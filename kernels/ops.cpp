@@ -1,7 +1,9 @@
 // Public entry points: check arguments, then hand over to the backend that ctx.backend names.
 #include "kernels/ops.hpp"
 
+#include <climits>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "kernels/core/error.hpp"
@@ -277,10 +279,16 @@ bool expect_epilogue_args(const Context& ctx, const char* in_name, const DenseVi
   return true;
 }
 
+/// A positive mask stands for h in the ReLU backward with column sums (the engine's hidden layers) only.
+void expect_positive_use(bool relu, const float* dz_column_sums, const std::uint8_t* positive) {
+  GCNPART_EXPECTS(positive == nullptr || (relu && dz_column_sums != nullptr),
+                  "a positive mask is read by the ReLU backward with column sums only");
+}
+
 /// The checks of both backward epilogues; false when there is nothing to compute.
 template <class T>
 bool expect_backward_args(const Context& ctx, const DenseView<const T>& h, const DenseView<const T>& dh, bool relu,
-                          float p, const DenseView<T>& dz) {
+                          float p, const DenseView<T>& dz, bool h_from_mask) {
   expect_packed("dh", dh);
   expect_packed("dz", dz);
   expect_same_shape("dh", dh, "dz", dz);
@@ -292,7 +300,7 @@ bool expect_backward_args(const Context& ctx, const DenseView<const T>& h, const
   // Without relu the dropout mask cannot be recovered from h (a kept value may be 0).
   GCNPART_EXPECTS(relu || p == 0.0f, "the backward epilogue recovers the dropout mask from relu outputs only");
   if (dh.empty()) return false;
-  GCNPART_EXPECTS(dh.data != nullptr && dz.data != nullptr && (!relu || h.data != nullptr),
+  GCNPART_EXPECTS(dh.data != nullptr && dz.data != nullptr && (!relu || h_from_mask || h.data != nullptr),
                   "bias_act_dropout_backward_async needs its buffers");
   expect_cuda_handles(ctx);
   return true;
@@ -338,9 +346,9 @@ void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out) {
 }
 
 void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
-                            Bf16MatrixView out) {
+                            Bf16MatrixView out, std::uint8_t* positive) {
   if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
+  GCNPART_DISPATCH(bias_act_dropout_to_bf16(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data, positive));
 }
 
 void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out) {
@@ -349,8 +357,9 @@ void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dro
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
-                                     float p, Bf16MatrixView dz, float* dz_column_sums) {
-  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) {  // nothing to compute; the sums of no rows are zeros
+                                     float p, Bf16MatrixView dz, float* dz_column_sums, const std::uint8_t* positive) {
+  expect_positive_use(relu, dz_column_sums, positive);
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz, positive != nullptr)) {  // nothing to compute; the sums of no rows are zeros
     if (dz_column_sums != nullptr) column_sum_async(ctx, ConstBf16MatrixView(dz), dz_column_sums);
     return;
   }
@@ -360,7 +369,8 @@ void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, 
     return;
   }
   if (dz_column_sums != nullptr) {
-    GCNPART_DISPATCH(relu_dropout_backward_sum_bf16(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums));
+    GCNPART_DISPATCH(relu_dropout_backward_sum_bf16(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums,
+                                                    positive));
     return;
   }
   GCNPART_DISPATCH(relu_dropout_backward_bf16(ctx, h.data, dh.data, dh.size(), p, dz.data));
@@ -378,19 +388,21 @@ bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t colum
 }
 
 void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
-                            MatrixView out) {
+                            MatrixView out, std::uint8_t* positive) {
   if (!expect_epilogue_args(ctx, "z", z, dropout, out, "bias_act_dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data));
+  GCNPART_DISPATCH(bias_act_dropout(ctx, z.data, bias, z.rows, z.cols, relu, dropout, out.data, positive));
 }
 
 void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
-                                     MatrixView dz, float* dz_column_sums) {
-  if (!expect_backward_args(ctx, h, dh, relu, p, dz)) {  // nothing to compute; the sums of no rows are zeros
+                                     MatrixView dz, float* dz_column_sums, const std::uint8_t* positive) {
+  expect_positive_use(relu, dz_column_sums, positive);
+  if (!expect_backward_args(ctx, h, dh, relu, p, dz, positive != nullptr)) {  // nothing to compute; the sums of no rows are zeros
     if (dz_column_sums != nullptr) column_sum_async(ctx, ConstMatrixView(dz), dz_column_sums);
     return;
   }
   if (dz_column_sums != nullptr && relu) {
-    GCNPART_DISPATCH(relu_dropout_backward_sum(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums));
+    GCNPART_DISPATCH(
+        relu_dropout_backward_sum(ctx, h.data, dh.data, dh.rows, dh.cols, p, dz.data, dz_column_sums, positive));
     return;
   }
   GCNPART_DISPATCH(bias_act_dropout_backward(ctx, h.data, dh.data, dh.rows, dh.cols, relu, p, dz.data));
@@ -408,7 +420,7 @@ void dropout_csr_values_async(const Context& ctx, const CsrView& a, bool transpo
 
 void dropout_async(const Context& ctx, ConstMatrixView x, const Dropout& dropout, MatrixView out) {
   if (!expect_epilogue_args(ctx, "x", x, dropout, out, "dropout_async")) return;
-  GCNPART_DISPATCH(bias_act_dropout(ctx, x.data, nullptr, x.rows, x.cols, false, dropout, out.data));
+  GCNPART_DISPATCH(bias_act_dropout(ctx, x.data, nullptr, x.rows, x.cols, false, dropout, out.data, nullptr));
 }
 
 void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
@@ -428,6 +440,77 @@ void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, con
   expect_cuda_handles(ctx);
   GCNPART_DISPATCH(softmax_cross_entropy(ctx, logits.data, logits.rows, logits.cols, logits.ld, labels, rows, count,
                                          grad_scale, loss_sum, grad.data));
+}
+
+namespace {
+template <class G>
+void bias_softmax_cross_entropy_checked(const Context& ctx, MatrixView logits, const float* bias,
+                                        const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
+                                        std::int64_t count, float grad_scale, float* loss_sum, DenseView<G> grad,
+                                        float* grad_column_sums) {
+  expect_view("logits", logits);
+  expect_non_negative("count", count);
+  if (logits.cols <= 0) bad_parameter("logits.cols", std::to_string(logits.cols), "at least 1 (the classes)");
+  expect_view("grad", grad);
+  expect_same_shape("logits", logits, "grad", grad);
+  expect_extent("grad.ld", grad.ld, "logits.ld", logits.ld);
+  expect_data("logits", logits);
+  expect_data("grad", grad);
+  GCNPART_EXPECTS(loss_sum != nullptr && grad_column_sums != nullptr,
+                  "bias_softmax_cross_entropy_async needs loss_sum and grad_column_sums");
+  GCNPART_EXPECTS(logits.rows == 0 || (labels != nullptr && row_slots != nullptr),
+                  "bias_softmax_cross_entropy_async needs labels and row slots");
+  GCNPART_EXPECTS(count == 0 || rows != nullptr, "bias_softmax_cross_entropy_async needs the listed rows");
+  if (count > logits.rows)
+    bad_parameter("count", std::to_string(count),
+                  ("at most logits.rows = " + std::to_string(logits.rows) + " (rows listed once)").c_str());
+  expect_cuda_handles(ctx);
+  float* grad32 = nullptr;
+  Bf16* grad16 = nullptr;
+  if constexpr (std::is_same_v<G, Bf16>) {
+    grad16 = grad.data;
+  } else {
+    grad32 = grad.data;
+  }
+  GCNPART_DISPATCH(bias_softmax_cross_entropy(ctx, logits.data, bias, logits.rows, logits.cols, logits.ld, labels,
+                                              rows, row_slots, count, grad_scale, loss_sum, grad32, grad16,
+                                              grad_column_sums));
+}
+}  // namespace
+
+void bias_softmax_cross_entropy_async(const Context& ctx, MatrixView logits, const float* bias,
+                                      const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
+                                      std::int64_t count, float grad_scale, float* loss_sum, MatrixView grad,
+                                      float* grad_column_sums) {
+  bias_softmax_cross_entropy_checked(ctx, logits, bias, labels, rows, row_slots, count, grad_scale, loss_sum, grad,
+                                     grad_column_sums);
+}
+
+void bias_softmax_cross_entropy_async(const Context& ctx, MatrixView logits, const float* bias,
+                                      const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
+                                      std::int64_t count, float grad_scale, float* loss_sum, Bf16MatrixView grad,
+                                      float* grad_column_sums) {
+  bias_softmax_cross_entropy_checked(ctx, logits, bias, labels, rows, row_slots, count, grad_scale, loss_sum, grad,
+                                     grad_column_sums);
+}
+
+std::vector<std::int32_t> loss_row_slots(const std::vector<NodeId>& rows, std::int64_t num_rows) {
+  expect_non_negative("num_rows", num_rows);
+  if (static_cast<std::int64_t>(rows.size()) > std::int64_t{INT32_MAX})
+    bad_parameter("rows.size()", std::to_string(rows.size()), "at most 2^31 - 1 listed rows");
+  std::vector<std::int32_t> slots(static_cast<std::size_t>(num_rows), -1);
+  for (std::size_t t = 0; t < rows.size(); ++t) {
+    const std::int64_t r = rows[t];
+    if (r < 0 || r >= num_rows)
+      throw InvalidInput::parameter("rows[" + std::to_string(t) + "]", std::to_string(r),
+                                    "a row below num_rows = " + std::to_string(num_rows));
+    std::int32_t& slot = slots[static_cast<std::size_t>(r)];
+    if (slot >= 0)
+      throw InvalidInput::parameter("rows[" + std::to_string(t) + "]", std::to_string(r),
+                                    "a row listed once (also rows[" + std::to_string(slot) + "])");
+    slot = static_cast<std::int32_t>(t);
+  }
+  return slots;
 }
 
 void count_correct_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels, const NodeId* rows,

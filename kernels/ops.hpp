@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <vector>
 
 #include "kernels/context.hpp"
 #include "kernels/core/csr_view.hpp"
@@ -138,19 +139,31 @@ struct Dropout {
 /// when set, must be host memory).
 bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t column);
 
+/// A positive mask: whether each stored output of bias_act_dropout_async is > 0 (the ReLU and dropout backward's
+/// whole test), one byte per row and block of 4 columns: bit u of byte [r * positive_mask_blocks(cols) + b] is
+/// column 4 b + u of row r (bits past the width are 0). 1/32 of the float output's bytes, 1/16 of bf16's.
+constexpr std::int64_t positive_mask_blocks(std::int64_t cols) { return (cols + 3) / 4; }
+constexpr std::int64_t positive_mask_bytes(std::int64_t rows, std::int64_t cols) {
+  return rows * positive_mask_blocks(cols);
+}
+
 /// out = dropout(relu(z + bias)) if relu else dropout(z + bias); bias (z.cols entries) may be null. z and out:
-/// the same shape, contiguous (ld == cols). out may alias z.
+/// the same shape, contiguous (ld == cols). out may alias z. positive (optional, positive_mask_bytes of out's
+/// shape): also the positive mask of the stored out, for the backward, which then need not read out.
 /// @throws InvalidInput for mismatched shapes, a strided view or a dropout p outside [0, 1). Does not synchronise.
 void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
-                            MatrixView out);
+                            MatrixView out, std::uint8_t* positive = nullptr);
 
 /// Backward of bias_act_dropout with relu: dz = (h > 0) ? dh / (1 - p) : 0, from the saved output h alone.
 /// Without relu and dropout (p = 0), dz = dh and h is not read (it may be an empty view). Contiguous views of one
 /// shape; dz may alias dh.
 /// dz_column_sums (optional, dz.cols entries): also the column sums of dz, the layer's bias gradient, in the same
 /// pass over dz (bit for bit what column_sum_async of dz would give, on either backend). Overwritten.
+/// positive (optional, with relu and dz_column_sums): h's positive mask from bias_act_dropout_async, read instead
+/// of h (h still gives the shape; its data is not read): the same dz and sums from 1/16 to 1/32 of the bytes.
 void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
-                                     MatrixView dz, float* dz_column_sums = nullptr);
+                                     MatrixView dz, float* dz_column_sums = nullptr,
+                                     const std::uint8_t* positive = nullptr);
 
 /// Dropout on the stored values of a sparse matrix whose rows (or, with `transposed`, columns) are nodes and whose
 /// other index is the feature column: out[e] = keep(node, feature) ? a.values[e] / (1 - p) : 0, with the mask of
@@ -178,9 +191,10 @@ void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha
 /// column_sum_async over bf16 x, summed in float32 (bias gradient). Overwrites out.
 void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out);
 
-/// bias_act_dropout_async with the result stored as bf16 (z and bias float32). out may not alias z.
+/// bias_act_dropout_async with the result stored as bf16 (z and bias float32). out may not alias z. The positive
+/// mask (optional) is that of the stored, rounded values.
 void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* bias, bool relu, const Dropout& dropout,
-                            Bf16MatrixView out);
+                            Bf16MatrixView out, std::uint8_t* positive = nullptr);
 
 /// dropout_async on bf16 values (the mask of the float version bit for bit). out may alias x.
 void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dropout, Bf16MatrixView out);
@@ -188,7 +202,8 @@ void dropout_async(const Context& ctx, ConstBf16MatrixView x, const Dropout& dro
 /// bias_act_dropout_backward_async on bf16 h, dh and dz (dz may alias dh); the optional column sums are those of
 /// the stored (rounded) dz, summed in float32 as column_sum_async of dz would.
 void bias_act_dropout_backward_async(const Context& ctx, ConstBf16MatrixView h, ConstBf16MatrixView dh, bool relu,
-                                     float p, Bf16MatrixView dz, float* dz_column_sums = nullptr);
+                                     float p, Bf16MatrixView dz, float* dz_column_sums = nullptr,
+                                     const std::uint8_t* positive = nullptr);
 
 /// gather_rows_async on bf16 rows (a copy: bit-exact): dst[i, :] = src[idx[i], :] for i < count. Does not
 /// synchronise.
@@ -207,6 +222,31 @@ void gather_rows_async(const Context& ctx, ConstBf16MatrixView src, const NodeId
 void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, const std::int32_t* labels,
                                  const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,
                                  MatrixView grad);
+
+/// The output layer's training loss in one pass over every row, replacing bias_act_dropout_async of the logits,
+/// softmax_cross_entropy_async, a conversion of the gradient and column_sum_async of it:
+///  - logits = z + bias over all logits.ld stored columns of every row, in place (logits holds z on entry; bias has
+///    logits.ld entries; null: no bias, z is left as it is);
+///  - the softmax cross-entropy of the listed rows, summed into *loss_sum exactly as softmax_cross_entropy_async
+///    sums it (the same per-row losses in the same order);
+///  - grad = (softmax - onehot) * grad_scale on the listed rows, 0 on every other row and padding column, stored
+///    as float or (the bf16 overload) rounded once to bf16;
+///  - grad_column_sums (logits.ld entries, overwritten): the column sums of the float gradient, the output bias's
+///    gradient (a fixed summation order for a given row count: deterministic, not bit for bit column_sum_async).
+/// row_slots (num_rows entries, device memory on CUDA): row_slots[rows[t]] = t, -1 for unlisted rows
+/// (loss_row_slots). logits and grad: one shape and leading dimension, contiguous rows of ld elements.
+void bias_softmax_cross_entropy_async(const Context& ctx, MatrixView logits, const float* bias,
+                                      const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
+                                      std::int64_t count, float grad_scale, float* loss_sum, MatrixView grad,
+                                      float* grad_column_sums);
+void bias_softmax_cross_entropy_async(const Context& ctx, MatrixView logits, const float* bias,
+                                      const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
+                                      std::int64_t count, float grad_scale, float* loss_sum, Bf16MatrixView grad,
+                                      float* grad_column_sums);
+
+/// The row_slots of bias_softmax_cross_entropy_async (host): slots[rows[t]] = t, -1 elsewhere, num_rows entries.
+/// @throws InvalidInput for a row outside [0, num_rows) or listed twice, or more than 2^31 - 1 rows.
+std::vector<std::int32_t> loss_row_slots(const std::vector<NodeId>& rows, std::int64_t num_rows);
 
 /// Number of listed rows whose argmax over logits' columns (the classes; ld may exceed them) equals the label,
 /// written into *correct (one int64, device on CUDA).

@@ -111,6 +111,8 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   const char* split_keys[3] = {"train_rows", "valid_rows", "test_rows"};
   const char* split_names[3] = {"train rows", "valid rows", "test rows"};
   for (int i = 0; i < 3; ++i) add(split_keys[i], split_names[i], C::kFeatures, s.split_rows[i], kIndexBytes);
+  // Where the loss is computed: each row's position among the training rows (the fused loss pass).
+  if (last == L) add("loss_slots", "training row slots of the loss", C::kFeatures, r, kIndexBytes);
 
   // Parameters of the layers held here, gradients and Adam moments: one flat fp32 buffer each.
   std::int64_t params = 0;
@@ -130,6 +132,11 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   }
   for (int l = std::max(1, first); l <= std::min(last, L - 1); ++l)
     add(indexed("inputs", l), "input of layer " + std::to_string(l), C::kActivations, r * d[l], act);
+  // The hidden outputs' positive masks (kernels::positive_mask_bytes: one byte per 4 columns), written by this
+  // stage's forward epilogues and read by the ReLU / dropout backward instead of inputs[l].
+  for (int l = first + 1; l <= std::min(last, L - 1); ++l)
+    add(indexed("positive", l), "positive mask of layer " + std::to_string(l) + "'s input", C::kActivations,
+        r * ((d[l] + 3) / 4), 1);
   for (int l = first; l < last; ++l)
     if (aggregates_first(d, l))
       add(indexed("aggregated", l), "aggregated input of layer " + std::to_string(l), C::kActivations, r * d[l], act);

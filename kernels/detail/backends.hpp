@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "kernels/ops.hpp"
 
@@ -26,27 +27,36 @@
                  void* c, bool c_bf16, std::int64_t ldc);                                                          \
   void column_sum_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, float* out);      \
   void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,          \
-                                std::int64_t width, bool relu, const Dropout& dropout, Bf16* out);                 \
+                                std::int64_t width, bool relu, const Dropout& dropout, Bf16* out,                  \
+                                std::uint8_t* positive);                                                           \
   void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width,                       \
                     const Dropout& dropout, Bf16* out);                                                            \
   void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t n, float p,      \
                                   Bf16* dz);                                                                       \
   void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,      \
-                                      std::int64_t width, float p, Bf16* dz, float* sums);                         \
+                                      std::int64_t width, float p, Bf16* dz, float* sums,                          \
+                                      const std::uint8_t* positive);                                               \
   void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,           \
-                                 std::int64_t width, float p, float* dz, float* sums);                             \
+                                 std::int64_t width, float p, float* dz, float* sums,                              \
+                                 const std::uint8_t* positive);                                                    \
   void gemm(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, std::int64_t n, std::int64_t k,         \
             float alpha, const float* a, std::int64_t lda, const float* b, std::int64_t ldb, float beta, float* c, \
             std::int64_t ldc);                                                                                     \
   void column_sum(const Context& ctx, const float* x, std::int64_t rows, std::int64_t width, float* out);          \
   void bias_act_dropout(const Context& ctx, const float* z, const float* bias, std::int64_t rows,                  \
-                        std::int64_t width, bool relu, const Dropout& dropout, float* out);                        \
+                        std::int64_t width, bool relu, const Dropout& dropout, float* out,                         \
+                        std::uint8_t* positive);                                                                   \
   void bias_act_dropout_backward(const Context& ctx, const float* h, const float* dh, std::int64_t rows,           \
                                  std::int64_t width, bool relu, float p, float* dz);                               \
   void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t num_rows,                       \
                              std::int64_t classes, std::int64_t ld, const std::int32_t* labels,                   \
                              const NodeId* rows, std::int64_t count, float grad_scale, float* loss_sum,            \
                              float* grad);                                                                         \
+  void bias_softmax_cross_entropy(const Context& ctx, float* logits, const float* bias, std::int64_t num_rows,      \
+                                  std::int64_t classes, std::int64_t ld, const std::int32_t* labels,              \
+                                  const NodeId* rows, const std::int32_t* row_slots, std::int64_t count,          \
+                                  float grad_scale, float* loss_sum, float* grad, Bf16* grad16,                   \
+                                  float* grad_column_sums);                                                       \
   void count_correct(const Context& ctx, const float* logits, std::int64_t classes, std::int64_t ld,              \
                      const std::int32_t* labels, const NodeId* rows, std::int64_t count, std::int64_t* correct);   \
   void adam_step(const Context& ctx, float* w, const float* g, float* m, float* v, std::int64_t n,                 \
@@ -74,6 +84,10 @@ namespace gcnpart::kernels::detail {
 
 namespace cpu {
 GCNPART_KERNELS_BACKEND_DECLARATIONS
+/// The positive mask (kernels::bias_act_dropout_async) of rows x width float values.
+void fill_positive_mask(const float* v, std::int64_t rows, std::int64_t width, std::uint8_t* positive);
+/// A positive mask as values: 1 where its bit is set, else 0 (h for the backward epilogue's h > 0 test).
+std::vector<float> positive_mask_values(const std::uint8_t* positive, std::int64_t rows, std::int64_t width);
 }  // namespace cpu
 
 namespace cuda {

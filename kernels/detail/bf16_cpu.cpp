@@ -2,8 +2,10 @@
 // the result once. The CUDA versions do the same arithmetic (exact widening, float32 products and sums, one
 // rounding), so they differ from these only by summation order.
 #include <algorithm>
+#include <string>
 #include <vector>
 
+#include "kernels/core/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/bf16.hpp"
 
@@ -49,16 +51,18 @@ void column_sum_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::
 }
 
 void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                              std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
+                              std::int64_t width, bool relu, const Dropout& dropout, Bf16* out,
+                              std::uint8_t* positive) {
   std::vector<float> h(static_cast<std::size_t>(rows * width));
-  bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, h.data());
+  bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, h.data(), nullptr);
   convert_to_bf16(ctx, h.data(), rows * width, out);
+  if (positive != nullptr) fill_positive_mask(widen(out, rows * width).data(), rows, width, positive);  // stored values
 }
 
 void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
                   Bf16* out) {
   auto x32 = widen(x, rows * width);
-  bias_act_dropout(ctx, x32.data(), nullptr, rows, width, false, dropout, x32.data());
+  bias_act_dropout(ctx, x32.data(), nullptr, rows, width, false, dropout, x32.data(), nullptr);
   convert_to_bf16(ctx, x32.data(), rows * width, out);
 }
 
@@ -70,9 +74,43 @@ void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* d
 }
 
 void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                    std::int64_t width, float p, Bf16* dz, float* sums) {
-  relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz);
+                                    std::int64_t width, float p, Bf16* dz, float* sums,
+                                    const std::uint8_t* positive) {
+  if (positive != nullptr) {
+    std::vector<Bf16> h16(static_cast<std::size_t>(rows * width));
+    const std::vector<float> h32 = positive_mask_values(positive, rows, width);
+    convert_to_bf16(ctx, h32.data(), rows * width, h16.data());
+    relu_dropout_backward_bf16(ctx, h16.data(), dh, rows * width, p, dz);
+  } else {
+    relu_dropout_backward_bf16(ctx, h, dh, rows * width, p, dz);
+  }
   column_sum_bf16(ctx, dz, rows, width, sums);
+}
+
+/// The reference of the fused output-layer loss: the bias pass, the listed rows' softmax cross-entropy (which checks
+/// them), the gradient rounded where it is stored as bf16, and the float gradient's column sums.
+void bias_softmax_cross_entropy(const Context& ctx, float* logits, const float* bias, std::int64_t num_rows,
+                                std::int64_t classes, std::int64_t ld, const std::int32_t* labels, const NodeId* rows,
+                                const std::int32_t* row_slots, std::int64_t count, float grad_scale, float* loss_sum,
+                                float* grad, Bf16* grad16, float* grad_column_sums) {
+  for (std::int64_t r = 0; r < num_rows; ++r) {
+    const std::int32_t t = row_slots[r];
+    if (t < -1 || t >= count || (t >= 0 && rows[t] != r))
+      throw InvalidInput::parameter("row_slots[" + std::to_string(r) + "]", std::to_string(t),
+                                    "the position of row " + std::to_string(r) + " in rows, or -1 (loss_row_slots)");
+  }
+  if (bias != nullptr)
+    for (std::int64_t r = 0; r < num_rows; ++r)
+      for (std::int64_t c = 0; c < ld; ++c) logits[r * ld + c] += bias[c];
+  std::vector<float> g32;
+  float* g = grad;
+  if (g == nullptr) {
+    g32.resize(static_cast<std::size_t>(num_rows * ld));
+    g = g32.data();
+  }
+  softmax_cross_entropy(ctx, logits, num_rows, classes, ld, labels, rows, count, grad_scale, loss_sum, g);
+  column_sum(ctx, g, num_rows, ld, grad_column_sums);
+  if (grad16 != nullptr) convert_to_bf16(ctx, g, num_rows * ld, grad16);
 }
 
 }  // namespace gcnpart::kernels::detail::cpu

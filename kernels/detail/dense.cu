@@ -136,9 +136,13 @@ bool four_aligned(const T* p) {
 /// issue, not by memory (Nsight Compute: issue slots 72 % busy, DRAM 29-49 %), so the work around the Philox draw
 /// is kept small: one division per thread (the grid-stride step is split into rows and blocks once), vector bias
 /// loads, and the keep test as one integer comparison (dropout_word_keeps_below: the same decision).
+/// Whether v, once stored into Out (bf16: rounded), is > 0: the positive mask's bit.
+__device__ __forceinline__ bool stored_positive(float v, const float*) { return v > 0.0f; }
+__device__ __forceinline__ bool stored_positive(float v, const Bf16*) { return bf16_to_float(round_to_bf16(v)) > 0.0f; }
+
 template <class In, class Out, bool kVec, class Index>
 __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index rows, Index width, bool relu, Dropout d,
-                                        Out* out) {
+                                        Out* out, std::uint8_t* positive) {
   const bool drop = d.p > 0.0f;
   const std::uint32_t keep_below = dropout_keep_below(dropout_keep_probability(d.p));
   const float scale = drop ? dropout_scale(d.p) : 1.0f;
@@ -193,13 +197,19 @@ __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index ro
       for (int u = 0; u < kDropoutColumnsPerDraw; ++u)
         if (c0 + u < width) store_float(out + at + u, v[u]);
     }
+    if (positive != nullptr) {  // the block's byte of the positive mask (bits past the width: v = 0)
+      unsigned bits = 0;
+#pragma unroll
+      for (int u = 0; u < kDropoutColumnsPerDraw; ++u) bits |= stored_positive(v[u], out) ? 1u << u : 0u;
+      positive[static_cast<std::int64_t>(row) * blocks_per_row + block] = static_cast<std::uint8_t>(bits);
+    }
   }
 }
 
 /// Launches bias_act_dropout_kernel with vector access and 32-bit indices where the shapes allow them.
 template <class In, class Out>
 void launch_bias_act_dropout(const Context& ctx, const In* z, const float* bias, std::int64_t rows, std::int64_t width,
-                             bool relu, const Dropout& d, Out* out) {
+                             bool relu, const Dropout& d, Out* out, std::uint8_t* positive = nullptr) {
   const std::int64_t threads = rows * ((width + kDropoutColumnsPerDraw - 1) / kDropoutColumnsPerDraw);
   const unsigned blocks = elementwise_blocks(threads);
   const bool vec = width % kDropoutColumnsPerDraw == 0 && four_aligned(z) && four_aligned(out) &&
@@ -208,10 +218,10 @@ void launch_bias_act_dropout(const Context& ctx, const In* z, const float* bias,
   auto go = [&]<bool kVec>() {
     if (narrow)
       bias_act_dropout_kernel<In, Out, kVec, std::uint32_t><<<blocks, kElementwiseThreads, 0, ctx.stream>>>(
-          z, bias, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(width), relu, d, out);
+          z, bias, static_cast<std::uint32_t>(rows), static_cast<std::uint32_t>(width), relu, d, out, positive);
     else
       bias_act_dropout_kernel<In, Out, kVec, std::int64_t>
-          <<<blocks, kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width, relu, d, out);
+          <<<blocks, kElementwiseThreads, 0, ctx.stream>>>(z, bias, rows, width, relu, d, out, positive);
   };
   if (vec)
     go.template operator()<true>();
@@ -253,9 +263,11 @@ __device__ __forceinline__ float stored_value(float v, const Bf16*) { return bf1
 /// column_sum_slabs_kernel (slabs of slab_rows rows, kColumnSumRowLanes row lanes each summing rows y, y + lanes,
 /// ..., lanes combined in order), so column_sum_finish_kernel over `partial` gives column_sum's sums bit for bit.
 /// A thread owns kVec consecutive columns (vector loads and stores when kVec == 4: width % 4 == 0, aligned).
+/// With a positive mask (not null) the h > 0 test reads the mask's bit instead of h (see bias_act_dropout_async).
 template <class T, int kVec>
 __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::int64_t rows, std::int64_t width,
-                                                 std::int64_t slab_rows, float scale, T* dz, float* partial) {
+                                                 std::int64_t slab_rows, float scale, T* dz, float* partial,
+                                                 const std::uint8_t* positive) {
   __shared__ float lanes[kColumnSumRowLanes][kColumnSumCols * kVec];
   const std::int64_t c0 = (static_cast<std::int64_t>(blockIdx.x) * kColumnSumCols + threadIdx.x) * kVec;
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.y) * slab_rows;
@@ -265,12 +277,20 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
   for (int u = 0; u < kVec; ++u) s[u] = 0.0f;
   // Two rows per step, both loaded before either is stored (dz may alias dh, but only element for element), so
   // that each thread has four loads in flight.
-  auto load = [&](std::int64_t at, float (&hv)[kVec], float (&gv)[kVec]) {
-    if constexpr (kVec == 4) {
+  const std::int64_t mask_blocks = (width + 3) / 4;  // kernels::positive_mask_blocks
+  auto load = [&](std::int64_t r, std::int64_t at, float (&hv)[kVec], float (&gv)[kVec]) {  // at = r * width + c0
+    if (positive != nullptr) {
+      const unsigned byte = positive[r * mask_blocks + c0 / 4] >> (kVec == 4 ? 0 : c0 % 4);
+#pragma unroll
+      for (int u = 0; u < kVec; ++u) hv[u] = (byte >> u) & 1u ? 1.0f : 0.0f;
+    } else if constexpr (kVec == 4) {
       load4(h + at, hv);
-      load4(dh + at, gv);
     } else {
       hv[0] = load_float(h + at);
+    }
+    if constexpr (kVec == 4) {
+      load4(dh + at, gv);
+    } else {
       gv[0] = load_float(dh + at);
     }
   };
@@ -292,14 +312,14 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
     for (; r + kColumnSumRowLanes < r1; r += 2 * kColumnSumRowLanes) {
       const std::int64_t a0 = r * width + c0, a1 = a0 + kColumnSumRowLanes * width;
       float h0[kVec], g0[kVec], h1[kVec], g1[kVec];
-      load(a0, h0, g0);
-      load(a1, h1, g1);
+      load(r, a0, h0, g0);
+      load(r + kColumnSumRowLanes, a1, h1, g1);
       finish(a0, h0, g0);
       finish(a1, h1, g1);
     }
     if (r < r1) {
       float h0[kVec], g0[kVec];
-      load(r * width + c0, h0, g0);
+      load(r, r * width + c0, h0, g0);
       finish(r * width + c0, h0, g0);
     }
   }
@@ -406,6 +426,108 @@ __global__ void softmax_cross_entropy_narrow_kernel(const float* logits, std::in
       }
     }
   });
+}
+
+/// bias_softmax_cross_entropy: rows per lane group of the fused kernel. A block's rows are a fixed slab (its groups
+/// take consecutive rows, kLossRowsPerGroup rounds), so the gradient's column sums have a fixed order for a given
+/// row count, whatever the GPU.
+constexpr int kLossRowsPerGroup = 16;
+
+/// The fused output-layer loss (see kernels::bias_softmax_cross_entropy_async), one pass over every row: kLanes
+/// lanes per row, each holding kPer of the row's ld stored columns (c = lane + k kLanes) in registers. A row gets
+/// its bias; a listed row (slot >= 0) its loss (the narrow kernel's formulas: the same value) and gradient, an
+/// unlisted one a zero gradient row. Each lane sums its columns' float gradient over its rows; the block combines
+/// its groups in order into partial[block, :] for column_sum_finish_kernel.
+template <int kLanes, int kPer, class G>
+__global__ void __launch_bounds__(kElementwiseThreads)
+    bias_softmax_loss_kernel(float* logits, const float* bias, std::int64_t num_rows, std::int64_t classes,
+                             std::int64_t ld, const std::int32_t* labels, const std::int32_t* slots, float grad_scale,
+                             float* row_loss, G* grad, float* partial) {
+  static_assert(kLanes >= 1 && kLanes <= kWarp && (kLanes & (kLanes - 1)) == 0, "a power-of-two lane group");
+  constexpr int kGroups = kElementwiseThreads / kLanes;
+  __shared__ float sums[kGroups][kLanes * kPer];
+  const int lane = static_cast<int>(threadIdx.x) % kLanes;
+  const int group = static_cast<int>(threadIdx.x) / kLanes;
+  const unsigned first = (threadIdx.x % kWarp) / kLanes * kLanes;
+  const unsigned mask = (kLanes == kWarp ? 0xffffffffu : ((1u << kLanes) - 1u) << first);
+  float b[kPer], s[kPer];
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) {
+    const std::int64_t c = lane + k * kLanes;
+    b[k] = bias != nullptr && c < ld ? bias[c] : 0.0f;
+    s[k] = 0.0f;
+  }
+  const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kGroups * kLossRowsPerGroup;
+  for (int i = 0; i < kLossRowsPerGroup; ++i) {
+    const std::int64_t r = r0 + group + static_cast<std::int64_t>(i) * kGroups;
+    if (r >= num_rows) break;  // the same for every lane of the group
+    float* l = logits + r * ld;
+    float v[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const std::int64_t c = lane + k * kLanes;
+      v[k] = 0.0f;
+      if (c < ld) {
+        v[k] = l[c];
+        if (bias != nullptr) {  // no add without a bias: -0 stays -0
+          v[k] += b[k];
+          l[c] = v[k];
+        }
+      }
+    }
+    const std::int32_t t = slots[r];
+    const std::int32_t label = t >= 0 ? labels[r] : -1;
+    G* g = grad + r * ld;
+    float gv[kPer];
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) gv[k] = 0.0f;
+    if (t >= 0 && (label < 0 || label >= classes)) {
+      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);  // loudly wrong, as the listed-row kernels
+    } else if (t >= 0) {
+      float mx = -INFINITY, at_label = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const std::int64_t c = lane + k * kLanes;
+        if (c < classes) mx = fmaxf(mx, v[k]);
+        if (c == label) at_label = v[k];
+      }
+#pragma unroll
+      for (int o = kLanes / 2; o > 0; o /= 2) {
+        mx = fmaxf(mx, __shfl_xor_sync(mask, mx, o, kLanes));
+        at_label += __shfl_xor_sync(mask, at_label, o, kLanes);  // one lane holds it, the rest add zeros: exact
+      }
+      float se = 0.0f;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k)
+        if (lane + k * kLanes < classes) se += expf(v[k] - mx);
+#pragma unroll
+      for (int o = kLanes / 2; o > 0; o /= 2) se += __shfl_xor_sync(mask, se, o, kLanes);
+      const float lse = mx + logf(se);
+      if (lane == 0) row_loss[t] = lse - at_label;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) {
+        const std::int64_t c = lane + k * kLanes;
+        if (c < classes) gv[k] = (expf(v[k] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kPer; ++k) {
+      const std::int64_t c = lane + k * kLanes;
+      if (c < ld) {
+        store_float(g + c, gv[k]);
+        s[k] += gv[k];
+      }
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kPer; ++k) sums[group][lane + k * kLanes] = s[k];
+  __syncthreads();
+  for (std::int64_t c = threadIdx.x; c < ld; c += blockDim.x) {
+    float total = 0.0f;
+#pragma unroll 4
+    for (int q = 0; q < kGroups; ++q) total += sums[q][c];
+    partial[static_cast<std::int64_t>(blockIdx.x) * ld + c] = total;
+  }
 }
 
 /// 1 when the argmax (lowest index among ties) of listed row t equals its label.
@@ -569,22 +691,22 @@ std::int64_t column_sum_slab_rows(std::int64_t rows) {
 /// dz = relu / dropout backward of dh, and sums = column sums of dz (rows >= 1).
 template <class T>
 void relu_dropout_backward_sum_impl(const Context& ctx, const T* h, const T* dh, std::int64_t rows, std::int64_t width,
-                                    float p, T* dz, float* sums) {
+                                    float p, T* dz, float* sums, const std::uint8_t* positive) {
   const float scale = p > 0.0f ? dropout_scale(p) : 1.0f;
   const std::int64_t slab_rows = column_sum_slab_rows(rows);
   const std::int64_t slabs = (rows + slab_rows - 1) / slab_rows;
   Workspace partial(ctx, static_cast<std::size_t>(slabs * width) * sizeof(float));
-  const bool vec = width % 4 == 0 && four_aligned(h) && four_aligned(dh) && four_aligned(dz);
+  const bool vec = width % 4 == 0 && (positive != nullptr || four_aligned(h)) && four_aligned(dh) && four_aligned(dz);
   const int per_thread = vec ? 4 : 1;
   const dim3 grid(static_cast<unsigned>((width + kColumnSumCols * per_thread - 1) / (kColumnSumCols * per_thread)),
                   static_cast<unsigned>(slabs));
   const dim3 block(kColumnSumCols, kColumnSumRowLanes);
   if (vec) {
     relu_dropout_backward_sum_kernel<T, 4><<<grid, block, 0, ctx.stream>>>(h, dh, rows, width, slab_rows, scale, dz,
-                                                                           partial.as<float>());
+                                                                           partial.as<float>(), positive);
   } else {
     relu_dropout_backward_sum_kernel<T, 1><<<grid, block, 0, ctx.stream>>>(h, dh, rows, width, slab_rows, scale, dz,
-                                                                           partial.as<float>());
+                                                                           partial.as<float>(), positive);
   }
   GCNPART_CUDA_TRY(cudaGetLastError());
   launch_column_sum_finish(ctx, partial.as<float>(), slabs, width, sums);
@@ -639,8 +761,8 @@ void gemm_bf16(const Context& ctx, bool trans_a, bool trans_b, std::int64_t m, s
 // ------------------------------------------------------------------------------------------------ epilogues
 
 void bias_act_dropout(const Context& ctx, const float* z, const float* bias, std::int64_t rows, std::int64_t width,
-                      bool relu, const Dropout& dropout, float* out) {
-  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out);
+                      bool relu, const Dropout& dropout, float* out, std::uint8_t* positive) {
+  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out, positive);
 }
 
 void bias_act_dropout_backward(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
@@ -655,8 +777,9 @@ void bias_act_dropout_backward(const Context& ctx, const float* h, const float* 
 }
 
 void bias_act_dropout_to_bf16(const Context& ctx, const float* z, const float* bias, std::int64_t rows,
-                              std::int64_t width, bool relu, const Dropout& dropout, Bf16* out) {
-  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out);
+                              std::int64_t width, bool relu, const Dropout& dropout, Bf16* out,
+                              std::uint8_t* positive) {
+  launch_bias_act_dropout(ctx, z, bias, rows, width, relu, dropout, out, positive);
 }
 
 void dropout_bf16(const Context& ctx, const Bf16* x, std::int64_t rows, std::int64_t width, const Dropout& dropout,
@@ -670,13 +793,15 @@ void relu_dropout_backward_bf16(const Context& ctx, const Bf16* h, const Bf16* d
 }
 
 void relu_dropout_backward_sum_bf16(const Context& ctx, const Bf16* h, const Bf16* dh, std::int64_t rows,
-                                    std::int64_t width, float p, Bf16* dz, float* sums) {
-  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums);
+                                    std::int64_t width, float p, Bf16* dz, float* sums,
+                                    const std::uint8_t* positive) {
+  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums, positive);
 }
 
 void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                               std::int64_t width, float p, float* dz, float* sums) {
-  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums);
+                               std::int64_t width, float p, float* dz, float* sums,
+                               const std::uint8_t* positive) {
+  relu_dropout_backward_sum_impl(ctx, h, dh, rows, width, p, dz, sums, positive);
 }
 
 // ------------------------------------------------------------------------------------------------ loss
@@ -705,6 +830,77 @@ void softmax_cross_entropy(const Context& ctx, const float* logits, std::int64_t
         logits, num_rows, classes, ld, labels, rows, count, grad_scale, row_loss, grad);
   }
   GCNPART_CUDA_TRY(cudaGetLastError());
+  GCNPART_CUDA_TRY(
+      cub::DeviceReduce::Sum(scratch.as<void>(losses_bytes), temp_bytes, row_loss, loss_sum, count, ctx.stream));
+}
+
+namespace {
+template <int kLanes, int kPer, class G>
+void launch_bias_softmax_loss(const Context& ctx, float* logits, const float* bias, std::int64_t num_rows,
+                              std::int64_t classes, std::int64_t ld, const std::int32_t* labels,
+                              const std::int32_t* slots, float grad_scale, float* row_loss, G* grad,
+                              float* grad_column_sums) {
+  constexpr std::int64_t kRowsPerBlock = kElementwiseThreads / kLanes * kLossRowsPerGroup;
+  const std::int64_t blocks = std::max<std::int64_t>(1, (num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
+  Workspace partial(ctx, static_cast<std::size_t>(blocks * ld) * sizeof(float));
+  bias_softmax_loss_kernel<kLanes, kPer, G><<<static_cast<unsigned>(blocks), kElementwiseThreads, 0, ctx.stream>>>(
+      logits, bias, num_rows, classes, ld, labels, slots, grad_scale, row_loss, grad, partial.as<float>());
+  GCNPART_CUDA_TRY(cudaGetLastError());
+  launch_column_sum_finish(ctx, partial.as<float>(), blocks, ld, grad_column_sums);
+}
+}  // namespace
+
+void bias_softmax_cross_entropy(const Context& ctx, float* logits, const float* bias, std::int64_t num_rows,
+                                std::int64_t classes, std::int64_t ld, const std::int32_t* labels, const NodeId* rows,
+                                const std::int32_t* row_slots, std::int64_t count, float grad_scale, float* loss_sum,
+                                float* grad, Bf16* grad16, float* grad_column_sums) {
+  if (num_rows == 0) {
+    memset_zero(ctx, loss_sum, sizeof(float));
+    memset_zero(ctx, grad_column_sums, static_cast<std::size_t>(ld) * sizeof(float));
+    return;
+  }
+  constexpr std::int64_t kMaxFusedWidth = kWarp * 16;
+  if (ld > kMaxFusedWidth) {
+    // Wider than the fused kernel holds in registers: the separate passes, with a float gradient.
+    launch_bias_act_dropout(ctx, static_cast<const float*>(logits), bias, num_rows, ld, false, Dropout{}, logits);
+    Workspace wide;
+    float* g = grad;
+    if (g == nullptr) {
+      wide = Workspace(ctx, static_cast<std::size_t>(num_rows * ld) * sizeof(float));
+      g = wide.as<float>();
+    }
+    softmax_cross_entropy(ctx, logits, num_rows, classes, ld, labels, rows, count, grad_scale, loss_sum, g);
+    column_sum_impl(ctx, static_cast<const float*>(g), num_rows, ld, grad_column_sums);
+    if (grad16 != nullptr) convert_to_bf16(ctx, g, num_rows * ld, grad16);
+    return;
+  }
+  std::size_t temp_bytes = 0;
+  if (count > 0)
+    GCNPART_CUDA_TRY(cub::DeviceReduce::Sum(nullptr, temp_bytes, static_cast<const float*>(nullptr), loss_sum, count,
+                                            ctx.stream));
+  const std::size_t losses_bytes = Workspace::align_up(static_cast<std::size_t>(std::max<std::int64_t>(count, 1)) *
+                                                       sizeof(float));
+  Workspace scratch(ctx, losses_bytes + temp_bytes);
+  float* row_loss = scratch.as<float>();
+  auto go = [&]<class G>(G* g) {
+    if (ld <= 64)
+      launch_bias_softmax_loss<8, 8>(ctx, logits, bias, num_rows, classes, ld, labels, row_slots, grad_scale,
+                                     row_loss, g, grad_column_sums);
+    else if (ld <= 128)
+      launch_bias_softmax_loss<32, 4>(ctx, logits, bias, num_rows, classes, ld, labels, row_slots, grad_scale,
+                                      row_loss, g, grad_column_sums);
+    else
+      launch_bias_softmax_loss<32, 16>(ctx, logits, bias, num_rows, classes, ld, labels, row_slots, grad_scale,
+                                       row_loss, g, grad_column_sums);
+  };
+  if (grad16 != nullptr)
+    go(grad16);
+  else
+    go(grad);
+  if (count == 0) {
+    memset_zero(ctx, loss_sum, sizeof(float));
+    return;
+  }
   GCNPART_CUDA_TRY(
       cub::DeviceReduce::Sum(scratch.as<void>(losses_bytes), temp_bytes, row_loss, loss_sum, count, ctx.stream));
 }

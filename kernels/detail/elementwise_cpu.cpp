@@ -68,8 +68,31 @@ void column_sum(const Context&, const float* x, std::int64_t rows, std::int64_t 
   }
 }
 
+void fill_positive_mask(const float* v, std::int64_t rows, std::int64_t width, std::uint8_t* positive) {
+  const std::int64_t blocks = positive_mask_blocks(width);
+#pragma omp parallel for schedule(static) if (rows * width > kParallelMinWork)
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (std::int64_t b = 0; b < blocks; ++b) {
+      unsigned bits = 0;
+      for (std::int64_t u = 0; u < 4 && 4 * b + u < width; ++u)
+        if (v[i * width + 4 * b + u] > 0.0f) bits |= 1u << u;
+      positive[i * blocks + b] = static_cast<std::uint8_t>(bits);
+    }
+  }
+}
+
+std::vector<float> positive_mask_values(const std::uint8_t* positive, std::int64_t rows, std::int64_t width) {
+  const std::int64_t blocks = positive_mask_blocks(width);
+  std::vector<float> h(static_cast<std::size_t>(rows * width));
+#pragma omp parallel for schedule(static) if (rows * width > kParallelMinWork)
+  for (std::int64_t i = 0; i < rows; ++i)
+    for (std::int64_t c = 0; c < width; ++c)
+      h[static_cast<std::size_t>(i * width + c)] = (positive[i * blocks + c / 4] >> (c % 4)) & 1u ? 1.0f : 0.0f;
+  return h;
+}
+
 void bias_act_dropout(const Context&, const float* z, const float* bias, std::int64_t rows, std::int64_t width,
-                      bool relu, const Dropout& d, float* out) {
+                      bool relu, const Dropout& d, float* out, std::uint8_t* positive) {
   const bool drop = d.p > 0.0f;
   const float keep_probability = dropout_keep_probability(d.p);
   const std::uint64_t key = drop ? dropout_key(d) : 0;
@@ -111,6 +134,7 @@ void bias_act_dropout(const Context&, const float* z, const float* bias, std::in
       }
     });
   }
+  if (positive != nullptr) fill_positive_mask(out, rows, width, positive);
 }
 
 void dropout_csr_values(const Context&, const CsrView& a, bool transposed, const Dropout& d, float* out) {
@@ -258,7 +282,12 @@ void sum_squares(const Context&, const float* x, std::int64_t n, float* out) {
 }
 
 void relu_dropout_backward_sum(const Context& ctx, const float* h, const float* dh, std::int64_t rows,
-                               std::int64_t width, float p, float* dz, float* sums) {
+                               std::int64_t width, float p, float* dz, float* sums, const std::uint8_t* positive) {
+  std::vector<float> from_mask;
+  if (positive != nullptr) {
+    from_mask = positive_mask_values(positive, rows, width);
+    h = from_mask.data();
+  }
   bias_act_dropout_backward(ctx, h, dh, rows, width, true, p, dz);
   column_sum(ctx, dz, rows, width, sums);
 }

@@ -172,12 +172,15 @@ TEST_CASE("tracked peak equals an independent count of the bytes the model holds
     (void)model.evaluate();
     const std::int64_t n = p.num_rows, e = p.graph.num_edges(), f = 12, h = 8, c = 4;
     const std::int64_t graph = (n + 1) * 8 + e * 4 + 2 * n * 4 + n * 4;  // offsets, cols, dinv x2, global ids
+    // features, labels, the three splits' rows and the loss's row slots
     const std::int64_t feats = n * f * 4 + n * 4 +
-                               static_cast<std::int64_t>(p.train_rows.size() + p.valid_rows.size() + p.test_rows.size()) * 4;
+                               static_cast<std::int64_t>(p.train_rows.size() + p.valid_rows.size() + p.test_rows.size()) * 4 +
+                               n * 4;
     const std::int64_t params = f * h + h + h * c + c;
     const std::int64_t weights = params * 4, grads_params = params * 4, optimizer = 2 * params * 4;
     // inputs: dropped X (n x f), H1 (n x h); layer 0: 12 > 8 -> Â(XW), layer 1: 8 > 4 -> Â(HW): nothing aggregated.
-    const std::int64_t activations = n * f * 4 + n * h * 4 + n * c * 4;
+    // ... and H1's positive mask (one byte per 4 columns) for the ReLU / dropout backward.
+    const std::int64_t activations = n * f * 4 + n * h * 4 + n * c * 4 + n * ((h + 3) / 4);
     // tmp: the widest Â(HW) product (h); dZ ping-pong: n x c and n x h; loss scalars, accuracy counters, the step
     // scalars (64 dropout keys and Adam's corrections).
     const std::int64_t workspace = n * h * 4 + 4 * 4 + 4 * 8 + 65 * 8;
@@ -463,8 +466,10 @@ TEST_CASE("the bf16 model tracks less peak memory than the fp32 model on a dense
   const std::int64_t n = p.num_rows, f = p.num_features, h = 64, c = p.num_classes;
   REQUIRE(f % 8 == 0);
   const std::int64_t c32 = partition::stored_width(c, Precision::kFp32), c16 = partition::stored_width(c, Precision::kBf16);
-  CHECK(at(bf16, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 2 + n * c16 * 4);
-  CHECK(at(fp32, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 4 + n * c32 * 4);
+  // The hidden inputs' positive masks (a byte per 4 columns) are the same in both.
+  const std::int64_t masks = 2 * n * ((h + 3) / 4);
+  CHECK(at(bf16, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 2 + n * c16 * 4 + masks);
+  CHECK(at(fp32, MemoryCategory::kActivations) == (2 * n * f + 3 * n * h) * 4 + n * c32 * 4 + masks);
 }
 
 TEST_CASE("bf16 training is deterministic for a seed on the CPU") {
@@ -612,7 +617,7 @@ TEST_CASE("--cuda-graph parses auto / on / off and the CPU trains eagerly, refus
   CHECK(from_string<CudaGraphMode>("auto", "--cuda-graph") == CudaGraphMode::kAuto);
   CHECK(from_string<CudaGraphMode>("on", "--cuda-graph") == CudaGraphMode::kOn);
   CHECK(from_string<CudaGraphMode>("off", "--cuda-graph") == CudaGraphMode::kOff);
-  CHECK_THROWS_WITH_AS(from_string<CudaGraphMode>("yes", "--cuda-graph"), doctest::Contains("--cuda-graph"),
+  CHECK_THROWS_WITH_AS((void)from_string<CudaGraphMode>("yes", "--cuda-graph"), doctest::Contains("--cuda-graph"),
                        InvalidInput);
   for (CudaGraphMode m : {CudaGraphMode::kAuto, CudaGraphMode::kOn, CudaGraphMode::kOff})
     CHECK(from_string<CudaGraphMode>(to_string(m), "--cuda-graph") == m);

@@ -852,3 +852,122 @@ TEST_CASE("the integer keep test decides exactly as the float one, for any drop 
     CHECK(agree);
   }
 }
+
+TEST_CASE("the positive mask is the stored output's > 0 bits, and the backward reads it instead of h, bit for bit") {
+  for (const std::int64_t width : {1, 3, 4, 7, 16, 45}) {
+    CAPTURE(width);
+    const std::int64_t rows = 37;
+    const auto z = random_floats(static_cast<std::size_t>(rows * width), 301 + static_cast<std::uint64_t>(width));
+    const auto bias = random_floats(static_cast<std::size_t>(width), 302);
+    const auto dh = random_floats(z.size(), 303);
+    Dropout d;
+    d.p = 0.5f;
+    d.key = rng::stream_key(3, rng::kDropout, 1, 1);
+    std::vector<float> out(z.size());
+    std::vector<std::uint8_t> positive(static_cast<std::size_t>(positive_mask_bytes(rows, width)), 0xee);
+    bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                           make_view(out.data(), rows, width), positive.data());
+    bool bits_match = true;
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (std::int64_t b = 0; b < positive_mask_blocks(width); ++b)
+        for (std::int64_t u = 0; u < 4; ++u) {
+          const std::int64_t c = 4 * b + u;
+          const bool bit = (positive[static_cast<std::size_t>(r * positive_mask_blocks(width) + b)] >> u) & 1u;
+          bits_match = bits_match && bit == (c < width && out[static_cast<std::size_t>(r * width + c)] > 0.0f);
+        }
+    CHECK(bits_match);
+    // float: the backward from the mask (h's data never read) equals the one from h, dz and sums.
+    std::vector<float> dz_h(z.size()), dz_mask(z.size()), sums_h(static_cast<std::size_t>(width)),
+        sums_mask(static_cast<std::size_t>(width));
+    bias_act_dropout_backward_async(kCpu, make_view(out.data(), rows, width), make_view(dh.data(), rows, width), true,
+                                    d.p, make_view(dz_h.data(), rows, width), sums_h.data());
+    bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, rows, width, width},
+                                    make_view(dh.data(), rows, width), true, d.p,
+                                    make_view(dz_mask.data(), rows, width), sums_mask.data(), positive.data());
+    CHECK(dz_mask == dz_h);
+    CHECK(sums_mask == sums_h);
+    // bf16: the mask of the stored (rounded) values; the same backward from the mask as from h.
+    std::vector<Bf16> out16(z.size());
+    std::vector<std::uint8_t> positive16(positive.size(), 0xee);
+    bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), true, d,
+                           make_view(out16.data(), rows, width), positive16.data());
+    CHECK(positive16 == positive);  // these values keep their sign when rounded
+    const std::vector<Bf16> dh16 = to_bf16(dh);
+    std::vector<Bf16> dz16_h(z.size()), dz16_mask(z.size());
+    bias_act_dropout_backward_async(kCpu, make_view(static_cast<const Bf16*>(out16.data()), rows, width),
+                                    make_view(dh16.data(), rows, width), true, d.p,
+                                    make_view(dz16_h.data(), rows, width), sums_h.data());
+    bias_act_dropout_backward_async(kCpu, ConstBf16MatrixView{nullptr, rows, width, width},
+                                    make_view(dh16.data(), rows, width), true, d.p,
+                                    make_view(dz16_mask.data(), rows, width), sums_mask.data(), positive16.data());
+    CHECK(from_bf16(dz16_mask) == from_bf16(dz16_h));
+    CHECK(sums_mask == sums_h);
+  }
+  // A mask stands for h only in the ReLU backward with column sums.
+  std::vector<float> g(4, 1.0f), s(2);
+  std::vector<std::uint8_t> m(2, 1);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, 2, 2, 2}, make_view(g.data(), 2, 2),
+                                                  true, 0.5f, make_view(g.data(), 2, 2), nullptr, m.data()),
+                  LogicError);
+  CHECK_THROWS_AS(bias_act_dropout_backward_async(kCpu, ConstMatrixView{nullptr, 2, 2, 2}, make_view(g.data(), 2, 2),
+                                                  false, 0.0f, make_view(g.data(), 2, 2), s.data(), m.data()),
+                  LogicError);
+}
+
+TEST_CASE("the fused output loss adds the bias, and gives the listed rows' loss, gradient and its column sums") {
+  const std::int64_t rows = 41, classes = 7, ld = 8;
+  auto z = random_floats(static_cast<std::size_t>(rows * ld), 311, -3.0f, 3.0f);
+  for (std::int64_t r = 0; r < rows; ++r) z[static_cast<std::size_t>(r * ld + classes)] = 0.0f;  // padding column
+  auto bias = random_floats(static_cast<std::size_t>(ld), 312);
+  bias[static_cast<std::size_t>(classes)] = 0.0f;
+  std::vector<std::int32_t> labels(static_cast<std::size_t>(rows));
+  for (std::int64_t r = 0; r < rows; ++r) labels[static_cast<std::size_t>(r)] = static_cast<std::int32_t>((r * 5) % classes);
+  const std::vector<NodeId> listed = {3, 0, 17, 40, 22, 9};
+  const auto slots = loss_row_slots(listed, rows);
+  CHECK(slots[3] == 0);
+  CHECK(slots[40] == 3);
+  CHECK(slots[1] == -1);
+  const auto count = static_cast<std::int64_t>(listed.size());
+  const float scale = 1.0f / 6.0f;
+  // The separate operations on a copy.
+  std::vector<float> logits_apart(z.size()), grad_apart(z.size()), sums_apart(static_cast<std::size_t>(ld));
+  float loss_apart = 0.0f;
+  bias_act_dropout_async(kCpu, make_view(z.data(), rows, ld), bias.data(), false, Dropout{},
+                         make_view(logits_apart.data(), rows, ld));
+  softmax_cross_entropy_async(kCpu, make_view(logits_apart.data(), rows, classes, ld), labels.data(), listed.data(),
+                              count, scale, &loss_apart, make_view(grad_apart.data(), rows, classes, ld));
+  column_sum_async(kCpu, make_view(grad_apart.data(), rows, ld), sums_apart.data());
+  // Fused, float and bf16 gradients.
+  std::vector<float> logits(z), grad(z.size(), kNaN), sums(static_cast<std::size_t>(ld), kNaN);
+  float loss = kNaN;
+  bias_softmax_cross_entropy_async(kCpu, make_view(logits.data(), rows, classes, ld), bias.data(), labels.data(),
+                                   listed.data(), slots.data(), count, scale, &loss,
+                                   make_view(grad.data(), rows, classes, ld), sums.data());
+  CHECK(logits == logits_apart);
+  CHECK(loss == loss_apart);
+  CHECK(grad == grad_apart);
+  CHECK(sums == sums_apart);
+  CHECK(grad[static_cast<std::size_t>(1 * ld + 2)] == 0.0f);  // an unlisted row
+  CHECK(sums[static_cast<std::size_t>(classes)] == 0.0f);     // the padding column
+  std::vector<float> logits16(z);
+  std::vector<Bf16> grad16(z.size());
+  bias_softmax_cross_entropy_async(kCpu, make_view(logits16.data(), rows, classes, ld), bias.data(), labels.data(),
+                                   listed.data(), slots.data(), count, scale, &loss,
+                                   make_view(grad16.data(), rows, classes, ld), sums.data());
+  CHECK(from_bf16(grad16) == from_bf16(to_bf16(grad_apart)));
+  CHECK(sums == sums_apart);  // the float gradient's sums
+  // Bad input: slots that do not match the rows, a row listed twice, a row out of range, count above the rows.
+  auto wrong = slots;
+  wrong[5] = 2;
+  std::vector<float> l2(z);
+  CHECK_THROWS_AS(bias_softmax_cross_entropy_async(kCpu, make_view(l2.data(), rows, classes, ld), bias.data(),
+                                                   labels.data(), listed.data(), wrong.data(), count, scale, &loss,
+                                                   make_view(grad.data(), rows, classes, ld), sums.data()),
+                  InvalidInput);
+  CHECK_THROWS_AS(loss_row_slots({1, 2, 1}, rows), InvalidInput);
+  CHECK_THROWS_AS(loss_row_slots({1, 41}, rows), InvalidInput);
+  CHECK_THROWS_AS(bias_softmax_cross_entropy_async(kCpu, make_view(l2.data(), 2, classes, ld), bias.data(),
+                                                   labels.data(), listed.data(), slots.data(), 3, scale, &loss,
+                                                   make_view(grad.data(), 2, classes, ld), sums.data()),
+                  InvalidInput);
+}

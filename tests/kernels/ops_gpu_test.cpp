@@ -273,7 +273,7 @@ TEST_CASE("CUDA SpMM with four lanes per row (--spmm-lanes 0 / 4) or sized to th
   const DeviceCsr da(a);
   // Widths of 1..16 vectors of 4 and around them: 4-lane groups with 2, 3 and 4 vectors per lane (partial last
   // vectors at 41 / 47), the usual layouts below 5 and above 16 vectors; long rows split or not.
-  for (const auto [lanes, long_row] : {std::pair{4, 0}, std::pair{4, 64}, std::pair{0, 0}, std::pair{0, 64}, std::pair{32, 0}}) {
+  for (const auto& [lanes, long_row] : {std::pair{4, 0}, std::pair{4, 64}, std::pair{0, 0}, std::pair{0, 64}, std::pair{32, 0}}) {
     SpmmTuning tuning;
     tuning.lanes = lanes;
     tuning.long_row = long_row;
@@ -549,11 +549,15 @@ TEST_CASE("CUDA epilogues reproduce the CPU outputs and dropout masks bit for bi
           }
           std::vector<float> out(z.size());
           DeviceBuffer<float> dout(z.size());
+          const auto mask_bytes = static_cast<std::size_t>(positive_mask_bytes(rows, width));
+          std::vector<std::uint8_t> mask(mask_bytes);
+          DeviceBuffer<std::uint8_t> dmask(std::vector<std::uint8_t>(mask_bytes, 0xee));
           bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
-                                 make_view(out.data(), rows, width));
+                                 make_view(out.data(), rows, width), mask.data());
           bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
-                                 make_view(dout.data(), rows, width));
+                                 make_view(dout.data(), rows, width), dmask.data());
           CHECK(dout.to_host() == out);
+          CHECK(dmask.to_host() == mask);
           dropout_async(kCpu, make_view(z.data(), rows, width), d, make_view(out.data(), rows, width));
           dropout_async(f.ctx, make_view(dz.data(), rows, width), dd, make_view(dout.data(), rows, width));
           CHECK(dout.to_host() == out);
@@ -637,6 +641,95 @@ TEST_CASE("CUDA softmax cross-entropy matches the CPU loss and gradient, and cou
   softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), 2, 4), dlabels.data(), drows.data(), 2, 1.0f,
                               dloss.data(), MatrixView{});
   CHECK(std::isnan(dloss.to_host()[0]));
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA fused output loss matches the CPU: logits, loss, float and bf16 gradients, bias gradient") {
+  DeviceFixture f;
+  // ld: the register layouts (8 lanes up to 64 columns, 32 lanes x 4 up to 128, 32 x 16 up to 512) and the separate
+  // passes past 512; rows past one block's slab and a partial last slab.
+  for (const auto& [classes, ld] : std::vector<std::pair<std::int64_t, std::int64_t>>{
+           {1, 4}, {7, 8}, {47, 48}, {64, 64}, {65, 68}, {100, 104}, {129, 136}, {500, 512}, {600, 600}}) {
+    for (const std::int64_t num_rows : {std::int64_t{1}, std::int64_t{3000}}) {
+      CAPTURE(classes);
+      CAPTURE(ld);
+      CAPTURE(num_rows);
+      auto z = random_floats(static_cast<std::size_t>(num_rows * ld), 71 + classes, -4.0f, 4.0f);
+      for (std::int64_t i = 0; i < num_rows; ++i)
+        for (std::int64_t c = classes; c < ld; ++c) z[static_cast<std::size_t>(i * ld + c)] = 0.0f;
+      auto bias = random_floats(static_cast<std::size_t>(ld), 72);
+      for (std::int64_t c = classes; c < ld; ++c) bias[static_cast<std::size_t>(c)] = 0.0f;
+      std::vector<std::int32_t> labels(static_cast<std::size_t>(num_rows));
+      std::mt19937_64 gen(73);
+      for (auto& l : labels) l = static_cast<std::int32_t>(gen() % static_cast<std::uint64_t>(classes));
+      std::vector<NodeId> rows;
+      for (std::int64_t i = num_rows - 1; i >= 0; i -= 2) rows.push_back(static_cast<NodeId>(i));  // descending
+      const auto slots = loss_row_slots(rows, num_rows);
+      const auto count = static_cast<std::int64_t>(rows.size());
+      const float scale = 1.0f / static_cast<float>(count);
+      std::vector<float> logits(z), grad(z.size()), sums(static_cast<std::size_t>(ld));
+      float loss = 0.0f;
+      bias_softmax_cross_entropy_async(kCpu, make_view(logits.data(), num_rows, classes, ld), bias.data(),
+                                       labels.data(), rows.data(), slots.data(), count, scale, &loss,
+                                       make_view(grad.data(), num_rows, classes, ld), sums.data());
+      const DeviceBuffer<float> dbias(bias);
+      const DeviceBuffer<std::int32_t> dlabels(labels), dslots(slots);
+      const DeviceBuffer<NodeId> drows(rows);
+      for (const bool bf16 : {false, true}) {
+        CAPTURE(bf16);
+        DeviceBuffer<float> dlogits(z), dloss(1);
+        DeviceBuffer<float> dsums(std::vector<float>(static_cast<std::size_t>(ld), kNaN));
+        auto dgrad = nan_buffer(z.size());
+        auto dgrad16 = sentinel_bf16_buffer(z.size());
+        if (bf16) {
+          bias_softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes, ld), dbias.data(),
+                                           dlabels.data(), drows.data(), dslots.data(), count, scale, dloss.data(),
+                                           make_view(dgrad16.data(), num_rows, classes, ld), dsums.data());
+        } else {
+          bias_softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), num_rows, classes, ld), dbias.data(),
+                                           dlabels.data(), drows.data(), dslots.data(), count, scale, dloss.data(),
+                                           make_view(dgrad.data(), num_rows, classes, ld), dsums.data());
+        }
+        CHECK(dlogits.to_host() == logits);  // the same float additions
+        CHECK(dloss.to_host()[0] == doctest::Approx(loss).epsilon(1e-5));
+        std::vector<float> g;
+        if (bf16) {
+          std::vector<float> widened(z.size());
+          const auto g16 = dgrad16.to_host();
+          convert_from_bf16_async(kCpu, g16.data(), static_cast<std::int64_t>(g16.size()), widened.data());
+          g = widened;
+        } else {
+          g = dgrad.to_host();
+        }
+        double worst = 0.0;
+        bool zero_elsewhere = true;
+        for (std::int64_t i = 0; i < num_rows; ++i)
+          for (std::int64_t c = 0; c < ld; ++c) {
+            const auto t = static_cast<std::size_t>(i * ld + c);
+            if (slots[static_cast<std::size_t>(i)] < 0 || c >= classes) zero_elsewhere = zero_elsewhere && g[t] == 0.0f;
+            worst = std::max(worst, static_cast<double>(std::abs(g[t] - grad[t])) / (bf16 ? 1.0 / 128 : 1e-5));
+          }
+        CHECK(zero_elsewhere);
+        CHECK(worst <= scale * 10);  // fp32: 1e-6 of scale; bf16: the rounding, 2^-8 relative
+        const auto s = dsums.to_host();
+        double worst_sum = 0.0;
+        for (std::int64_t c = 0; c < ld; ++c)
+          worst_sum = std::max(worst_sum, std::abs(static_cast<double>(s[static_cast<std::size_t>(c)]) -
+                                                   sums[static_cast<std::size_t>(c)]));
+        CHECK(worst_sum <= 1e-5);  // sums of count * scale = 1 in magnitude
+      }
+    }
+  }
+  // An out-of-range label: NaN loss, zero gradient row.
+  const DeviceBuffer<float> dbias(std::vector<float>(4, 0.0f));
+  DeviceBuffer<float> dlogits(std::vector<float>(8, 0.0f)), dloss(1), dgrad(8), dsums(4);
+  const DeviceBuffer<std::int32_t> dlabels(std::vector<std::int32_t>{0, 9}), dslots(std::vector<std::int32_t>{0, 1});
+  const DeviceBuffer<NodeId> drows(std::vector<NodeId>{0, 1});
+  bias_softmax_cross_entropy_async(f.ctx, make_view(dlogits.data(), 2, 4), dbias.data(), dlabels.data(), drows.data(),
+                                   dslots.data(), 2, 1.0f, dloss.data(), make_view(dgrad.data(), 2, 4), dsums.data());
+  CHECK(std::isnan(dloss.to_host()[0]));
+  const auto g = dgrad.to_host();
+  CHECK(std::all_of(g.begin() + 4, g.end(), [](float v) { return v == 0.0f; }));
   CHECK(f.allocator.in_use() == 0);
 }
 
@@ -893,11 +986,15 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
           // float z + bias -> bf16 h
           std::vector<Bf16> h(z.size());
           auto dout = sentinel_bf16_buffer(z.size());
+          const auto mask_bytes = static_cast<std::size_t>(positive_mask_bytes(rows, width));
+          std::vector<std::uint8_t> mask(mask_bytes);
+          DeviceBuffer<std::uint8_t> dmask(std::vector<std::uint8_t>(mask_bytes, 0xee));
           bias_act_dropout_async(kCpu, make_view(z.data(), rows, width), bias.data(), relu, d,
-                                 make_view(h.data(), rows, width));
+                                 make_view(h.data(), rows, width), mask.data());
           bias_act_dropout_async(f.ctx, make_view(dz.data(), rows, width), dbias.data(), relu, dd,
-                                 make_view(dout.data(), rows, width));
+                                 make_view(dout.data(), rows, width), dmask.data());
           CHECK(dout.to_host() == h);
+          CHECK(dmask.to_host() == mask);  // the stored values' signs: the specials' rounding included
           // dropout of bf16 values, out of place and in place on the device
           std::vector<Bf16> dropped(x16.size());
           dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(dropped.data(), rows, width));
@@ -1020,6 +1117,36 @@ void check_fused_backward_sums(DeviceFixture& f, std::int64_t rows, std::int64_t
   const DenseView<T> out_apart(dz_apart.data() + shift, rows, width, width);
   bias_act_dropout_backward_async(f.ctx, hv, g_fused, true, p, out_fused, sums_fused.data());
   bias_act_dropout_backward_async(f.ctx, hv, gv, true, p, out_apart);
+  // The same from h's positive mask (h's data not read).
+  std::vector<std::uint8_t> mask(static_cast<std::size_t>(positive_mask_bytes(rows, width)), 0);
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t c = 0; c < width; ++c) {
+      float v;
+      if constexpr (std::is_same_v<T, Bf16>) {
+        const std::uint32_t bits = static_cast<std::uint32_t>(h[static_cast<std::size_t>(r * width + c + shift)].raw) << 16;
+        std::memcpy(&v, &bits, 4);
+      } else {
+        v = h[static_cast<std::size_t>(r * width + c + shift)];
+      }
+      if (v > 0.0f) mask[static_cast<std::size_t>(r * positive_mask_blocks(width) + c / 4)] |= 1u << (c % 4);
+    }
+  const DeviceBuffer<std::uint8_t> dmask(mask);
+  DeviceBuffer<T> dz_mask(n), dg_mask(g);
+  DeviceBuffer<float> sums_mask(nan_sums);
+  const DenseView<T> out_mask(in_place ? dg_mask.data() + shift : dz_mask.data() + shift, rows, width, width);
+  const View g_mask(in_place ? dg_mask.data() + shift : dg.data() + shift, rows, width, width);
+  bias_act_dropout_backward_async(f.ctx, View(nullptr, rows, width, width), g_mask, true, p, out_mask,
+                                  sums_mask.data(), dmask.data());
+  {
+    const auto from_mask = (in_place ? dg_mask : dz_mask).to_host();
+    const auto from_h = (in_place ? dg_fused : dz_fused).to_host();
+    bool same = true;
+    for (std::size_t i = static_cast<std::size_t>(shift); i < n; ++i)
+      same = same && std::memcmp(&from_mask[i], &from_h[i], sizeof(T)) == 0;
+    CHECK(same);
+    const auto a = sums_mask.to_host(), b = sums_fused.to_host();
+    CHECK(std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0);
+  }
   column_sum_async(f.ctx, View(out_apart), sums_apart.data());
   const auto fused = (in_place ? dg_fused : dz_fused).to_host();
   const auto apart = dz_apart.to_host();
