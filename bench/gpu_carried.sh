@@ -7,7 +7,8 @@
 # In order of priority, each step skipped past DEADLINE seconds: the kernels' gpu suite (while the reddit- and
 # products-sized RMAT graphs are generated), `bench epoch` of head and new interleaved (2 layers, hidden 256, fp32 and
 # bf16, degree order), `train` on Cora / CiteSeer (own and cuSPARSE SpMM: the memory records tests compare against),
-# then the engine's, partition's and bench's gpu suites, and with PEERS=1 `bench spmm` and the PyG peers. Everything lands in $OUT/results.tar.gz (re-packed after
+# then the engine's, partition's and bench's gpu suites (ROUNDS=N: the head / new epochs N times; ACCURACY=1: Cora
+# and CiteSeer 10 seeds in fp32 and bf16 after the epochs), and with PEERS=1 `bench spmm` and the PyG peers. Everything lands in $OUT/results.tar.gz (re-packed after
 # every step, so a call cut short still returns what finished; a call returns only a few files) and summary.txt.
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
@@ -39,17 +40,31 @@ timeout 150 $N/test_kernels --test-suite=gpu --no-intro=true > "$W/test_kernels_
 echo "test_kernels gpu: exit $? (${SECONDS}s)" >> "$s"
 wait $gen
 echo "graphs: ${SECONDS}s" >> "$s"
-for name in $graphs; do
-  for p in bf16 fp32; do
-    for b in new head; do
-      late "epoch-$name-$p-$b" && continue
-      timeout 60 .carry/$b/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree \
-        --layers 2 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-$b.json" \
-        > "$W/epoch-$name-$p-$b.log" 2>&1
-      echo "epoch-$name-$p-$b: exit $? (${SECONDS}s)" >> "$s"
+for round in $(seq 1 "${ROUNDS:-1}"); do
+  tag=$([ "$round" = 1 ] && echo "" || echo "-r$round")
+  for name in $graphs; do
+    for p in bf16 fp32; do
+      for b in new head; do
+        late "epoch-$name-$p-$b$tag" && continue
+        timeout 60 .carry/$b/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree \
+          --layers 2 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-$b$tag.json" \
+          > "$W/epoch-$name-$p-$b$tag.log" 2>&1
+        echo "epoch-$name-$p-$b$tag: exit $? (${SECONDS}s)" >> "$s"
+      done
     done
   done
 done
+# ACCURACY=1: Cora and CiteSeer, 10 seeds, fp32 and bf16 (the issue's accuracy bound), new binary, default order.
+if [ "${ACCURACY:-0}" = 1 ]; then
+  for d in cora citeseer; do
+    for p in fp32 bf16; do
+      late "accuracy-$d-$p" && continue
+      timeout 90 $N/gcnpart -q train "$GCNPART_DATA/$d" --device cuda --runs 10 --precision $p \
+        --json "$W/accuracy-$d-$p.json" > "$W/accuracy-$d-$p.log" 2>&1
+      echo "accuracy-$d-$p: exit $? (${SECONDS}s)" >> "$s"
+    done
+  done
+fi
 for d in cora citeseer; do
   for spmm in own cusparse; do
     late "train-$d-$spmm" && continue
