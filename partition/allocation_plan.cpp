@@ -32,6 +32,10 @@ constexpr std::int64_t kCubSingleTile = 4096;
 constexpr std::int64_t kCubMultiTileBytes = 32 << 10;
 constexpr double kCusparseBufferPerEntry = 1.0 / 6.0;
 constexpr std::int64_t kCusparseBufferBase = 8;
+// The fused training loss (kernels/detail/dense.cu): classes stored up to this wide, 8-lane groups (32 above 64
+// columns) of 256-thread blocks, kFusedLossRowsPerGroup rows each.
+constexpr std::int64_t kFusedLossMaxWidth = 512;
+constexpr std::int64_t kFusedLossRowsPerGroup = 16;
 
 std::int64_t align256(std::int64_t b) { return (b + 255) / 256 * 256; }
 std::int64_t cub_temp(std::int64_t n) { return n <= kCubSingleTile ? 1 : kCubMultiTileBytes; }
@@ -269,9 +273,27 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     auto loss_scratch = [&](std::string name, const char* what, std::int64_t count) {
       if (count > 0) transient(std::move(name), what, align256(count * kFloatBytes) + cub_temp(count));
     };
-    loss_scratch("loss_scratch", "loss scratch (train rows)", s.split_rows[0]);
+    // The training loss (kernels::bias_softmax_cross_entropy_async, the loss layer only): per-row losses and their
+    // reduction, with the per-block partial column sums alive at once; classes stored wider than the fused kernel's
+    // registers (kFusedLossMaxWidth) take the separate passes instead: a column sum like a hidden layer's and, for
+    // bf16, a float gradient.
+    const std::int64_t classes = d[L];
+    const bool fused_loss = classes <= kFusedLossMaxWidth;
+    if (last == L && r > 0) {
+      if (fused_loss) {
+        const std::int64_t rows_per_block = (classes <= 64 ? 256 / 8 : 256 / 32) * kFusedLossRowsPerGroup;
+        const std::int64_t count = s.split_rows[0];
+        transient("loss_scratch", "loss scratch (train rows, partial bias gradients)",
+                  align256(std::max<std::int64_t>(count, 1) * kFloatBytes) + (count > 0 ? cub_temp(count) : 0) +
+                      align256(ceil_div(r, rows_per_block) * classes * kFloatBytes));
+      } else {
+        loss_scratch("loss_scratch", "loss scratch (train rows)", s.split_rows[0]);
+        if (bf16) transient("loss_gradient_float", "float loss gradient (classes past the fused loss)", r * classes * kFloatBytes);
+      }
+    }
     if (r > 0)
       for (int l = first; l < last; ++l) {
+        if (l == L - 1 && fused_loss) continue;  // the loss layer's bias gradient comes with the fused loss
         const std::int64_t slab_rows = std::max(kColumnSumSlabRows, ceil_div(r, kMaxGridY));
         transient(indexed("bias_partials", l), "bias-gradient partials, layer " + std::to_string(l),
                   ceil_div(r, slab_rows) * d[l + 1] * kFloatBytes);

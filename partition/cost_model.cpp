@@ -183,28 +183,24 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
         spmm(out, false);
       }
     }
-    // Bias, ReLU, dropout of the next input (bf16: float in, bf16 out; the last layer's float logits in place).
-    const bool last_layer = l == L - 1;
-    elementwise((bf16 ? (last_layer ? 8 : 6) : 2 * act) * r * out + out * 4);
+    // Bias, ReLU, dropout of the next input (bf16: float in, bf16 out) and its positive mask (a byte per 4
+    // columns); the last layer's bias comes with the loss.
+    if (l < L - 1) elementwise((bf16 ? 6 : 2 * act) * r * out + r * out / 4 + out * 4);
   }
-  // Loss: zero the gradient, per-row softmax cross-entropy, reduction.
+  // Loss, one pass over every row (kernels::bias_softmax_cross_entropy_async): the float logits read and written
+  // back with the bias, the gradient written in its storage type, slots, labels and per-row losses; then the bias
+  // gradient's partial sums and the loss reduction.
   const double classes = static_cast<double>(d[L]);
   const double train = static_cast<double>(s.split_rows[0]);
-  const double logit_bytes = bf16 ? 4 : act;
-  if (last == L) {  // the gradient's zero fill covers the stored width; each train row reads and writes the classes
-    const double model_classes = static_cast<double>(m.classes);
-    elementwise(r * classes * logit_bytes + 2 * train * model_classes * logit_bytes + train * 8, 3);
-    to_bf16(r * classes);
-  }
+  if (last == L) elementwise(r * classes * (8 + act) + r * 4 + train * 8, 3);
   if (comm) w.collectives += 1;
   // Backward.
   for (int l = last - 1; l >= first; --l) {
     const double in = static_cast<double>(d[l]), out = static_cast<double>(d[l + 1]);
     const bool aggregate_first = aggregates_first(d, l);  // never the sparse-input layer 0 (it narrows)
-    // The bias gradient: the loss layer's column sums of dZ (then their sum); below it they come with the ReLU /
-    // dropout backward that made dZ (the layer above's, or a pipeline stage's on the received gradient).
-    if (l == L - 1) elementwise(r * out * logit_bytes, 2);
-    if (l == last - 1 && last < L) elementwise(3 * r * out * act, 2);
+    // The bias gradient comes with the pass that made dZ: the loss for the loss layer, the ReLU / dropout backward
+    // below it (the layer above's, or a pipeline stage's on the received gradient: dZ, dh and the positive mask).
+    if (l == last - 1 && last < L) elementwise(2 * r * out * act + r * out / 4, 2);
     if (aggregate_first) {
       gemm(in, out, r);
       if (l > 0) {
@@ -225,7 +221,7 @@ EpochWork epoch_work(const DeviceShape& s, const ModelSpec& m) {
     }
     // ReLU / dropout backward with the bias gradient of layer l - 1 (a pipeline stage sends its input gradient to
     // the stage below instead, which runs it: the l == last - 1 term above)
-    if (l > first) elementwise(3 * r * in * act, 2);
+    if (l > first) elementwise(2 * r * in * act + r * in / 4, 2);
   }
   // Gradient all-reduce and Adam (two kernels per layer: weights, bias).
   double params = 0;
