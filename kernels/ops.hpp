@@ -233,8 +233,9 @@ void softmax_cross_entropy_async(const Context& ctx, ConstMatrixView logits, con
 ///    as float or (the bf16 overload) rounded once to bf16;
 ///  - grad_column_sums (logits.ld entries, overwritten): the column sums of the float gradient, the output bias's
 ///    gradient (a fixed summation order for a given row count: deterministic, not bit for bit column_sum_async).
-/// row_slots (num_rows entries, device memory on CUDA): row_slots[rows[t]] = t, -1 for unlisted rows
-/// (loss_row_slots). logits and grad: one shape and leading dimension, contiguous rows of ld elements.
+/// row_slots and labels (num_rows entries each, device memory on CUDA): row_slots[rows[t]] = t, -1 for unlisted rows
+/// (loss_row_slots); every row's label is read, an unlisted row's unused. logits and grad: one shape and leading
+/// dimension, contiguous rows of ld elements.
 void bias_softmax_cross_entropy_async(const Context& ctx, MatrixView logits, const float* bias,
                                       const std::int32_t* labels, const NodeId* rows, const std::int32_t* row_slots,
                                       std::int64_t count, float grad_scale, float* loss_sum, MatrixView grad,

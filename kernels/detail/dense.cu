@@ -138,7 +138,13 @@ bool four_aligned(const T* p) {
 /// loads, and the keep test as one integer comparison (dropout_word_keeps_below: the same decision).
 /// Whether v, once stored into Out (bf16: rounded), is > 0: the positive mask's bit.
 __device__ __forceinline__ bool stored_positive(float v, const float*) { return v > 0.0f; }
-__device__ __forceinline__ bool stored_positive(float v, const Bf16*) { return bf16_to_float(round_to_bf16(v)) > 0.0f; }
+/// bf16: round_to_bf16(v) > 0 exactly when v's bits as a signed integer are above 0x8000 (2^-134: half the smallest
+/// bf16 subnormal rounds to even, to zero) and not a NaN's (above 0x7f800000): two integer comparisons instead of the
+/// rounding, in a kernel bound by its instruction issue.
+__device__ __forceinline__ bool stored_positive(float v, const Bf16*) {
+  const auto bits = static_cast<std::int32_t>(__float_as_uint(v));
+  return bits > 0x8000 && bits <= 0x7f800000;
+}
 
 template <class In, class Out, bool kVec, class Index>
 __global__ void bias_act_dropout_kernel(const In* z, const float* bias, Index rows, Index width, bool relu, Dropout d,
@@ -275,8 +281,7 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
   float s[kVec];
 #pragma unroll
   for (int u = 0; u < kVec; ++u) s[u] = 0.0f;
-  // Two rows per step, both loaded before either is stored (dz may alias dh, but only element for element), so
-  // that each thread has four loads in flight.
+  // dz may alias dh, but only element for element: a step loads its rows before storing any.
   const std::int64_t mask_blocks = (width + 3) / 4;  // kernels::positive_mask_blocks
   auto load = [&](std::int64_t r, std::int64_t at, float (&hv)[kVec], float (&gv)[kVec]) {  // at = r * width + c0
     if (positive != nullptr) {
@@ -308,16 +313,21 @@ __global__ void relu_dropout_backward_sum_kernel(const T* h, const T* dh, std::i
     for (int u = 0; u < kVec; ++u) s[u] = __fadd_rn(s[u], stored_value(gv[u], dz));
   };
   if (c0 < width) {
+    // kSteps rows per step, all loaded before any is stored: the loads in flight per thread are what bounds this
+    // kernel (a positive mask's byte stands for h's vector, so fewer bytes but as many round trips).
+    constexpr int kSteps = 4;
     std::int64_t r = r0 + threadIdx.y;
-    for (; r + kColumnSumRowLanes < r1; r += 2 * kColumnSumRowLanes) {
-      const std::int64_t a0 = r * width + c0, a1 = a0 + kColumnSumRowLanes * width;
-      float h0[kVec], g0[kVec], h1[kVec], g1[kVec];
-      load(r, a0, h0, g0);
-      load(r + kColumnSumRowLanes, a1, h1, g1);
-      finish(a0, h0, g0);
-      finish(a1, h1, g1);
+    for (; r + (kSteps - 1) * kColumnSumRowLanes < r1; r += kSteps * kColumnSumRowLanes) {
+      float hv[kSteps][kVec], gv[kSteps][kVec];
+#pragma unroll
+      for (int j = 0; j < kSteps; ++j) {
+        const std::int64_t rj = r + j * kColumnSumRowLanes;
+        load(rj, rj * width + c0, hv[j], gv[j]);
+      }
+#pragma unroll
+      for (int j = 0; j < kSteps; ++j) finish((r + j * kColumnSumRowLanes) * width + c0, hv[j], gv[j]);
     }
-    if (r < r1) {
+    for (; r < r1; r += kColumnSumRowLanes) {  // the same rows in the same order as one row per step
       float h0[kVec], g0[kVec];
       load(r, r * width + c0, h0, g0);
       finish(r * width + c0, h0, g0);
@@ -458,64 +468,87 @@ __global__ void __launch_bounds__(kElementwiseThreads)
     s[k] = 0.0f;
   }
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kGroups * kLossRowsPerGroup;
-  for (int i = 0; i < kLossRowsPerGroup; ++i) {
-    const std::int64_t r = r0 + group + static_cast<std::int64_t>(i) * kGroups;
-    if (r >= num_rows) break;  // the same for every lane of the group
-    float* l = logits + r * ld;
-    float v[kPer];
+  // kBatch rows at a time, all loaded (logits, slot, label) before the first is worked on: a row's chain of
+  // load, reductions and stores is latency, and the group has kBatch of them in flight.
+  constexpr int kBatch = kPer <= 8 ? 4 : 2;
+  static_assert(kLossRowsPerGroup % kBatch == 0, "whole batches");
+  for (int i0 = 0; i0 < kLossRowsPerGroup; i0 += kBatch) {
+    float v[kBatch][kPer];
+    std::int32_t slot[kBatch], label[kBatch];
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const std::int64_t c = lane + k * kLanes;
-      v[k] = 0.0f;
-      if (c < ld) {
-        v[k] = l[c];
-        if (bias != nullptr) {  // no add without a bias: -0 stays -0
-          v[k] += b[k];
-          l[c] = v[k];
+    for (int j = 0; j < kBatch; ++j) {
+      const std::int64_t r = r0 + group + static_cast<std::int64_t>(i0 + j) * kGroups;
+      slot[j] = -1;
+      label[j] = -1;
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) v[j][k] = 0.0f;
+      if (r < num_rows) {
+        slot[j] = slots[r];
+        label[j] = labels[r];
+        const float* l = logits + r * ld;
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const std::int64_t c = lane + k * kLanes;
+          if (c < ld) v[j][k] = l[c];
         }
       }
     }
-    const std::int32_t t = slots[r];
-    const std::int32_t label = t >= 0 ? labels[r] : -1;
-    G* g = grad + r * ld;
-    float gv[kPer];
 #pragma unroll
-    for (int k = 0; k < kPer; ++k) gv[k] = 0.0f;
-    if (t >= 0 && (label < 0 || label >= classes)) {
-      if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);  // loudly wrong, as the listed-row kernels
-    } else if (t >= 0) {
-      float mx = -INFINITY, at_label = 0.0f;
+    for (int j = 0; j < kBatch; ++j) {
+      const std::int64_t r = r0 + group + static_cast<std::int64_t>(i0 + j) * kGroups;
+      if (r >= num_rows) break;  // the same for every lane of the group
+      float* l = logits + r * ld;
+      if (bias != nullptr) {  // no add without a bias: -0 stays -0
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const std::int64_t c = lane + k * kLanes;
+          if (c < ld) {
+            v[j][k] += b[k];
+            l[c] = v[j][k];
+          }
+        }
+      }
+      const std::int32_t t = slot[j], y = label[j];
+      float gv[kPer];
+#pragma unroll
+      for (int k = 0; k < kPer; ++k) gv[k] = 0.0f;
+      if (t >= 0 && (y < 0 || y >= classes)) {
+        if (lane == 0) row_loss[t] = __int_as_float(0x7fc00000);  // loudly wrong, as the listed-row kernels
+      } else if (t >= 0) {
+        float mx = -INFINITY, at_label = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const std::int64_t c = lane + k * kLanes;
+          if (c < classes) mx = fmaxf(mx, v[j][k]);
+          if (c == y) at_label = v[j][k];
+        }
+#pragma unroll
+        for (int o = kLanes / 2; o > 0; o /= 2) {
+          mx = fmaxf(mx, __shfl_xor_sync(mask, mx, o, kLanes));
+          at_label += __shfl_xor_sync(mask, at_label, o, kLanes);  // one lane holds it, the rest add zeros: exact
+        }
+        float se = 0.0f;
+#pragma unroll
+        for (int k = 0; k < kPer; ++k)
+          if (lane + k * kLanes < classes) se += expf(v[j][k] - mx);
+#pragma unroll
+        for (int o = kLanes / 2; o > 0; o /= 2) se += __shfl_xor_sync(mask, se, o, kLanes);
+        const float lse = mx + logf(se);
+        if (lane == 0) row_loss[t] = lse - at_label;
+#pragma unroll
+        for (int k = 0; k < kPer; ++k) {
+          const std::int64_t c = lane + k * kLanes;
+          if (c < classes) gv[k] = (expf(v[j][k] - lse) - (c == y ? 1.0f : 0.0f)) * grad_scale;
+        }
+      }
+      G* g = grad + r * ld;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
         const std::int64_t c = lane + k * kLanes;
-        if (c < classes) mx = fmaxf(mx, v[k]);
-        if (c == label) at_label = v[k];
-      }
-#pragma unroll
-      for (int o = kLanes / 2; o > 0; o /= 2) {
-        mx = fmaxf(mx, __shfl_xor_sync(mask, mx, o, kLanes));
-        at_label += __shfl_xor_sync(mask, at_label, o, kLanes);  // one lane holds it, the rest add zeros: exact
-      }
-      float se = 0.0f;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k)
-        if (lane + k * kLanes < classes) se += expf(v[k] - mx);
-#pragma unroll
-      for (int o = kLanes / 2; o > 0; o /= 2) se += __shfl_xor_sync(mask, se, o, kLanes);
-      const float lse = mx + logf(se);
-      if (lane == 0) row_loss[t] = lse - at_label;
-#pragma unroll
-      for (int k = 0; k < kPer; ++k) {
-        const std::int64_t c = lane + k * kLanes;
-        if (c < classes) gv[k] = (expf(v[k] - lse) - (c == label ? 1.0f : 0.0f)) * grad_scale;
-      }
-    }
-#pragma unroll
-    for (int k = 0; k < kPer; ++k) {
-      const std::int64_t c = lane + k * kLanes;
-      if (c < ld) {
-        store_float(g + c, gv[k]);
-        s[k] += gv[k];
+        if (c < ld) {
+          store_float(g + c, gv[k]);
+          s[k] += gv[k];
+        }
       }
     }
   }
