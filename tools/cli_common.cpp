@@ -19,11 +19,13 @@ namespace gcnpart::cli {
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
   cmd.add_option("--spmm-long-row", tuning.long_row,
                  "Own SpMM: rows with more entries than this are split into segments over the whole GPU (0: by the "
-                 "product, about half the entries per resident lane group, within 32..4096)")
+                 "product: about half the entries per resident lane group, at least 32; twice the share below 64 entries or "
+                 "above 4096)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-segment", tuning.segment,
-                 "Own SpMM: entries per segment of a long row (0: by the product, 64 for small products, else 256)")
+                 "Own SpMM: entries per segment of a long row (0: by the product: 64 below a share of 128 entries, 512 "
+                 "above 4096, else 256)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-slab", tuning.slab,
