@@ -448,10 +448,12 @@ constexpr int kLossRowsPerGroup = 16;
 /// its bias; a listed row (slot >= 0) its loss (the narrow kernel's formulas: the same value) and gradient, an
 /// unlisted one a zero gradient row. Each lane sums its columns' float gradient over its rows; the block combines
 /// its groups in order into partial[block, :] for column_sum_finish_kernel.
+/// Latency-bound (a row's load, reductions and stores in a chain): at least 4 blocks per SM of the 8-lane layout (64
+/// registers a thread) so that enough rows are in flight, 2 of the wider ones.
 template <int kLanes, int kPer, class G>
-__global__ void __launch_bounds__(kElementwiseThreads)
-    bias_softmax_loss_kernel(float* logits, const float* bias, std::int64_t num_rows, std::int64_t classes,
-                             std::int64_t ld, const std::int32_t* labels, const std::int32_t* slots, float grad_scale,
+__global__ void __launch_bounds__(kElementwiseThreads, kPer <= 8 ? 4 : 2)
+    bias_softmax_loss_kernel(float* logits, const float* bias, std::int64_t num_rows, int classes, int ld,
+                             const std::int32_t* labels, const std::int32_t* slots, float grad_scale,
                              float* row_loss, G* grad, float* partial) {
   static_assert(kLanes >= 1 && kLanes <= kWarp && (kLanes & (kLanes - 1)) == 0, "a power-of-two lane group");
   constexpr int kGroups = kElementwiseThreads / kLanes;
@@ -460,17 +462,13 @@ __global__ void __launch_bounds__(kElementwiseThreads)
   const int group = static_cast<int>(threadIdx.x) / kLanes;
   const unsigned first = (threadIdx.x % kWarp) / kLanes * kLanes;
   const unsigned mask = (kLanes == kWarp ? 0xffffffffu : ((1u << kLanes) - 1u) << first);
-  float b[kPer], s[kPer];
+  float s[kPer];
 #pragma unroll
-  for (int k = 0; k < kPer; ++k) {
-    const std::int64_t c = lane + k * kLanes;
-    b[k] = bias != nullptr && c < ld ? bias[c] : 0.0f;
-    s[k] = 0.0f;
-  }
+  for (int k = 0; k < kPer; ++k) s[k] = 0.0f;
   const std::int64_t r0 = static_cast<std::int64_t>(blockIdx.x) * kGroups * kLossRowsPerGroup;
   // kBatch rows at a time, all loaded (logits, slot, label) before the first is worked on: a row's chain of
   // load, reductions and stores is latency, and the group has kBatch of them in flight.
-  constexpr int kBatch = kPer <= 8 ? 4 : 2;
+  constexpr int kBatch = 2;
   static_assert(kLossRowsPerGroup % kBatch == 0, "whole batches");
   for (int i0 = 0; i0 < kLossRowsPerGroup; i0 += kBatch) {
     float v[kBatch][kPer];
@@ -488,7 +486,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
         const float* l = logits + r * ld;
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
-          const std::int64_t c = lane + k * kLanes;
+          const int c = lane + k * kLanes;  // ld <= 512
           if (c < ld) v[j][k] = l[c];
         }
       }
@@ -501,9 +499,9 @@ __global__ void __launch_bounds__(kElementwiseThreads)
       if (bias != nullptr) {  // no add without a bias: -0 stays -0
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
-          const std::int64_t c = lane + k * kLanes;
+          const int c = lane + k * kLanes;  // ld <= 512
           if (c < ld) {
-            v[j][k] += b[k];
+            v[j][k] += __ldg(bias + c);
             l[c] = v[j][k];
           }
         }
@@ -518,7 +516,7 @@ __global__ void __launch_bounds__(kElementwiseThreads)
         float mx = -INFINITY, at_label = 0.0f;
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
-          const std::int64_t c = lane + k * kLanes;
+          const int c = lane + k * kLanes;  // ld <= 512
           if (c < classes) mx = fmaxf(mx, v[j][k]);
           if (c == y) at_label = v[j][k];
         }
@@ -537,14 +535,14 @@ __global__ void __launch_bounds__(kElementwiseThreads)
         if (lane == 0) row_loss[t] = lse - at_label;
 #pragma unroll
         for (int k = 0; k < kPer; ++k) {
-          const std::int64_t c = lane + k * kLanes;
+          const int c = lane + k * kLanes;  // ld <= 512
           if (c < classes) gv[k] = (expf(v[j][k] - lse) - (c == y ? 1.0f : 0.0f)) * grad_scale;
         }
       }
       G* g = grad + r * ld;
 #pragma unroll
       for (int k = 0; k < kPer; ++k) {
-        const std::int64_t c = lane + k * kLanes;
+        const int c = lane + k * kLanes;  // ld <= 512
         if (c < ld) {
           store_float(g + c, gv[k]);
           s[k] += gv[k];
@@ -877,7 +875,8 @@ void launch_bias_softmax_loss(const Context& ctx, float* logits, const float* bi
   const std::int64_t blocks = std::max<std::int64_t>(1, (num_rows + kRowsPerBlock - 1) / kRowsPerBlock);
   Workspace partial(ctx, static_cast<std::size_t>(blocks * ld) * sizeof(float));
   bias_softmax_loss_kernel<kLanes, kPer, G><<<static_cast<unsigned>(blocks), kElementwiseThreads, 0, ctx.stream>>>(
-      logits, bias, num_rows, classes, ld, labels, slots, grad_scale, row_loss, grad, partial.as<float>());
+      logits, bias, num_rows, static_cast<int>(classes), static_cast<int>(ld), labels, slots, grad_scale, row_loss, grad,
+      partial.as<float>());
   GCNPART_CUDA_TRY(cudaGetLastError());
   launch_column_sum_finish(ctx, partial.as<float>(), blocks, ld, grad_column_sums);
 }
