@@ -258,7 +258,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
 
 void GcnModel::allocate_bf16_activations(const AllocationPlan& plan) {
   // bf16 storage of the layer inputs, aggregated inputs, t16_ (X W, dP or G W^T) and the gradient ping-pong; float
-  // z32_ (SpMM and GEMM outputs, the sparse-input X W, the softmax gradient), logits and dropped-out sparse values.
+  // z32_ (SpMM and GEMM outputs, the sparse-input X W), logits and dropped-out sparse values.
   const int L = config_.layers;
   inputs16_.resize(static_cast<std::size_t>(L));
   aggregated16_.resize(static_cast<std::size_t>(L));

@@ -229,7 +229,7 @@ class GcnModel {
   Buffer<float> logits_, tmp_, grad_a_, grad_b_;
   Buffer<float> scalar_f_;
   // bf16 mode (config_.bf16()): features, layer inputs and aggregated inputs as bf16; t16_ bf16 scratch (X W,
-  // dP, G W^T), z32_ float scratch (SpMM outputs, softmax gradient); g16_a_/g16_b_ the gradient ping-pong;
+  // dP, G W^T), z32_ float scratch (SpMM and GEMM outputs); g16_a_/g16_b_ the gradient ping-pong;
   // w16_ the bf16 copy of params_ refreshed after every optimiser step.
   Buffer<kernels::Bf16> features16_, w16_, t16_, g16_a_, g16_b_;
   std::vector<Buffer<kernels::Bf16>> inputs16_, aggregated16_;

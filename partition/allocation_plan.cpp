@@ -148,8 +148,8 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   // Scratch sized to what it holds: the Â(HW) product (out wide) or, for layers that aggregate first, the
   // backward's G W^T (in wide, l > 0); dZ ping-pongs between two buffers, A holding widths d[last], d[last-2], ...
   // and B d[last-1], d[last-3], ... (layer 0 produces no input gradient). bf16: the float z32 scratch holds the
-  // SpMM and GEMM outputs (out, or in for layers that aggregate first), the sparse-input X W and the softmax
-  // gradient (classes).
+  // SpMM and GEMM outputs (out, or in for layers that aggregate first; the output layer's backward products are
+  // classes wide) and the sparse-input X W.
   std::int64_t tmp_width = 0, width_a = 0, width_b = 0, z_width = d[L];
   for (int l = first; l < last; ++l) {
     const bool agg = aggregates_first(d, l);
