@@ -141,7 +141,7 @@ bool dropout_keep(const Dropout& d, std::int64_t global_node, std::int64_t colum
 
 /// A positive mask: whether each stored output of bias_act_dropout_async is > 0 (the ReLU and dropout backward's
 /// whole test), one byte per row and block of 4 columns: bit u of byte [r * positive_mask_blocks(cols) + b] is
-/// column 4 b + u of row r (bits past the width are 0). 1/32 of the float output's bytes, 1/16 of bf16's.
+/// column 4 b + u of row r (bits past the width are 0). 1/16 of the float output's bytes, 1/8 of bf16's.
 constexpr std::int64_t positive_mask_blocks(std::int64_t cols) { return (cols + 3) / 4; }
 constexpr std::int64_t positive_mask_bytes(std::int64_t rows, std::int64_t cols) {
   return rows * positive_mask_blocks(cols);
@@ -160,7 +160,8 @@ void bias_act_dropout_async(const Context& ctx, ConstMatrixView z, const float* 
 /// dz_column_sums (optional, dz.cols entries): also the column sums of dz, the layer's bias gradient, in the same
 /// pass over dz (bit for bit what column_sum_async of dz would give, on either backend). Overwritten.
 /// positive (optional, with relu and dz_column_sums): h's positive mask from bias_act_dropout_async, read instead
-/// of h (h still gives the shape; its data is not read): the same dz and sums from 1/16 to 1/32 of the bytes.
+/// of h (h still gives the shape; its data is not read): the same dz and sums from 1/16 (float) or 1/8 (bf16) of
+/// h's bytes.
 void bias_act_dropout_backward_async(const Context& ctx, ConstMatrixView h, ConstMatrixView dh, bool relu, float p,
                                      MatrixView dz, float* dz_column_sums = nullptr,
                                      const std::uint8_t* positive = nullptr);
