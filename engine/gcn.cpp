@@ -221,7 +221,8 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
     grad_b_ = take<float>(res_, plan, "grad_b");
   }
   positive_.resize(static_cast<std::size_t>(L + 1));
-  for (int l = 0; l <= L; ++l) positive_[l] = take_if_planned<std::uint8_t>(res_, plan, "positive[" + std::to_string(l) + "]");
+  for (int l = 0; l <= L; ++l)
+    positive_[l] = take_if_planned<std::uint8_t>(res_, plan, "positive[" + std::to_string(l) + "]");
   scalar_f_ = take<float>(res_, plan, "loss_scalars");
   scalar_i_ = take<std::int64_t>(res_, plan, "accuracy_counters");
   step_scalars_ = take<std::uint64_t>(res_, plan, "step_scalars");
