@@ -227,15 +227,17 @@ __device__ __forceinline__ unsigned group_mask() {
   }
 }
 
-/// accumulate() for narrow rows: groups of at most 4 lanes with one vector of at most 4 floats each (rows of up
-/// to 16 columns). There every row is a few batches and a small product is bound by their latency, not by bytes:
+/// accumulate() for narrow rows: groups of at most 8 lanes with one vector of at most 4 floats each (rows of up
+/// to 32 columns). There every row is a few batches and a small product is bound by their latency, not by bytes:
 /// (1) each lane holds kPer = 8 / kGroup entries (column id and weight), so a batch is 8 entries; (2) the next
 /// batch's column ids and values are loaded before the current batch's X rows and its column scales after them,
 /// so a batch waits for its X rows only, not for the chain column id -> column scale -> X row; (3) X rows are
 /// loaded kEntryUnroll at a time, predicated (no serial remainder loop for a row's last entries), before any is
 /// added. Entries are added in the same order as accumulate() adds them (the same sums, bit for bit).
-/// H200, own fp32 SpMM at width 16 (bench/results/h200-2026-12-02e): email-Enron 0.0268 -> 0.0195 ms,
-/// soc-Slashdot0902 0.0390 -> 0.0326 ms, products-sized RMAT 1.80 -> 1.59 ms.
+/// H200, own fp32 SpMM (bench/results/h200-2026-12-02e): width 16 email-Enron 0.0268 -> 0.0193 ms,
+/// soc-Slashdot0902 0.0390 -> 0.0327 ms, products-sized RMAT 1.81 -> 1.60 ms; width 32 products-sized 2.52 ->
+/// 2.31 ms, reddit-sized 1.42 -> 1.33 ms, email-Enron 0.0263 -> 0.0238 ms. Wider groups (16 and 32 lanes) were
+/// slower with it (64 registers instead of 40: occupancy).
 template <class Elem, int kVec, int kGroup, int kChunks, class Out>
 __device__ __forceinline__ void accumulate_narrow(const SpmmArgs<Elem, Out>& s, std::int64_t beg, std::int64_t end,
                                                   std::int64_t col0, int lane, unsigned mask,
@@ -333,7 +335,7 @@ template <class Elem, int kVec, int kGroup, int kChunks, class Out>
 __device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::int64_t beg, std::int64_t end,
                                            std::int64_t col0, int lane, unsigned mask,
                                            typename Lanes<Elem, kVec>::Type (&acc)[kChunks]) {
-  if constexpr (kGroup <= 4 && kVec * kChunks <= 4) {
+  if constexpr (kGroup <= 8 && kVec * kChunks <= 4) {
     return accumulate_narrow<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
   }
   using L = Lanes<Elem, kVec>;
