@@ -1,17 +1,18 @@
 #!/usr/bin/env bash
 # Small graphs' own SpMM against cuSPARSE: the long-row threshold and segment size swept on the shared real graphs
 # (soc-Slashdot0902, email-Enron) and an arxiv-sized RMAT (scale 17), fp32, widths 16-256, degree order; one
-# `--spmm all` run per graph gives the same-run cuSPARSE times. Binaries from .carry/new (nothing is built here).
+# `--spmm all` run per graph gives the same-run cuSPARSE times. Binary: $G (default .carry/new/gcnpart; nothing is
+# built here). COMBOS: "long_row:segment ..." (0: automatic), WIDTHS: comma-separated.
 #   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_small_sweep.sh        (carry: .deps, .carry)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/out}
 W=/tmp/gpu_small_sweep
 rm -rf "$W" && mkdir -p "$W"
-g=.carry/new/gcnpart
+g=${G:-.carry/new/gcnpart}
 SECONDS=0
 $g -q generate rmat --scale 17 --edge-factor 8 --features 128 --classes 40 -o /tmp/arxiv.gcsr > "$W/generate.log" 2>&1
-widths=16,32,48,64,128,256
+widths=${WIDTHS:-16,32,48,64,128,256}
 combos=${COMBOS:-"0:256 16:32 32:32 32:64 64:64 64:128 128:64 128:128"}
 for d in soc-Slashdot0902 email-Enron arxiv; do
   if [ "$d" = arxiv ]; then f=/tmp/arxiv.gcsr; extra=(); else f="$GCNPART_DATA/snap/$d.txt.gz"; extra=(--synthetic-features 128 --synthetic-classes 16); fi
