@@ -26,15 +26,9 @@ SECONDS=0
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$W/gpu.txt" 2>&1
 $N/gcnpart --version >> "$W/gpu.txt"
 late() { pack; [ "$SECONDS" -gt "$deadline" ] && { echo "skipped (deadline): $1" >> "$s"; return 0; }; return 1; }
-(
-  for spec in "products 21 30 100 47" "reddit 18 220 602 41"; do
-    read -r name scale ef features classes <<< "$spec"
-    [[ " $graphs " == *" $name "* ]] || continue
-    $N/gcnpart -q generate rmat --scale "$scale" --edge-factor "$ef" --features "$features" --classes "$classes" \
-      -o "/tmp/$name.gcsr" > "$W/generate-$name.log" 2>&1 &
-  done
-  wait
-) &
+. bench/gpu_steps.sh
+# shellcheck disable=SC2086  # $graphs: a list of names
+generate_rmat $N/gcnpart $graphs &
 gen=$!
 timeout 150 $N/test_kernels --test-suite=gpu --no-intro=true > "$W/test_kernels_gpu.log" 2>&1
 echo "test_kernels gpu: exit $? (${SECONDS}s)" >> "$s"
@@ -44,25 +38,14 @@ for round in $(seq 1 "${ROUNDS:-1}"); do
   tag=$([ "$round" = 1 ] && echo "" || echo "-r$round")
   for name in $graphs; do
     for p in bf16 fp32; do
-      for b in new head; do
-        late "epoch-$name-$p-$b$tag" && continue
-        timeout 60 .carry/$b/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree \
-          --layers 2 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-$b$tag.json" \
-          > "$W/epoch-$name-$p-$b$tag.log" 2>&1
-        echo "epoch-$name-$p-$b$tag: exit $? (${SECONDS}s)" >> "$s"
-      done
+      for b in new head; do run_epoch .carry/$b/gcnpart "$name" $p 2 "epoch-$name-$p-$b$tag"; done
     done
   done
 done
 # ACCURACY=1: Cora and CiteSeer, 10 seeds, fp32 and bf16 (the issue's accuracy bound), new binary, default order.
 if [ "${ACCURACY:-0}" = 1 ]; then
   for d in cora citeseer; do
-    for p in fp32 bf16; do
-      late "accuracy-$d-$p" && continue
-      timeout 90 $N/gcnpart -q train "$GCNPART_DATA/$d" --device cuda --runs 10 --precision $p \
-        --json "$W/accuracy-$d-$p.json" > "$W/accuracy-$d-$p.log" 2>&1
-      echo "accuracy-$d-$p: exit $? (${SECONDS}s)" >> "$s"
-    done
+    for p in fp32 bf16; do run_accuracy $N/gcnpart $d $p "accuracy-$d-$p"; done
   done
 fi
 for d in cora citeseer; do
@@ -102,12 +85,7 @@ if [ "${PEERS:-0}" = 1 ] || [ "${EXTRA:-0}" = 1 ]; then
       echo "spmm-$d: exit $? (${SECONDS}s)" >> "$s"; }
   done
   for name in $graphs; do
-    for p in bf16 fp32; do
-      late "epoch-$name-$p-l3" || { timeout 60 $N/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own \
-        --reorder degree --layers 3 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-l3.json" \
-        > "$W/epoch-$name-$p-l3.log" 2>&1
-        echo "epoch-$name-$p-l3: exit $? (${SECONDS}s)" >> "$s"; }
-    done
+    for p in bf16 fp32; do run_epoch $N/gcnpart "$name" $p 3 "epoch-$name-$p-l3"; done
   done
 fi
 pack

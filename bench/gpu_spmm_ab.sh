@@ -27,15 +27,9 @@ SECONDS=0
 : > "$s"
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$W/gpu.txt" 2>&1
 for b in "${bins[@]}"; do echo "$b: $(.carry/$b/gcnpart --version)" >> "$W/gpu.txt"; done
-(
-  for spec in "arxiv 17 8 128 40" "products 21 30 100 47" "reddit 18 220 602 41"; do
-    read -r name scale ef features classes <<< "$spec"
-    [[ " $graphs " == *" $name "* ]] || continue
-    $N/gcnpart -q generate rmat --scale "$scale" --edge-factor "$ef" --features "$features" --classes "$classes" \
-      -o "/tmp/$name.gcsr" > "$W/generate-$name.log" 2>&1 &
-  done
-  wait
-) &
+. bench/gpu_steps.sh
+# shellcheck disable=SC2086  # $graphs: a list of names
+generate_rmat $N/gcnpart $graphs &
 gen=$!
 if [ -x "$N/test_kernels" ]; then
   timeout 150 "$N/test_kernels" --test-suite=gpu --no-intro=true > "$W/test_kernels_gpu.log" 2>&1
@@ -63,25 +57,14 @@ for name in $graphs; do spmm "$name" "/tmp/$name.gcsr"; done
 for name in products reddit; do
   [[ " $graphs " == *" $name "* ]] && [ "${EPOCHS:-1}" = 1 ] || continue
   for p in bf16 fp32; do
-    for b in "${bins[@]}"; do
-      late "epoch-$name-$p-$b" && continue
-      timeout 60 .carry/$b/gcnpart -q bench epoch "/tmp/$name.gcsr" --precision $p --spmm own --reorder degree \
-        --layers 2 --hidden 256 --warmup 3 --repeats 10 --json "$W/epoch-$name-$p-$b.json" \
-        > "$W/epoch-$name-$p-$b.log" 2>&1
-      echo "epoch-$name-$p-$b: exit $? (${SECONDS}s)" >> "$s"
-    done
+    for b in "${bins[@]}"; do run_epoch .carry/$b/gcnpart "$name" $p 2 "epoch-$name-$p-$b"; done
   done
 done
 # ACCURACY=1: Cora and CiteSeer, 10 seeds, fp32 and bf16, with each binary (the issue's accuracy bound).
 if [ "${ACCURACY:-0}" = 1 ]; then
   for d in cora citeseer; do
     for p in fp32 bf16; do
-      for b in "${bins[@]}"; do
-        late "accuracy-$d-$p-$b" && continue
-        timeout 90 .carry/$b/gcnpart -q train "$GCNPART_DATA/$d" --device cuda --runs 10 --precision $p \
-          --json "$W/accuracy-$d-$p-$b.json" > "$W/accuracy-$d-$p-$b.log" 2>&1
-        echo "accuracy-$d-$p-$b: exit $? (${SECONDS}s)" >> "$s"
-      done
+      for b in "${bins[@]}"; do run_accuracy .carry/$b/gcnpart $d $p "accuracy-$d-$p-$b"; done
     done
   done
 fi

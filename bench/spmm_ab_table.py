@@ -46,7 +46,8 @@ def main():
                 if not d:
                     row += " | -"
                     continue
-                times = {x["spmm"]: x["time_ms"]["median"] for x in d["widths"][i]["results"] if x.get("status") == "ok"}
+                results = d["widths"][i]["results"]
+                times = {x["spmm"]: x["time_ms"]["median"] for x in results if x.get("status") == "ok"}
                 own, own16 = times.get("own"), times.get("own-bf16")
                 row += f" | {own:7.4f} {best / own:5.2f}x {own16:7.4f}"
             print(row)

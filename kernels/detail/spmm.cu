@@ -369,11 +369,12 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::in
 }
 
 /// Two accumulators per lane (rows of 129-256 float columns): at least 4 blocks per SM, which lets the compiler use
-/// 64 registers (8 bytes of spill stores); left alone it took 48 and spilled 16 bytes (H200, own fp32 SpMM at width 256,
-/// bench/results/h200-2026-12-02e/call8-launch-bounds: products-sized 16.99 -> 16.73 ms, soc-Slashdot0902 0.1865 ->
-/// 0.1825 ms, email-Enron 0.0827 -> 0.0796 ms).
+/// 64 registers (8 bytes of spill stores); left alone it took 48 and spilled 16 bytes (H200, own fp32 SpMM at width
+/// 256, bench/results/h200-2026-12-02e/call8-launch-bounds: products-sized 16.99 -> 16.73 ms, soc-Slashdot0902
+/// 0.1865 -> 0.1825 ms, email-Enron 0.0827 -> 0.0796 ms).
 template <class Elem, class Out, int kVec, int kGroup, int kChunks>
-__global__ void __launch_bounds__(kBlockThreads, kChunks == 2 ? 4 : 0) spmm_row_kernel(const SpmmArgs<Elem, Out> s, SegmentList list) {
+__global__ void __launch_bounds__(kBlockThreads, kChunks == 2 ? 4 : 0)
+    spmm_row_kernel(const SpmmArgs<Elem, Out> s, SegmentList list) {
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
