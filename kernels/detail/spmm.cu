@@ -20,7 +20,7 @@
 // Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
 // long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
 // row's padding and only the columns below the width are stored. X whose rows do not start on 4 elements is
-// first copied (cudaMemcpy2DAsync) into a workspace with the width rounded up to 4 (SpmmTuning::pad); Y needs no
+// first copied (spmm_pad_kernel) into a workspace with the width rounded up to 4 (SpmmTuning::pad); Y needs no
 // alignment (unaligned rows are stored element by element).
 //
 // Slabs. With SpmmTuning::slab > 0 the product runs slab by slab of columns over all rows: a slab of X (rows x
@@ -568,6 +568,35 @@ void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list,
   launch_slab<Elem, Out, 1>(s, list, segment_blocks, lanes, stream);
 }
 
+/// The padded copy of X (SpmmTuning::pad): out (rows x ld_out, ld_out a multiple of kSpmmPadVector) = x's first
+/// `width` columns, then zeros up to ld_out. One thread per kSpmmPadVector output elements, stored at once (16
+/// bytes of float, 8 of bf16); the reads are element by element (x's rows do not start on a vector, which is why it
+/// is copied). It replaced cudaMemcpy2DAsync, which was slow on these narrow rows (H200, own SpMM at width 41, the
+/// copy included, bench/results/h200-2026-12-02f/call1-variants: email-Enron 0.0583 -> 0.0402 ms, soc-Slashdot0902
+/// 0.0861 -> 0.0755, arxiv-sized 0.141 -> 0.126, products-sized 4.78 -> 4.57 ms fp32 and 4.93 -> 3.78 ms bf16).
+template <class Elem>
+__global__ void spmm_pad_kernel(const Elem* x, std::int64_t ldx, std::int64_t width, std::int64_t rows, Elem* out,
+                                std::int64_t ld_out) {
+  static_assert(kSpmmPadVector == 4, "one float4 or four bf16 per thread");
+  const std::int64_t per_row = ld_out / 4;
+  const std::int64_t n = rows * per_row;
+  const bool narrow = n <= 0xffffffffLL;  // 32-bit division (far cheaper) when the index fits
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t r = narrow ? static_cast<std::uint32_t>(t) / static_cast<std::uint32_t>(per_row) : t / per_row;
+    const std::int64_t c = (t - r * per_row) * 4;
+    const Elem* xr = x + r * ldx;
+    Elem v[4];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) v[i] = c + i < width ? __ldg(xr + c + i) : Elem{0};
+    if constexpr (std::is_same_v<Elem, float>) {
+      reinterpret_cast<float4*>(out)[t] = make_float4(v[0], v[1], v[2], v[3]);
+    } else {
+      reinterpret_cast<uint2*>(out)[t] = make_uint2(static_cast<unsigned>(v[0]) | static_cast<unsigned>(v[1]) << 16,
+                                                    static_cast<unsigned>(v[2]) | static_cast<unsigned>(v[3]) << 16);
+    }
+  }
+}
+
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
 /// columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
 /// first copied into a padded workspace when SpmmTuning::pad (see kernels/core/spmm_layout.hpp).
@@ -581,8 +610,9 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   if (padding > 0) {
     const std::int64_t padded_ld = padding / (a.num_cols * static_cast<std::int64_t>(sizeof(Elem)));
     padded = Workspace(ctx, static_cast<std::size_t>(padding));
-    GCNPART_CUDA_TRY(cudaMemcpy2DAsync(padded.get(), padded_ld * sizeof(Elem), x, ldx * sizeof(Elem),
-                                       width * sizeof(Elem), a.num_cols, cudaMemcpyDeviceToDevice, ctx.stream));
+    spmm_pad_kernel<<<elementwise_blocks(a.num_cols * (padded_ld / kSpmmPadVector)), kElementwiseThreads, 0,
+                      ctx.stream>>>(x, ldx, width, a.num_cols, padded.as<Elem>(), padded_ld);
+    GCNPART_CUDA_TRY(cudaGetLastError());
     x = padded.as<Elem>();
     ldx = padded_ld;
   }
