@@ -572,8 +572,8 @@ void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list,
 /// `width` columns, then zeros up to ld_out. One thread per kSpmmPadVector output elements, stored at once (16
 /// bytes of float, 8 of bf16); the reads are element by element (x's rows do not start on a vector, which is why it
 /// is copied). It replaced cudaMemcpy2DAsync, which was slow on these narrow rows (H200, own SpMM at width 41, the
-/// copy included, bench/results/h200-2026-12-02f/call1-variants: email-Enron 0.0583 -> 0.0402 ms, soc-Slashdot0902
-/// 0.0861 -> 0.0755, arxiv-sized 0.141 -> 0.126, products-sized 4.78 -> 4.57 ms fp32 and 4.93 -> 3.78 ms bf16).
+/// copy included, bench/results/h200-2026-12-02f/call2-pad-final: email-Enron 0.0586 -> 0.0408 ms, soc-Slashdot0902
+/// 0.0870 -> 0.0743, arxiv-sized 0.142 -> 0.123, products-sized 4.79 -> 4.50 ms fp32 and 4.94 -> 3.67 ms bf16).
 template <class Elem>
 __global__ void spmm_pad_kernel(const Elem* x, std::int64_t ldx, std::int64_t width, std::int64_t rows, Elem* out,
                                 std::int64_t ld_out) {
