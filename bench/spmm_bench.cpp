@@ -12,6 +12,8 @@
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"
 #include "kernels/core/error.hpp"
+#include "kernels/core/spmm_layout.hpp"
+#include "kernels/long_rows.hpp"
 #include "kernels/ops.hpp"
 #include "partition/reorder.hpp"
 
@@ -91,6 +93,10 @@ struct Workload {
   engine::Buffer<NodeId> cols;
   engine::Buffer<float> scale, x, y, x_rounded;
   engine::Buffer<kernels::Bf16> x_bf16;
+  kernels::LongRows long_rows;  // the own SpMM's long-row list, as engine/aggregation.cpp keeps it with Â
+  engine::Buffer<NodeId> long_ids;
+  engine::Buffer<std::int64_t> long_prefix;
+  LongRowsView long_view{};
   CsrView a{};
 };
 
@@ -120,8 +126,14 @@ void upload_workload(engine::Resources& res, const datasets::Csr& graph, const S
     kernels::convert_to_bf16_async(ctx, w.x.data(), count, w.x_bf16.data());
     kernels::convert_from_bf16_async(ctx, w.x_bf16.data(), count, w.x_rounded.data());
   }
+  w.long_rows = kernels::list_long_rows(graph.row_offsets.data(), w.n, kernels::spmm_long_rows_floor(w.nnz));
+  w.long_ids = engine::upload(res, w.long_rows.rows, MemoryCategory::kGraph);
+  w.long_prefix = engine::upload(res, w.long_rows.prefix, MemoryCategory::kGraph);
   res.synchronize();
+  w.long_view = LongRowsView{w.long_rows.floor, static_cast<std::int64_t>(w.long_rows.rows.size()), w.long_ids.data(),
+                             w.long_prefix.data(), w.long_rows.prefix.data()};
   w.a = CsrView{w.n, w.n, w.offsets.data(), w.cols.data(), nullptr, w.nnz};
+  w.a.long_rows = &w.long_view;
 }
 
 std::vector<float> download(engine::Resources& res, const engine::Buffer<float>& y, std::size_t count) {

@@ -12,7 +12,9 @@
 #include <vector>
 
 #include "kernels/core/error.hpp"
+#include "kernels/core/spmm_layout.hpp"
 #include "kernels/cuda_event.hpp"
+#include "kernels/long_rows.hpp"
 
 namespace gcnpart::engine {
 
@@ -48,14 +50,42 @@ void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, 
 struct DeviceCsr {
   Buffer<RowOffset> offsets;
   Buffer<NodeId> cols;
+  /// The long rows (kernels/long_rows.hpp), where the plan lists their buffers: the host list (its prefix sums are
+  /// the view's host_prefix), the device copies (the plan's capacity, the list at the front) and their view.
+  kernels::LongRows long_rows;
+  Buffer<NodeId> long_row_ids;
+  Buffer<std::int64_t> long_row_prefix;
+  LongRowsView long_view{};
   CsrView view{};
-  /// The plan's buffers `offsets_name` and `cols_name` holding g.
+  /// The plan's buffers `offsets_name` and `cols_name` holding g; with `long_rows_name`, also the plan's buffers
+  /// `<long_rows_name>_rows` and `<long_rows_name>_prefix` (when it lists them) holding g's long rows.
   DeviceCsr(Resources& res, const AllocationPlan& plan, const char* offsets_name, const char* cols_name,
-            const datasets::Csr& g, std::int64_t num_cols) {
+            const datasets::Csr& g, std::int64_t num_cols, const char* long_rows_name = nullptr) {
     offsets = upload_planned(res, plan, offsets_name, g.row_offsets);
     cols = upload_planned(res, plan, cols_name, g.col_ids);
     view = CsrView{g.num_nodes, num_cols, offsets.data(), cols.data(), nullptr, g.num_edges()};
+    if (long_rows_name == nullptr) return;
+    const std::string rows_name = std::string(long_rows_name) + "_rows";
+    const std::string prefix_name = std::string(long_rows_name) + "_prefix";
+    if (partition::find_allocation(plan, rows_name) == nullptr) return;
+    long_rows = kernels::list_long_rows(g.row_offsets.data(), g.num_nodes, kernels::spmm_long_rows_floor(g.num_edges()));
+    long_row_ids = take<NodeId>(res, plan, rows_name);
+    long_row_prefix = take<std::int64_t>(res, plan, prefix_name);
+    const auto count = static_cast<std::int64_t>(long_rows.rows.size());
+    GCNPART_EXPECTS(count <= long_row_ids.size() && count + 1 <= long_row_prefix.size(),
+                    "the long-row list fits the planned capacity");
+    if (count > 0)
+      kernels::copy_async(res.context(), long_row_ids.data(), long_rows.rows.data(),
+                          static_cast<std::size_t>(count) * sizeof(NodeId));
+    kernels::copy_async(res.context(), long_row_prefix.data(), long_rows.prefix.data(),
+                        static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
+    long_view = LongRowsView{long_rows.floor, count, long_row_ids.data(), long_row_prefix.data(),
+                             long_rows.prefix.data()};
+    view.long_rows = &long_view;
   }
+  // The view points at long_view: the object stays where it was built.
+  DeviceCsr(const DeviceCsr&) = delete;
+  DeviceCsr& operator=(const DeviceCsr&) = delete;
 };
 
 /// Single device, drop and halo: Â is the device's own symmetric matrix, so the transpose is Â again.
@@ -65,7 +95,7 @@ class LocalAggregation final : public Aggregation {
  public:
   LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo, const AllocationPlan& plan,
                    const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
-      : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", p.graph, p.num_cols), algo_(algo),
+      : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", p.graph, p.num_cols, "graph_long"), algo_(algo),
         tuning_(tuning) {
     dinv_row_ = upload_planned(res, plan, "dinv_rows", p.dinv_row);
     dinv_col_ = upload_planned(res, plan, "dinv_cols", p.dinv_col);

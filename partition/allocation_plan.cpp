@@ -216,6 +216,12 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("graph_columns", "graph columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("dinv_rows", "D^-1/2 (rows)", C::kGraph, r, kFloatBytes);
     add("dinv_cols", "D^-1/2 (columns)", C::kGraph, r, kFloatBytes);
+    if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kCusparse) {
+      // The own SpMM's long-row list (kernels/long_rows.hpp), sized to its capacity: at most a few MB.
+      const std::int64_t capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
+      add("graph_long_rows", "SpMM long-row list", C::kGraph, capacity, kIndexBytes);
+      add("graph_long_prefix", "SpMM long-row entry sums", C::kGraph, capacity + 1, kOffsetBytes);
+    }
     if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
       // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
       // entries) and the SpMM buffer. kAuto: kept at every width but ModelSpec::auto_own_widths.

@@ -47,6 +47,23 @@ constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t res
   return share < 128 ? 128 : share;
 }
 
+/// The long rows a matrix lists once for the own CUDA SpMM (CsrView::long_rows): those above the smallest threshold
+/// spmm_auto_long_row gives on a GPU of up to kSpmmListedResidentGroups lane groups at once (160 SMs x 2048
+/// threads, one lane per group); a product with a lower threshold (a larger GPU, or a SpmmTuning::long_row below
+/// it) lists its long rows itself. Independent of the GPU, so that the memory model prices the same list.
+inline constexpr std::int64_t kSpmmListedResidentGroups = 160 * 2048;
+
+constexpr std::int64_t spmm_long_rows_floor(std::int64_t entries) {
+  return spmm_auto_long_row(entries, kSpmmListedResidentGroups);
+}
+
+/// Rows the list can hold (its buffers' size): every listed row has more than the floor's entries. Past the floor's
+/// scale this is at most 2 x kSpmmListedResidentGroups rows, whatever the matrix's size.
+constexpr std::int64_t spmm_long_rows_capacity(std::int64_t rows, std::int64_t entries) {
+  const std::int64_t bound = entries / (spmm_long_rows_floor(entries) + 1);
+  return rows < bound ? rows : bound;
+}
+
 /// Entries per segment of a long row when SpmmTuning::segment is 0: 256 (measured on the reddit- and products-sized
 /// graphs), 64 where the share is below 128 entries (small products: a long row's segments are worked by one warp
 /// each, so shorter segments spread it over more warps; H200: 1.0-1.4x faster on soc-Slashdot0902, email-Enron and

@@ -17,6 +17,16 @@
 // summed in a varying order. With a bf16 Y (spmm_bf16_out) the long rows' float sums go to rows of the caller's
 // float scratch (one slot per long row, listed by the row kernel) and a fourth launch rounds them into Y.
 //
+// Listed long rows. A matrix that carries its long rows (CsrView::long_rows, built once with the matrix:
+// kernels/long_rows.hpp) skips the listing: a small kernel zeroes the product's long rows (the list's first k, those
+// above its threshold), then one launch (spmm_fused_kernel) runs both kinds of work side by side. Its first blocks'
+// warps each take a contiguous range of the long rows' entries, concatenated (about the product's entries per
+// resident warp, at least a segment), and add one partial sum per row piece with atomics; the other blocks are the
+// row kernel, which skips the long rows. So the hubs' work no longer waits for the short rows' (H200, own fp32 at
+// widths 16-256, bench/results/h200-2026-12-03a/call4-final: soc-Slashdot0902 at 128 0.111 -> 0.103 ms, email-Enron
+// at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). Not for bf16 X read 8 values at a time (width 256
+// and up) nor the four-lane layouts (widths 33-64 stored as 48), where the two launches were faster.
+//
 // Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
 // long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
 // row's padding and only the columns below the width are stored. X whose rows do not start on 4 elements is
@@ -490,6 +500,139 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
   }
 }
 
+/// The long rows of one product, from the matrix's list (CsrView::long_rows: rows by entry count, most first): the
+/// first `count` rows, those above the product's threshold. Their entries, concatenated, are cut into ranges of
+/// `chunk` entries, one per warp of the fused kernel's first `segment_blocks` blocks.
+struct LongRowPlan {
+  const NodeId* rows;
+  const std::int64_t* prefix;
+  std::int64_t count;    // k: rows taken
+  std::int64_t entries;  // prefix[k]
+  std::int64_t chunk;    // entries per segment warp (a contiguous range of the concatenated long rows)
+  unsigned segment_blocks;
+};
+
+/// Index i < count with plan.prefix[i] <= pos < plan.prefix[i + 1]: a 32-way search by the whole warp.
+__device__ __forceinline__ std::int64_t find_long_row(const LongRowPlan& plan, std::int64_t pos) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  std::int64_t lo = 0, hi = plan.count;
+  while (hi - lo > 1) {
+    const std::int64_t step = (hi - lo + 31) / 32;
+    const std::int64_t probe = lo + lane * step;
+    const bool le = probe < hi && __ldg(plan.prefix + probe) <= pos;
+    const unsigned ballot = __ballot_sync(0xffffffffu, le);
+    const int last = 31 - __clz(ballot);
+    lo += last * step;
+    hi = min(hi, lo + step);
+  }
+  return lo;
+}
+
+/// Blocks per SM the fused kernel is compiled for: its two bodies together take more registers than the row
+/// kernel alone (72-80 instead of 63-64 for the narrow layouts), and bounding them to 64 (4 blocks of 256 threads)
+/// was faster than the occupancy lost, the spills included (H200, bench/results/h200-2026-12-03a/call2-variants:
+/// reddit-sized at widths 64 / 100 / 128 2.35 / 4.11 / 4.36 ms -> 2.06 / 3.26 / 3.61, email-Enron at 16
+/// 0.0187 -> 0.0167 ms, soc-Slashdot0902 at 32 0.0435 -> 0.0418 ms).
+constexpr int fused_min_blocks(int chunks) { return chunks <= 2 ? 4 : 0; }
+
+/// One launch for both kinds of work: blocks below plan.segment_blocks take the long rows' entries (warp w: entries
+/// [w * chunk, (w + 1) * chunk) of the plan's rows concatenated, one accumulation and one atomic addition per row
+/// piece, into rows zeroed before the launch), the rest are the row kernel's blocks, which skip the long rows. The two
+/// run side by side.
+template <class Elem, class Out, int kVec, int kGroup, int kChunks>
+__global__ void __launch_bounds__(kBlockThreads, fused_min_blocks(kChunks))
+    spmm_fused_kernel(const SpmmArgs<Elem, Out> s, const LongRowPlan plan) {
+  using L = Lanes<Elem, kVec>;
+  using T = typename L::Type;
+  if (blockIdx.x >= plan.segment_blocks) {
+    constexpr int kGroups = kBlockThreads / kGroup;
+    constexpr int kSpan = kGroup * kVec * kChunks;
+    constexpr int kChunkStride = kGroup * kVec;
+    const int lane = static_cast<int>(threadIdx.x) % kGroup;
+    const int group = static_cast<int>(threadIdx.x) / kGroup;
+    const unsigned mask = group_mask<kGroup>();
+    const std::int64_t row = static_cast<std::int64_t>(blockIdx.x - plan.segment_blocks) * kGroups + group;
+    if (row >= s.num_rows) return;
+    const std::int64_t beg = __ldg(s.offsets + row), end = __ldg(s.offsets + row + 1);
+    if (end - beg > s.long_row) return;
+    Out* yr = s.y + row * s.ldy;
+    const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
+    for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
+      T acc[kChunks];
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
+      accumulate<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) {
+        const std::int64_t c = col0 + ch * kChunkStride + static_cast<std::int64_t>(lane) * kVec;
+        store_columns<Elem, kVec>(yr, c, s.width, s.y_vec, L::scale(acc[ch], rs));
+      }
+    }
+    return;
+  }
+  constexpr int kSubgroups = 32 / kGroup;
+  constexpr int kSpan = kGroup * kVec * kChunks;
+  const int lane = static_cast<int>(threadIdx.x) % kGroup;
+  const int subgroup = static_cast<int>(threadIdx.x % 32) / kGroup;
+  const unsigned mask = group_mask<kGroup>();
+  const std::int64_t warp = (static_cast<std::int64_t>(blockIdx.x) * kBlockThreads + threadIdx.x) / 32;
+  std::int64_t pos = warp * plan.chunk;
+  if (pos >= plan.entries) return;
+  const std::int64_t stop = min(plan.entries, pos + plan.chunk);
+  std::int64_t i = find_long_row(plan, pos);
+  for (; pos < stop; ++i) {
+    const std::int64_t row = __ldg(plan.rows + i);
+    const std::int64_t first = __ldg(plan.prefix + i), next = min(stop, __ldg(plan.prefix + i + 1));
+    const std::int64_t seg_beg = __ldg(s.offsets + row) + (pos - first);
+    const std::int64_t seg_end = seg_beg + (next - pos);
+    pos = next;
+    const std::int64_t share = (seg_end - seg_beg + kSubgroups - 1) / kSubgroups;
+    const std::int64_t beg = min(seg_end, seg_beg + subgroup * share);
+    const std::int64_t end = min(seg_end, beg + share);
+    const float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
+    float* yr;
+    if constexpr (std::is_same_v<Out, float>) {
+      yr = s.y + row * s.ldy;
+    } else {
+      yr = s.scratch + i * s.ld_scratch;
+    }
+    for (std::int64_t col0 = 0; col0 < s.width; col0 += kSpan) {
+      T acc[kChunks];
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
+      accumulate<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
+#pragma unroll
+      for (int ch = 0; ch < kChunks; ++ch) {
+#pragma unroll
+        for (int offset = kGroup; offset < 32; offset *= 2) acc[ch] = xor_sum(acc[ch], offset);
+        const std::int64_t c = col0 + ch * kGroup * kVec + static_cast<std::int64_t>(lane) * kVec;
+        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, L::scale(acc[ch], rs));
+      }
+    }
+  }
+}
+
+/// Zeroes the plan's first `count` long rows before the fused kernel adds into them: Y's rows (float output) or the
+/// float scratch's rows 0..count (bf16 output), `width` columns.
+__global__ void spmm_zero_long_rows_kernel(const NodeId* rows, std::int64_t count, std::int64_t width,
+                                           float* y, std::int64_t ldy, bool by_slot) {
+  const std::int64_t n = count * width;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t i = t / width, c = t - i * width;
+    y[(by_slot ? i : static_cast<std::int64_t>(__ldg(rows + i))) * ldy + c] = 0.0f;
+  }
+}
+
+/// bf16 output with a plan: scratch row i rounded into Y's row rows[i].
+__global__ void spmm_round_plan_rows_kernel(const float* scratch, std::int64_t ld_scratch, const NodeId* rows,
+                                            std::int64_t count, std::int64_t width, Bf16Bits* y, std::int64_t ldy) {
+  const std::int64_t n = count * width;
+  for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
+    const std::int64_t i = t / width, c = t - i * width;
+    y[static_cast<std::int64_t>(__ldg(rows + i)) * ldy + c] = float_to_bf16(scratch[i * ld_scratch + c]);
+  }
+}
+
 /// bf16 output: the long rows' float sums (scratch rows by slot, scaled already) rounded into their Y rows.
 __global__ void spmm_round_long_rows_kernel(const float* scratch, std::int64_t ld_scratch, const std::int64_t* rows,
                                             const int* count, std::int64_t width, Bf16Bits* y, std::int64_t ldy) {
@@ -542,6 +685,25 @@ void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segm
         <<<segment_blocks, kBlockThreads, 0, stream>>>(s, list.items, list.count);
     GCNPART_CUDA_TRY(cudaGetLastError());
   });
+}
+
+/// One slab with a long-row plan: the fused kernel (the long rows' blocks first, then the row blocks). Never for the
+/// four-lane layouts (run_spmm), so none are instantiated.
+template <class Elem, class Out, int kVec>
+void launch_fused(const SpmmArgs<Elem, Out>& s, LongRowPlan plan, int lanes, cudaStream_t stream) {
+  with_row_layout<false>((s.width + kVec - 1) / kVec, lanes, [&]<int kGroup, int kChunks>() {
+    constexpr int kGroups = kBlockThreads / kGroup;
+    const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
+    spmm_fused_kernel<Elem, Out, kVec, kGroup, kChunks>
+        <<<plan.segment_blocks + row_blocks, kBlockThreads, 0, stream>>>(s, plan);
+    GCNPART_CUDA_TRY(cudaGetLastError());
+  });
+}
+
+template <class Elem, class Out>
+void launch_fused(int vec, const SpmmArgs<Elem, Out>& s, const LongRowPlan& plan, int lanes, cudaStream_t stream) {
+  if (vec == 4) return launch_fused<Elem, Out, 4>(s, plan, lanes, stream);
+  launch_fused<Elem, Out, 1>(s, plan, lanes, stream);
 }
 
 /// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes, so X's
@@ -648,6 +810,63 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   const std::int64_t resident_groups = std::int64_t{sms} * 2048 / spmm_row_lanes(vectors, lanes);
   if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
+  // The matrix lists its long rows (CsrView::long_rows) and this product's threshold is at or above the list's: one
+  // launch for the long rows' entries and the other rows. Not for the four-lane layouts of 2-4 vectors per lane
+  // (widths 33-64 stored as 48; products-sized RMAT at 41 / 47: 4.51 / 4.22 ms with the two launches, 4.9-5.5 with one)
+  // nor for bf16 X read 8 values per lane (width >= 256; products-sized 8.33 ms with two, 9.27 with one, where the
+  // fused kernel's 48 registers against the row kernel's 32 cost occupancy; bounded to 32 it spilled 128 bytes and the
+  // reddit-sized bf16 epoch went 14.08 -> 14.89 ms) (H200, bench/results/h200-2026-12-03a/call2-variants, call3-engine).
+  const LongRowsView* listed = a.long_rows;
+  const bool four_lane = vec == 4 && spmm_row_lanes(vectors, lanes) == 4 && vectors > 4;
+  if (listed != nullptr && whole.long_row >= listed->floor && !four_lane && vec != 8) {
+    const std::int64_t long_row = whole.long_row;
+    // Rows by entry count, most first: the first k have more than long_row entries.
+    const std::int64_t* hp = listed->host_prefix;
+    std::int64_t lo = 0, hi = listed->count;
+    while (lo < hi) {
+      const std::int64_t mid = (lo + hi) / 2;
+      if (hp[mid + 1] - hp[mid] > long_row) {
+        lo = mid + 1;
+      } else {
+        hi = mid;
+      }
+    }
+    const std::int64_t k = lo;
+    // A warp of the long rows' blocks takes as many entries as the product has per resident warp (2048 threads per
+    // SM), at least a segment: long-lived warps, one search each, and one atomic addition per row piece.
+    const std::int64_t per_warp = (entries + std::int64_t{sms} * 64 - 1) / (std::int64_t{sms} * 64);
+    const std::int64_t chunk = std::max(whole.segment, per_warp);
+    LongRowPlan plan{listed->rows, listed->prefix, k, hp[k], chunk, 0};
+    const std::int64_t seg_warps = (plan.entries + chunk - 1) / chunk;
+    plan.segment_blocks = static_cast<unsigned>((seg_warps + kBlockThreads / 32 - 1) / (kBlockThreads / 32));
+    if (k > 0) {  // the long rows' sums start from zero: Y's rows, or (bf16 Y) the scratch's first k rows
+      const unsigned zero_blocks = elementwise_blocks(k * width);
+      if constexpr (kFloatOut) {
+        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, y, ldy,
+                                                                                        false);
+      } else {
+        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, scratch,
+                                                                                        ld_scratch, true);
+      }
+      GCNPART_CUDA_TRY(cudaGetLastError());
+    }
+    for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
+      SpmmArgs<Elem, Out> s = whole;
+      s.x = x + c0;
+      s.y = y + c0;
+      if (!kFloatOut) s.scratch = scratch + c0;
+      s.width = std::min(slab, width - c0);
+      launch_fused(vec, s, plan, lanes, ctx.stream);
+    }
+    if constexpr (!kFloatOut) {
+      if (k > 0) {
+        spmm_round_plan_rows_kernel<<<elementwise_blocks(k * width), kElementwiseThreads, 0, ctx.stream>>>(
+            scratch, ld_scratch, plan.rows, k, width, y, ldy);
+        GCNPART_CUDA_TRY(cudaGetLastError());
+      }
+    }
+    return;
+  }
   // The segment list: a row of d > long_row entries has ceil(d / segment) <= d / segment + 1 segments, and there are
   // at most nnz / (long_row + 1) such rows.
   const std::int64_t long_row = whole.long_row;

@@ -19,6 +19,7 @@
 #include "kernels/core/error.hpp"
 #include "kernels/core/philox.hpp"
 #include "kernels/core/spmm_layout.hpp"
+#include "kernels/long_rows.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"
 
@@ -31,17 +32,30 @@ namespace {
 const Context kCpu{};
 constexpr float kNaN = std::numeric_limits<float>::quiet_NaN();
 
-/// A CSR matrix copied to the device.
+/// A CSR matrix copied to the device; with `list_floor` >= 0 also its long-row list (kernels/long_rows.hpp) above
+/// that floor, which view() then carries (the own SpMM's one-launch path).
 struct DeviceCsr {
   DeviceBuffer<RowOffset> offsets;
   DeviceBuffer<NodeId> cols;
   DeviceBuffer<float> values;
   std::int64_t rows, num_cols;
-  explicit DeviceCsr(const HostCsr& a)
-      : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols) {}
+  LongRows long_rows;
+  DeviceBuffer<NodeId> long_ids;
+  DeviceBuffer<std::int64_t> long_prefix;
+  LongRowsView long_view{};
+  bool listed = false;
+  explicit DeviceCsr(const HostCsr& a, std::int64_t list_floor = -1)
+      : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols),
+        long_rows(list_long_rows(a.offsets.data(), a.rows, std::max<std::int64_t>(list_floor, 0))),
+        long_ids(long_rows.rows), long_prefix(long_rows.prefix), listed(list_floor >= 0) {
+    long_view = LongRowsView{long_rows.floor, static_cast<std::int64_t>(long_rows.rows.size()), long_ids.data(),
+                             long_prefix.data(), long_rows.prefix.data()};
+  }
   [[nodiscard]] CsrView view(bool with_values = true) const {
-    return CsrView{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr,
-                   static_cast<std::int64_t>(cols.size())};
+    CsrView v{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr,
+              static_cast<std::int64_t>(cols.size())};
+    v.long_rows = listed ? &long_view : nullptr;
+    return v;
   }
 };
 
@@ -263,6 +277,47 @@ TEST_CASE("CUDA SpMM and bf16 SpMM follow their tuning: every row long, segments
       compare_spmm(f, a, da, width, true, true, 0, 41 + width, SpmmCase::kOwn, tuning);
       compare_spmm_bf16(f, a, da, width, true, true, 0, 0, 42 + width, tuning);
     }
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA SpMM with the matrix's long-row list (one launch) agrees with the CPU kernel, fp32 and bf16") {
+  DeviceFixture f;
+  // Hubs at, just past and far past the thresholds a product this small takes (32 automatic, 64 and 200 below),
+  // two in one block, a row of 10^5 entries, and many short rows: the long rows' warps cross from one listed row
+  // into the next.
+  const HostCsr a = random_csr(3000, 120000, 6, 91, 0.1,
+                               {{5, 128}, {6, 129}, {9, 5000}, {10, 257}, {11, 32}, {12, 33}, {13, 65}, {14, 201},
+                                {700, 100000}, {2999, 4097}});
+  const std::int64_t floor = spmm_long_rows_floor(static_cast<std::int64_t>(a.col_ids.size()));
+  CHECK(floor == 32);
+  const DeviceCsr listed(a, floor);
+  REQUIRE(listed.long_view.count > 0);
+  const DeviceCsr high(a, 100);  // a list above the automatic threshold: those products list their rows themselves
+  SpmmTuning at_64, below_floor, slabs;
+  at_64.long_row = 64;
+  below_floor.long_row = 8;
+  slabs.long_row = 200;
+  slabs.slab = 24;
+  for (const SpmmTuning& tuning : {SpmmTuning{}, at_64, below_floor, slabs}) {
+    CAPTURE(tuning.long_row);
+    CAPTURE(tuning.slab);
+    for (std::int64_t width : {1, 7, 16, 32, 41, 64, 100, 128, 256, 516}) {
+      CAPTURE(width);
+      compare_spmm(f, a, listed, width, true, true, 0, 71 + width, SpmmCase::kOwn, tuning);
+      compare_spmm(f, a, listed, width, false, false, 4, 72 + width, SpmmCase::kOwn, tuning);
+      compare_spmm(f, a, high, width, true, true, 0, 73 + width, SpmmCase::kOwn, tuning);
+      compare_spmm_bf16(f, a, listed, width, true, true, 0, 0, 74 + width, tuning);
+      compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, 75 + width, tuning);
+    }
+  }
+  // A matrix without long rows (an empty list) and an empty matrix.
+  const HostCsr flat = random_csr(2000, 1500, 5, 92, 0.1);
+  const DeviceCsr flat_listed(flat, 32);
+  CHECK(flat_listed.long_view.count == 0);
+  for (std::int64_t width : {16, 256}) {
+    compare_spmm(f, flat, flat_listed, width, true, true, 0, 76 + width);
+    compare_spmm_bf16(f, flat, flat_listed, width, true, true, 0, 0, 77 + width);
   }
   CHECK(f.allocator.in_use() == 0);
 }
