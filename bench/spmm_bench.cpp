@@ -97,7 +97,10 @@ struct Workload {
   engine::Buffer<NodeId> long_ids;
   engine::Buffer<std::int64_t> long_prefix;
   LongRowsView long_view{};
-  CsrView a{};
+  CsrView a{};  // points at long_view: the object stays where it was built
+  Workload() = default;
+  Workload(const Workload&) = delete;
+  Workload& operator=(const Workload&) = delete;
 };
 
 /// The graph plus a self loop on every node, entries 1 (edge weights ignored), both scales D^-1/2 of the looped
@@ -130,8 +133,10 @@ void upload_workload(engine::Resources& res, const datasets::Csr& graph, const S
   w.long_ids = engine::upload(res, w.long_rows.rows, MemoryCategory::kGraph);
   w.long_prefix = engine::upload(res, w.long_rows.prefix, MemoryCategory::kGraph);
   res.synchronize();
-  w.long_view = LongRowsView{w.long_rows.floor, static_cast<std::int64_t>(w.long_rows.rows.size()), w.long_ids.data(),
-                             w.long_prefix.data(), w.long_rows.prefix.data()};
+  w.long_view = LongRowsView{w.offsets.data(),  w.n,
+                             w.long_rows.floor, static_cast<std::int64_t>(w.long_rows.rows.size()),
+                             w.long_ids.data(), w.long_prefix.data(),
+                             w.long_rows.prefix.data()};
   w.a = CsrView{w.n, w.n, w.offsets.data(), w.cols.data(), nullptr, w.nnz};
   w.a.long_rows = &w.long_view;
 }

@@ -79,8 +79,8 @@ struct DeviceCsr {
                           static_cast<std::size_t>(count) * sizeof(NodeId));
     kernels::copy_async(res.context(), long_row_prefix.data(), long_rows.prefix.data(),
                         static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
-    long_view = LongRowsView{long_rows.floor, count, long_row_ids.data(), long_row_prefix.data(),
-                             long_rows.prefix.data()};
+    long_view = LongRowsView{offsets.data(), g.num_nodes,          long_rows.floor,        count,
+                             long_row_ids.data(), long_row_prefix.data(), long_rows.prefix.data()};
     view.long_rows = &long_view;
   }
   // The view points at long_view: the object stays where it was built.

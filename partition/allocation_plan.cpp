@@ -217,7 +217,8 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("dinv_rows", "D^-1/2 (rows)", C::kGraph, r, kFloatBytes);
     add("dinv_cols", "D^-1/2 (columns)", C::kGraph, r, kFloatBytes);
     if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kCusparse) {
-      // The own SpMM's long-row list (kernels/long_rows.hpp), sized to its capacity: at most a few MB.
+      // The own SpMM's long-row list (kernels/long_rows.hpp), sized to its capacity: at most 2 x 327,680 rows of 12
+      // bytes (7.9 MB), whatever the graph's size (kernels::spmm_long_rows_capacity).
       const std::int64_t capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
       add("graph_long_rows", "SpMM long-row list", C::kGraph, capacity, kIndexBytes);
       add("graph_long_prefix", "SpMM long-row entry sums", C::kGraph, capacity + 1, kOffsetBytes);

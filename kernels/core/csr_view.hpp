@@ -14,6 +14,8 @@ using NodeId = std::int32_t;
 /// A matrix's long rows, listed once with the matrix (kernels/long_rows.hpp) for the own CUDA SpMM: every row of
 /// more than `floor` entries, by entry count, most first (ties by row). prefix[i] = entries of rows[0..i).
 struct LongRowsView {
+  const RowOffset* row_offsets = nullptr;  ///< the matrix's offsets and rows, which the SpMM checks against its view's
+  std::int64_t num_rows = 0;
   std::int64_t floor = 0;
   std::int64_t count = 0;
   const NodeId* rows = nullptr;               ///< device: count rows

@@ -25,7 +25,8 @@
 // row kernel, which skips the long rows. So the hubs' work no longer waits for the short rows' (H200, own fp32 at
 // widths 16-256, bench/results/h200-2026-12-03a/call4-final: soc-Slashdot0902 at 128 0.111 -> 0.103 ms, email-Enron
 // at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). Not for bf16 X read 8 values at a time (width 256
-// and up) nor the four-lane layouts (widths 33-64 stored as 48), where the two launches were faster.
+// and up) nor the four-lane layouts (widths 33-48 by default, 17-64 with --spmm-lanes 4), where the two launches
+// were faster.
 //
 // Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
 // long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
@@ -702,6 +703,7 @@ void launch_fused(const SpmmArgs<Elem, Out>& s, LongRowPlan plan, int lanes, cud
 
 template <class Elem, class Out>
 void launch_fused(int vec, const SpmmArgs<Elem, Out>& s, const LongRowPlan& plan, int lanes, cudaStream_t stream) {
+  GCNPART_EXPECTS(vec == 4 || vec == 1, "the fused SpMM kernel loads 1 or 4 elements per lane");
   if (vec == 4) return launch_fused<Elem, Out, 4>(s, plan, lanes, stream);
   launch_fused<Elem, Out, 1>(s, plan, lanes, stream);
 }
@@ -760,7 +762,8 @@ __global__ void spmm_pad_kernel(const Elem* x, std::int64_t ldx, std::int64_t wi
 }
 
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
-/// columns (SpmmTuning::slab). X that does not allow vector loads (its rows do not start on 4 elements) is
+/// columns (SpmmTuning::slab); or, for a matrix that carries its long rows (CsrView::long_rows) where the layout
+/// allows, the zeroing kernel and one fused launch per slab (see "Listed long rows" in the file comment). X that does not allow vector loads (its rows do not start on 4 elements) is
 /// first copied into a padded workspace when SpmmTuning::pad (see kernels/core/spmm_layout.hpp).
 template <class Elem, class Out>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
@@ -812,11 +815,15 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The matrix lists its long rows (CsrView::long_rows) and this product's threshold is at or above the list's: one
   // launch for the long rows' entries and the other rows. Not for the four-lane layouts of 2-4 vectors per lane
-  // (widths 33-64 stored as 48; products-sized RMAT at 41 / 47: 4.51 / 4.22 ms with the two launches, 4.9-5.5 with one)
+  // (widths 33-48, 17-64 with SpmmTuning::lanes 4; products-sized RMAT at 41 / 47: 4.51 / 4.22 ms with the two launches,
+  // 4.9-5.5 with one)
   // nor for bf16 X read 8 values per lane (width >= 256; products-sized 8.33 ms with two, 9.27 with one, where the
   // fused kernel's 48 registers against the row kernel's 32 cost occupancy; bounded to 32 it spilled 128 bytes and the
   // reddit-sized bf16 epoch went 14.08 -> 14.89 ms) (H200, bench/results/h200-2026-12-03a/call2-variants, call3-engine).
   const LongRowsView* listed = a.long_rows;
+  GCNPART_EXPECTS(listed == nullptr || (listed->row_offsets == a.row_offsets && listed->num_rows == a.num_rows &&
+                                        listed->host_prefix != nullptr && listed->count <= a.num_rows),
+                  "a CSR view carries the long-row list of its own matrix");
   const bool four_lane = vec == 4 && spmm_row_lanes(vectors, lanes) == 4 && vectors > 4;
   if (listed != nullptr && whole.long_row >= listed->floor && !four_lane && vec != 8) {
     const std::int64_t long_row = whole.long_row;

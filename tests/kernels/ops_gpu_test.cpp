@@ -45,11 +45,13 @@ struct DeviceCsr {
   LongRowsView long_view{};
   bool listed = false;
   explicit DeviceCsr(const HostCsr& a, std::int64_t list_floor = -1)
-      : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols),
-        long_rows(list_long_rows(a.offsets.data(), a.rows, std::max<std::int64_t>(list_floor, 0))),
-        long_ids(long_rows.rows), long_prefix(long_rows.prefix), listed(list_floor >= 0) {
-    long_view = LongRowsView{long_rows.floor, static_cast<std::int64_t>(long_rows.rows.size()), long_ids.data(),
-                             long_prefix.data(), long_rows.prefix.data()};
+      : offsets(a.offsets), cols(a.col_ids), values(a.values), rows(a.rows), num_cols(a.cols), listed(list_floor >= 0) {
+    if (!listed) return;
+    long_rows = list_long_rows(a.offsets.data(), a.rows, list_floor);
+    long_ids = DeviceBuffer<NodeId>(long_rows.rows);
+    long_prefix = DeviceBuffer<std::int64_t>(long_rows.prefix);
+    long_view = LongRowsView{offsets.data(), rows, long_rows.floor, static_cast<std::int64_t>(long_rows.rows.size()),
+                             long_ids.data(), long_prefix.data(), long_rows.prefix.data()};
   }
   [[nodiscard]] CsrView view(bool with_values = true) const {
     CsrView v{rows, num_cols, offsets.data(), cols.data(), with_values ? values.data() : nullptr,
@@ -311,14 +313,32 @@ TEST_CASE("CUDA SpMM with the matrix's long-row list (one launch) agrees with th
       compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, 75 + width, tuning);
     }
   }
-  // A matrix without long rows (an empty list) and an empty matrix.
+  // Thousands of long rows (the warps' search takes several rounds), a matrix without long rows (an empty list) and
+  // one of empty rows.
+  const HostCsr many = random_csr(6000, 8000, 40, 93, 0.05);
+  const DeviceCsr many_listed(many, 32);
+  CHECK(many_listed.long_view.count > 2000);
   const HostCsr flat = random_csr(2000, 1500, 5, 92, 0.1);
   const DeviceCsr flat_listed(flat, 32);
   CHECK(flat_listed.long_view.count == 0);
-  for (std::int64_t width : {16, 256}) {
+  const HostCsr empty_rows = random_csr(500, 300, 0, 94, 1.0);
+  const DeviceCsr empty_listed(empty_rows, 32);
+  for (std::int64_t width : {16, 64, 256}) {
+    compare_spmm(f, many, many_listed, width, true, true, 0, 78 + width);
+    compare_spmm_bf16(f, many, many_listed, width, true, true, 0, 0, 79 + width);
     compare_spmm(f, flat, flat_listed, width, true, true, 0, 76 + width);
     compare_spmm_bf16(f, flat, flat_listed, width, true, true, 0, 0, 77 + width);
+    compare_spmm(f, empty_rows, empty_listed, width, true, true, 0, 80 + width);
   }
+  // A view whose list is another matrix's is refused.
+  CsrView wrong = flat_listed.view();
+  wrong.long_rows = &many_listed.long_view;
+  std::vector<float> zeros(static_cast<std::size_t>(flat.cols * 16), 0.0f);
+  const DeviceBuffer<float> dx(zeros);
+  DeviceBuffer<float> dy(static_cast<std::size_t>(flat.rows * 16));
+  CHECK_THROWS(spmm_async(f.ctx, wrong, nullptr, nullptr, make_view(dx.data(), flat.cols, 16),
+                          make_view(dy.data(), flat.rows, 16), SpmmAlgo::kOwn));
+  synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
 }
 
