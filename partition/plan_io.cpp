@@ -538,7 +538,11 @@ Plan load_plan(const std::string& path) {
   for (int p = 0; p < parts; ++p) m.halo_per_hop[p] = in.next<std::int64_t>("metrics.halo_per_hop " + std::to_string(p));
   if (version >= 2) m.boundary_rows = in.next<std::int64_t>("metrics.boundary_rows");
   detail::fill_work(m, plan.strategy);  // derived from local_nodes / inner_nodes and local_edges: not stored
-  if (in.offset() != size) throw LogicError("load_plan: reader out of step with the declared file size");
+  // Every record was read and the declared size matched the file, yet bytes remain: the records end early.
+  if (in.offset() != size)
+    fail(path, in.offset(), "trailing bytes after the last record", std::to_string(size - in.offset()) + " bytes",
+         "the file to end at byte " + std::to_string(in.offset()) + " (after record " +
+             std::to_string(expected_records(parts, version)) + ")");
   return plan;
 }
 

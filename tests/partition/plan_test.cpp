@@ -19,6 +19,7 @@
 #include "datasets/error_matchers.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
+#include "kernels/core/binary_format.hpp"
 #include "kernels/core/error.hpp"
 #include "partition/memory_model.hpp"
 #include "test_support.hpp"
@@ -890,6 +891,19 @@ TEST_CASE("corrupt, truncated and foreign plan files are refused naming the file
     b.push_back(0);
     write_bytes(bad, b);
     CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { load_plan(bad); }), "trailing bytes");
+  }
+  SUBCASE("bytes after the last record behind a header that declares them are refused") {
+    // The header's size (byte 48) and its CRC (byte 60) are rewritten, so only the record walk can notice.
+    std::vector<unsigned char> b = bytes;
+    b.insert(b.end(), 24, 0);
+    const std::uint64_t size = b.size();
+    std::memcpy(b.data() + 48, &size, 8);
+    const std::uint32_t crc = binary::crc32(0, b.data(), 60);
+    std::memcpy(b.data() + 60, &crc, 4);
+    write_bytes(bad, b);
+    const std::string msg = testing::message_of<InvalidInput>([&] { load_plan(bad); });
+    CHECK_MESSAGE_HAS(msg, "trailing bytes after the last record at byte " + std::to_string(bytes.size()));
+    CHECK_MESSAGE_HAS(msg, "24 bytes");
   }
   SUBCASE("a foreign file") {
     write_bytes(bad, std::vector<unsigned char>(200, 'x'));
