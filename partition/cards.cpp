@@ -48,8 +48,7 @@ std::string shown(const json& v) {
 /// Reads the fields of one card object (already merged), every one checked.
 class CardReader {
  public:
-  CardReader(const json& entry, std::string origin, std::string card) : e_(entry), origin_(std::move(origin)),
-                                                                       card_(std::move(card)) {}
+  CardReader(std::string origin, std::string card) : origin_(std::move(origin)), card_(std::move(card)) {}
   const json& field(const json& obj, const std::string& name, const std::string& path) const {
     if (!obj.is_object() || !obj.contains(name)) bad(origin_, where(path), "missing", "the field to be present");
     return obj.at(name);
@@ -74,7 +73,6 @@ class CardReader {
     o << x;
     return o.str();
   }
-  const json& e_;
   std::string origin_, card_;
 };
 
@@ -110,7 +108,7 @@ CardCatalogue build(const json& doc, const std::vector<std::string>& origins) {
     if (!e.is_object() || !e.contains("id") || !e.at("id").is_string() || e.at("id").get<std::string>().empty())
       bad(origin, "card entry", shown(e), "an object with a non-empty string \"id\"");
     const std::string id = e.at("id").get<std::string>();
-    CardReader r(e, origin, id);
+    CardReader r(origin, id);
     Card c;
     c.id = id;
     c.name = r.text(e, "name");
