@@ -197,7 +197,8 @@ class LocalAggregation final : public Aggregation {
 };
 
 /// Gather: forward all-gathers the rows into the table and aggregates from it; backward aggregates into the
-/// table with the transposed matrix and reduce-scatters each block back to its owner.
+/// table with the transposed matrix and reduce-scatters each block back to its owner. On CUDA both matrices carry
+/// their long-row lists (plan buffers gather_long_* / gather_t_long_*), so each product is the own SpMM's one launch.
 ///
 /// Overlap (CUDA, opt-in: GcnConfig::gather_chunks = 2..4, see chunks()). The width is cut into column chunks (each
 /// a multiple of 8 columns) with a table
@@ -214,8 +215,9 @@ class GatherAggregation final : public Aggregation {
         rows_(p.num_rows),
         block_(p.table_block),
         parts_(p.parts),
-        forward_(res, plan, "gather_offsets", "gather_columns", p.gather_forward, p.table_block * p.parts),
-        backward_(res, plan, "gather_t_offsets", "gather_t_columns", p.gather_backward, p.num_rows),
+        forward_(res, plan, "gather_offsets", "gather_columns", p.gather_forward, p.table_block * p.parts,
+                 "gather_long"),
+        backward_(res, plan, "gather_t_offsets", "gather_t_columns", p.gather_backward, p.num_rows, "gather_t_long"),
         algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo),
         tuning_(tuning),
         wanted_chunks_(chunks) {
@@ -412,7 +414,8 @@ class GatherAggregation final : public Aggregation {
 /// Own rows are ordered [interior | boundary]: interior rows read own columns only, so they are aggregated from x
 /// itself while the rows travel, and only the boundary rows wait for the exchange. On CUDA the exchange runs on a
 /// high-priority second stream ordered by events (no host synchronisation); on CPU devices the calls run in order.
-/// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel.
+/// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel. The ranges carry no
+/// long-row list (a list belongs to one matrix's offsets): their products list their long rows themselves.
 class BoundaryAggregation final : public Aggregation {
  public:
   BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, const AllocationPlan& plan,

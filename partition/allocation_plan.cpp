@@ -185,6 +185,16 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("gather_columns", "gather matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("gather_t_offsets", "gather^T matrix offsets", C::kGraph, table_rows + 1, kOffsetBytes);
     add("gather_t_columns", "gather^T matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
+    if (backend == Backend::kCuda) {
+      // The own SpMM's long-row lists of both matrices (gather always runs the own kernel), at their capacity.
+      const std::int64_t forward_capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
+      const std::int64_t backward_capacity = kernels::spmm_long_rows_capacity(table_rows, s.graph_entries);
+      add("gather_long_rows", "gather SpMM long-row list", C::kGraph, forward_capacity, kIndexBytes);
+      add("gather_long_prefix", "gather SpMM long-row entry sums", C::kGraph, forward_capacity + 1, kOffsetBytes);
+      add("gather_t_long_rows", "gather^T SpMM long-row list", C::kGraph, backward_capacity, kIndexBytes);
+      add("gather_t_long_prefix", "gather^T SpMM long-row entry sums", C::kGraph, backward_capacity + 1,
+          kOffsetBytes);
+    }
     add("dinv_own", "D^-1/2 of own rows", C::kGraph, r, kFloatBytes);
     add("table_dinv", "D^-1/2 of table slots", C::kGraph, table_rows, kFloatBytes);
     // The float table and staging serve backward's reduce-scatter in bf16 mode too; forward's bf16 table lives in

@@ -675,3 +675,39 @@ TEST_CASE("the captured step's cuBLAS workspace is planned exactly where the ste
   m.cuda_graph = CudaGraphMode::kOff;
   CHECK_FALSE(captures_step(s, m, Backend::kCuda));
 }
+
+TEST_CASE("gather plans the own SpMM's long-row lists of both its matrices on CUDA, at their capacity, and none on CPU") {
+  DeviceShape s;
+  s.rows = 50'000;
+  s.graph_entries = 4'000'000;
+  s.gather = true;
+  s.parts = 2;
+  s.table_block = 60'000;  // table rows 120,000: the transposed matrix has more rows than the forward one
+  ModelSpec m;
+  m.features = 128;
+  m.classes = 40;
+  m.hidden = 256;
+  for (auto algo : {SpmmAlgo::kOwn, SpmmAlgo::kAuto, SpmmAlgo::kCusparse}) {  // gather always runs the own kernel
+    m.spmm = algo;
+    const auto plan = allocation_plan(s, m, Backend::kCuda);
+    struct Expect {
+      const char* list;
+      std::int64_t rows;
+    };
+    for (const Expect& x : {Expect{"gather_long", s.rows}, Expect{"gather_t_long", 2 * s.table_block}}) {
+      const std::int64_t capacity = kernels::spmm_long_rows_capacity(x.rows, s.graph_entries);
+      INFO(x.list << " capacity " << capacity);
+      REQUIRE(capacity > 0);
+      const Allocation* rows = find_allocation(plan, std::string(x.list) + "_rows");
+      const Allocation* prefix = find_allocation(plan, std::string(x.list) + "_prefix");
+      REQUIRE(rows != nullptr);
+      REQUIRE(prefix != nullptr);
+      CHECK(rows->bytes() == capacity * 4);
+      CHECK(prefix->bytes() == (capacity + 1) * 8);
+      CHECK(rows->category == MemoryCategory::kGraph);
+    }
+  }
+  const auto cpu = allocation_plan(s, m, Backend::kCpu);
+  CHECK(find_allocation(cpu, "gather_long_rows") == nullptr);
+  CHECK(find_allocation(cpu, "gather_t_long_prefix") == nullptr);
+}

@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Nsight Compute's detail sections (speed of light, occupancy, launch statistics, warp states, memory workload,
+# scheduler) for every SpMM kernel of one `bench spmm` run: the own kernel and, with SPMM=all, every cuSPARSE
+# algorithm, ten repeats each (the first NCU_COUNT launches, default 80), L2 not flushed. Binary $G (default .carry/new/gcnpart), graph $GRAPH (a shared SNAP
+# graph name, default soc-Slashdot0902, with 128 synthetic features), width $WIDTH (default 32).
+#   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_ncu_detail.sh        (carry: .deps, .carry)
+# Writes $OUT/ncu-GRAPH-WIDTH.csv (one row per kernel and metric) and its log.
+set -uo pipefail
+cd "$(dirname "$0")/.." || exit 1
+OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
+g=${G:-.carry/new/gcnpart}
+graph=${GRAPH:-soc-Slashdot0902}
+width=${WIDTH:-32}
+tag="ncu-$graph-$width"
+timeout "${NCU_TIMEOUT:-150}" /usr/local/cuda/bin/ncu --csv --page details --section SpeedOfLight --section Occupancy \
+  --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
+  -k 'regex:spmm|csr|Csr|SpMM|cusparse' -c "${NCU_COUNT:-80}" \
+  "$g" -q bench spmm "$GCNPART_DATA/snap/$graph.txt.gz" --synthetic-features 128 --synthetic-classes 16 \
+  --spmm "${SPMM:-all}" --reorder degree --widths "$width" --warmup 0 --repeats 10 --no-flush-l2 \
+  > "$OUT/$tag.csv" 2> "$OUT/$tag.log"
+echo "$tag: exit $?"
