@@ -2,14 +2,14 @@
 # The gather strategy's aggregation on one GPU (--parts 1: the table is the whole graph, no traffic), so that an
 # SpMM change on its matrices is measured without a second GPU: `train --strategy gather --parts 1` of the reddit-
 # and products-sized RMAT graphs (hidden 256, 2 layers, degree order, own SpMM), fp32 and bf16, each binary of BINS
-# (.carry/<B>/gcnpart, default "new head") in turn, ROUNDS times (default 2). Epoch medians land in
-# $OUT/gather_one/*.json and table.txt.
+# (.carry/<B>/gcnpart, default "new head") in turn, ROUNDS times (default 2). Epoch medians: $OUT/table.txt;
+# every JSON and log: $OUT/gather_one.tar.gz (a call returns only a few files).
 #   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_gather_one.sh        (carry: .deps, .carry)
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/out}
-W=$OUT/gather_one
-mkdir -p "$W"
+W=/tmp/gather_one
+rm -rf "$W" && mkdir -p "$W"
 read -r -a bins <<< "${BINS:-new head}"
 s="$W/summary.txt"
 late() { return 1; }
@@ -43,4 +43,6 @@ for f in sorted(glob.glob(f"{w}/*.json")):
 for k, v in sorted(t.items()):
     print(f"{k[0]:10s} {k[1]:5s} {k[2]:6s} " + " ".join(f"{x:8.3f}" for x in v) + " ms")
 PY
+tar -czf "$OUT/gather_one.tar.gz" -C /tmp gather_one
+cp "$s" "$W/table.txt" "$OUT/"
 cat "$s" "$W/table.txt"
