@@ -88,6 +88,68 @@ struct DeviceCsr {
   DeviceCsr& operator=(const DeviceCsr&) = delete;
 };
 
+/// Long-row lists of row ranges of one device matrix (the boundary strategy's products run on ranges): range
+/// [begin, end) gets list_long_rows over its own offsets with the whole matrix's floor, so its view is the list the
+/// own SpMM expects of the range's CsrView (offsets + begin, end - begin rows), and the lists of disjoint ranges
+/// together hold at most the matrix's listed rows: they share the plan's buffers `<name>_rows` (the matrix's capacity)
+/// and `<name>_prefix` (the capacity plus one sum per range). Nothing when the plan lists no such buffers.
+class RangeLongRows {
+ public:
+  static constexpr int kMaxRanges = 2;
+
+  RangeLongRows(Resources& res, const AllocationPlan& plan, const char* name, const DeviceCsr& m,
+                const datasets::Csr& g, const std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
+    const std::string rows_name = std::string(name) + "_rows";
+    const std::string prefix_name = std::string(name) + "_prefix";
+    if (partition::find_allocation(plan, rows_name) == nullptr) return;
+    GCNPART_EXPECTS(spans.size() <= static_cast<std::size_t>(kMaxRanges), "at most kMaxRanges row ranges");
+    ids_ = take<NodeId>(res, plan, rows_name);
+    prefix_ = take<std::int64_t>(res, plan, prefix_name);
+    const std::int64_t floor = kernels::spmm_long_rows_floor(g.num_edges());
+    std::int64_t used_ids = 0, used_prefix = 0;
+    ranges_.reserve(spans.size());  // views_ point into ranges_: no reallocation after this
+    for (const auto& [begin, end] : spans) {
+      GCNPART_EXPECTS(0 <= begin && begin <= end && end <= g.num_nodes, "a row range within the matrix");
+      Range& r = ranges_.emplace_back();
+      r.begin = begin;
+      r.end = end;
+      r.host = kernels::list_long_rows(g.row_offsets.data() + begin, end - begin, floor);
+      const auto count = static_cast<std::int64_t>(r.host.rows.size());
+      GCNPART_EXPECTS(used_ids + count <= ids_.size() && used_prefix + count + 1 <= prefix_.size(),
+                      "the row ranges' long-row lists fit the planned capacity");
+      if (count > 0)
+        kernels::copy_async(res.context(), ids_.data() + used_ids, r.host.rows.data(),
+                            static_cast<std::size_t>(count) * sizeof(NodeId));
+      kernels::copy_async(res.context(), prefix_.data() + used_prefix, r.host.prefix.data(),
+                          static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
+      r.view = LongRowsView{m.offsets.data() + begin, end - begin,         floor, count, ids_.data() + used_ids,
+                            prefix_.data() + used_prefix, r.host.prefix.data()};
+      used_ids += count;
+      used_prefix += count + 1;
+    }
+  }
+
+  /// The list of rows [begin, end), or nullptr (a range it was not built for, or no lists planned).
+  [[nodiscard]] const LongRowsView* find(std::int64_t begin, std::int64_t end) const {
+    for (const Range& r : ranges_)
+      if (r.begin == begin && r.end == end) return &r.view;
+    return nullptr;
+  }
+
+  RangeLongRows(const RangeLongRows&) = delete;
+  RangeLongRows& operator=(const RangeLongRows&) = delete;
+
+ private:
+  struct Range {
+    std::int64_t begin = 0, end = 0;
+    kernels::LongRows host;
+    LongRowsView view{};
+  };
+  std::vector<Range> ranges_;
+  Buffer<NodeId> ids_;
+  Buffer<std::int64_t> prefix_;
+};
+
 /// Single device, drop and halo: Â is the device's own symmetric matrix, so the transpose is Â again.
 /// With SpmmAlgo::kAuto on a GPU, the first call at each width times the own kernel against cuSPARSE (CSR ALG2 and
 /// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
@@ -414,8 +476,8 @@ class GatherAggregation final : public Aggregation {
 /// Own rows are ordered [interior | boundary]: interior rows read own columns only, so they are aggregated from x
 /// itself while the rows travel, and only the boundary rows wait for the exchange. On CUDA the exchange runs on a
 /// high-priority second stream ordered by events (no host synchronisation); on CPU devices the calls run in order.
-/// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel. The ranges carry no
-/// long-row list (a list belongs to one matrix's offsets): their products list their long rows themselves.
+/// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel. On CUDA each range
+/// carries its own long-row list (RangeLongRows; plan buffers boundary_long_* / boundary_t_long_*).
 class BoundaryAggregation final : public Aggregation {
  public:
   BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, const AllocationPlan& plan,
@@ -428,6 +490,13 @@ class BoundaryAggregation final : public Aggregation {
         recv_counts_(p.recv_counts),
         forward_(res, plan, "boundary_offsets", "boundary_columns", p.gather_forward, p.gather_backward.num_nodes),
         backward_(res, plan, "boundary_t_offsets", "boundary_t_columns", p.gather_backward, p.num_rows),
+        // The ranges the products run on (exchange_and_aggregate, aggregate_and_return).
+        forward_lists_(res, plan, "boundary_long", forward_, p.gather_forward,
+                       overlap ? std::vector<std::pair<std::int64_t, std::int64_t>>{{0, p.interior_rows},
+                                                                                    {p.interior_rows, p.num_rows}}
+                               : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, p.num_rows}}),
+        backward_lists_(res, plan, "boundary_t_long", backward_, p.gather_backward,
+                        {{p.num_rows, p.gather_backward.num_nodes}, {0, p.num_rows}}),
         tuning_(tuning),
         overlap_(overlap) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts,
@@ -502,10 +571,13 @@ class BoundaryAggregation final : public Aggregation {
   }
 
  private:
-  /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns).
-  static CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end, std::int64_t cols = -1) {
-    return CsrView{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr,
-                   m.entries_bound};
+  /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns), with
+  /// the range's long-row list where `lists` has one.
+  static CsrView rows_of(const CsrView& m, const RangeLongRows& lists, std::int64_t begin, std::int64_t end,
+                         std::int64_t cols = -1) {
+    CsrView v{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr, m.entries_bound};
+    v.long_rows = lists.find(begin, end);
+    return v;
   }
 
   /// Blocks of `rows` rows of `row_bytes` each, per device.
@@ -539,10 +611,11 @@ class BoundaryAggregation final : public Aggregation {
     // While the boundary rows travel: the interior rows, straight from x (without overlap: all rows after it).
     const std::int64_t first = overlap_ ? interior_ : 0;
     // Interior rows reference own columns only: their matrix has the own rows as its columns.
-    if (overlap_) aggregate(rows_of(forward_.view, 0, interior_, own_), dinv_own_.data(), x, y);
+    if (overlap_) aggregate(rows_of(forward_.view, forward_lists_, 0, interior_, own_), dinv_own_.data(), x, y);
     kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
     order(comm_stream_, ctx.stream, 1);
-    aggregate(rows_of(forward_.view, first, own_), dinv_own_.data() + first, source, y + first * width);
+    aggregate(rows_of(forward_.view, forward_lists_, first, own_), dinv_own_.data() + first, source,
+              y + first * width);
   }
 
   /// aggregate(a, row_scale, out): out = a dy (ld width) for a row range a of the transposed matrix.
@@ -551,11 +624,11 @@ class BoundaryAggregation final : public Aggregation {
     const auto& ctx = res_.context();
     // The received rows' gradients first, so that they travel while the own rows are aggregated.
     float* returned = source_.data() + own_ * width;
-    aggregate(rows_of(backward_.view, own_, local_), dinv_local_.data() + own_, returned);
+    aggregate(rows_of(backward_.view, backward_lists_, own_, local_), dinv_local_.data() + own_, returned);
     order(ctx.stream, comm_stream_, 0);
     exchange(comm_ctx_, returned, recv_counts_, outbox_.data(), send_counts_,
              width * static_cast<std::int64_t>(sizeof(float)));
-    aggregate(rows_of(backward_.view, 0, own_), dinv_local_.data(), dx);
+    aggregate(rows_of(backward_.view, backward_lists_, 0, own_), dinv_local_.data(), dx);
     order(comm_stream_, ctx.stream, 1);
     kernels::scatter_add_rows_async(ctx, kernels::make_view<const float>(outbox_.data(), sent_rows_, width),
                                     send_index_.data(), kernels::make_view(dx, own_, width));
@@ -566,6 +639,7 @@ class BoundaryAggregation final : public Aggregation {
   std::int64_t own_, interior_, local_, sent_rows_ = 0;
   std::vector<std::int64_t> send_counts_, recv_counts_;
   DeviceCsr forward_, backward_;
+  RangeLongRows forward_lists_, backward_lists_;
   kernels::SpmmTuning tuning_;
   bool overlap_ = true;
   Buffer<NodeId> send_index_;

@@ -212,6 +212,17 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("boundary_columns", "boundary matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("boundary_t_offsets", "boundary^T matrix offsets", C::kGraph, local + 1, kOffsetBytes);
     add("boundary_t_columns", "boundary^T matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
+    if (backend == Backend::kCuda) {
+      // The own SpMM's long-row lists of the row ranges each matrix's products run on (two per matrix, disjoint, with
+      // the matrix's floor: together at most the matrix's capacity; one more entry sum per range).
+      const std::int64_t forward_capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
+      const std::int64_t backward_capacity = kernels::spmm_long_rows_capacity(local, s.graph_entries);
+      add("boundary_long_rows", "boundary SpMM long-row lists", C::kGraph, forward_capacity, kIndexBytes);
+      add("boundary_long_prefix", "boundary SpMM long-row entry sums", C::kGraph, forward_capacity + 2, kOffsetBytes);
+      add("boundary_t_long_rows", "boundary^T SpMM long-row lists", C::kGraph, backward_capacity, kIndexBytes);
+      add("boundary_t_long_prefix", "boundary^T SpMM long-row entry sums", C::kGraph, backward_capacity + 2,
+          kOffsetBytes);
+    }
     add("send_rows", "rows to send", C::kGraph, s.send_rows, kIndexBytes);
     add("dinv_own", "D^-1/2 of own rows", C::kGraph, r, kFloatBytes);
     add("dinv_local", "D^-1/2 of own and received rows", C::kGraph, local, kFloatBytes);

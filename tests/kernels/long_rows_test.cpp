@@ -71,3 +71,34 @@ TEST_CASE("the long-row list fits its priced capacity, and its floor is at or be
     }
   }
 }
+
+TEST_CASE("a row range's list with the matrix's floor is the matrix's listed rows in the range, rebased: disjoint "
+          "ranges fit the matrix's capacity together") {
+  // The boundary strategy's products run on row ranges (offsets + begin) and list each range with the whole
+  // matrix's floor (engine/aggregation.cpp, RangeLongRows); the memory model prices them at the matrix's capacity.
+  std::mt19937_64 gen(11);
+  std::uniform_real_distribution<double> u(1e-9, 1.0);
+  for (const std::int64_t rows : {7, 3000, 100000}) {
+    std::vector<std::int64_t> degrees(static_cast<std::size_t>(rows));
+    for (auto& d : degrees) d = std::min<std::int64_t>(static_cast<std::int64_t>(std::pow(u(gen), -1.0 / 0.8)), 50000);
+    const auto off = offsets_of(degrees);
+    const std::int64_t entries = off.back();
+    const std::int64_t floor = spmm_long_rows_floor(entries);
+    const LongRows whole = list_long_rows(off.data(), rows, floor);
+    for (const std::int64_t cut : {std::int64_t{0}, rows / 3, rows}) {
+      CAPTURE(rows);
+      CAPTURE(cut);
+      const LongRows a = list_long_rows(off.data(), cut, floor);
+      const LongRows b = list_long_rows(off.data() + cut, rows - cut, floor);
+      CHECK(a.floor == floor);
+      CHECK(b.floor == floor);
+      // The matrix's list, split by range and rebased, keeps its order (most entries first, ties by row).
+      std::vector<NodeId> in_a, in_b;
+      for (const NodeId r : whole.rows) (r < cut ? in_a : in_b).push_back(r < cut ? r : static_cast<NodeId>(r - cut));
+      CHECK(a.rows == in_a);
+      CHECK(b.rows == in_b);
+      CHECK(a.prefix.back() + b.prefix.back() == whole.prefix.back());
+      CHECK(static_cast<std::int64_t>(a.rows.size() + b.rows.size()) <= spmm_long_rows_capacity(rows, entries));
+    }
+  }
+}

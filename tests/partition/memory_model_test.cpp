@@ -711,3 +711,36 @@ TEST_CASE("gather plans the own SpMM's long-row lists of both its matrices on CU
   CHECK(find_allocation(cpu, "gather_long_rows") == nullptr);
   CHECK(find_allocation(cpu, "gather_t_long_prefix") == nullptr);
 }
+
+TEST_CASE("boundary plans the long-row lists of its matrices' row ranges on CUDA at the matrices' capacity, none on CPU") {
+  DeviceShape s;
+  s.rows = 50'000;
+  s.graph_entries = 4'000'000;
+  s.boundary = true;
+  s.parts = 2;
+  s.send_rows = 8'000;
+  s.recv_rows = 9'000;
+  ModelSpec m;
+  m.features = 128;
+  m.classes = 40;
+  m.hidden = 256;
+  const auto plan = allocation_plan(s, m, Backend::kCuda);
+  struct Expect {
+    const char* list;
+    std::int64_t rows;
+  };
+  for (const Expect& x : {Expect{"boundary_long", s.rows}, Expect{"boundary_t_long", s.rows + s.recv_rows}}) {
+    const std::int64_t capacity = kernels::spmm_long_rows_capacity(x.rows, s.graph_entries);
+    INFO(x.list << " capacity " << capacity);
+    REQUIRE(capacity > 0);
+    const Allocation* rows = find_allocation(plan, std::string(x.list) + "_rows");
+    const Allocation* prefix = find_allocation(plan, std::string(x.list) + "_prefix");
+    REQUIRE(rows != nullptr);
+    REQUIRE(prefix != nullptr);
+    CHECK(rows->bytes() == capacity * 4);
+    CHECK(prefix->bytes() == (capacity + 2) * 8);  // two ranges per matrix, one more sum each
+  }
+  const auto cpu = allocation_plan(s, m, Backend::kCpu);
+  CHECK(find_allocation(cpu, "boundary_long_rows") == nullptr);
+  CHECK(find_allocation(cpu, "boundary_t_long_prefix") == nullptr);
+}
