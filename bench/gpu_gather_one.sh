@@ -9,6 +9,7 @@
 set -uo pipefail
 cd "$(dirname "$0")/.." || exit 1
 OUT=${OUT:-/tmp/out}
+mkdir -p "$OUT"
 W=/tmp/gather_one
 rm -rf "$W" && mkdir -p "$W"
 read -r -a bins <<< "${BINS:-new head}"
