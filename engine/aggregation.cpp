@@ -88,32 +88,38 @@ struct DeviceCsr {
   DeviceCsr& operator=(const DeviceCsr&) = delete;
 };
 
-/// Long-row lists of row ranges of one device matrix (the boundary strategy's products run on ranges): range
-/// [begin, end) gets list_long_rows over its own offsets with the whole matrix's floor, so its view is the list the
-/// own SpMM expects of the range's CsrView (offsets + begin, end - begin rows), and the lists of disjoint ranges
-/// together hold at most the matrix's listed rows: they share the plan's buffers `<name>_rows` (the matrix's capacity)
-/// and `<name>_prefix` (the capacity plus one sum per range). Nothing when the plan lists no such buffers.
+/// The row ranges of one device matrix that the boundary strategy's products run on, with their exact entry counts
+/// (a range's product sizes its threshold and its long rows' work per warp by them, not by the whole matrix's) and,
+/// where the plan lists the buffers, their long-row lists: range [begin, end) gets list_long_rows over its own
+/// offsets with the whole matrix's floor, so its view is the list the own SpMM expects of the range's CsrView
+/// (offsets + begin, end - begin rows), and the lists of disjoint ranges together hold at most the matrix's listed
+/// rows: they share the plan's buffers `<name>_rows` (the matrix's capacity) and `<name>_prefix` (the capacity plus
+/// one sum per range). A range whose product picks a threshold below that floor (a small range at a narrow width)
+/// lists its long rows per product, as a bare view does.
 class RangeLongRows {
  public:
   static constexpr int kMaxRanges = 2;
 
   RangeLongRows(Resources& res, const AllocationPlan& plan, const char* name, const DeviceCsr& m,
                 const datasets::Csr& g, const std::vector<std::pair<std::int64_t, std::int64_t>>& spans) {
-    const std::string rows_name = std::string(name) + "_rows";
-    const std::string prefix_name = std::string(name) + "_prefix";
-    if (partition::find_allocation(plan, rows_name) == nullptr) return;
     GCNPART_EXPECTS(spans.size() <= static_cast<std::size_t>(kMaxRanges), "at most kMaxRanges row ranges");
-    ids_ = take<NodeId>(res, plan, rows_name);
-    prefix_ = take<std::int64_t>(res, plan, prefix_name);
-    const std::int64_t floor = kernels::spmm_long_rows_floor(g.num_edges());
-    std::int64_t used_ids = 0, used_prefix = 0;
-    ranges_.reserve(spans.size());  // views_ point into ranges_: no reallocation after this
+    ranges_.reserve(spans.size());  // the views point into ranges_: no reallocation after this
     for (const auto& [begin, end] : spans) {
       GCNPART_EXPECTS(0 <= begin && begin <= end && end <= g.num_nodes, "a row range within the matrix");
       Range& r = ranges_.emplace_back();
       r.begin = begin;
       r.end = end;
-      r.host = kernels::list_long_rows(g.row_offsets.data() + begin, end - begin, floor);
+      r.entries = g.row_offsets[static_cast<std::size_t>(end)] - g.row_offsets[static_cast<std::size_t>(begin)];
+    }
+    const std::string rows_name = std::string(name) + "_rows";
+    const std::string prefix_name = std::string(name) + "_prefix";
+    if (partition::find_allocation(plan, rows_name) == nullptr) return;
+    ids_ = take<NodeId>(res, plan, rows_name);
+    prefix_ = take<std::int64_t>(res, plan, prefix_name);
+    const std::int64_t floor = kernels::spmm_long_rows_floor(g.num_edges());
+    std::int64_t used_ids = 0, used_prefix = 0;
+    for (Range& r : ranges_) {
+      r.host = kernels::list_long_rows(g.row_offsets.data() + r.begin, r.end - r.begin, floor);
       const auto count = static_cast<std::int64_t>(r.host.rows.size());
       GCNPART_EXPECTS(used_ids + count <= ids_.size() && used_prefix + count + 1 <= prefix_.size(),
                       "the row ranges' long-row lists fit the planned capacity");
@@ -122,18 +128,25 @@ class RangeLongRows {
                             static_cast<std::size_t>(count) * sizeof(NodeId));
       kernels::copy_async(res.context(), prefix_.data() + used_prefix, r.host.prefix.data(),
                           static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
-      r.view = LongRowsView{m.offsets.data() + begin, end - begin,         floor, count, ids_.data() + used_ids,
-                            prefix_.data() + used_prefix, r.host.prefix.data()};
+      r.view = LongRowsView{m.offsets.data() + r.begin, r.end - r.begin,  floor, count, ids_.data() + used_ids,
+                            prefix_.data() + used_prefix,    r.host.prefix.data()};
+      r.listed = true;
       used_ids += count;
       used_prefix += count + 1;
     }
   }
 
-  /// The list of rows [begin, end), or nullptr (a range it was not built for, or no lists planned).
-  [[nodiscard]] const LongRowsView* find(std::int64_t begin, std::int64_t end) const {
-    for (const Range& r : ranges_)
-      if (r.begin == begin && r.end == end) return &r.view;
-    return nullptr;
+  /// Rows [begin, end) of `m` (this matrix's device view) as a matrix of their own: offsets stay absolute into the
+  /// columns; the range's exact entries and its list where it was built with one, else m's bound and no list.
+  [[nodiscard]] CsrView rows_of(const CsrView& m, std::int64_t begin, std::int64_t end, std::int64_t cols = -1) const {
+    CsrView v{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr, m.entries_bound};
+    for (const Range& r : ranges_) {
+      if (r.begin != begin || r.end != end) continue;
+      v.entries_bound = r.entries;
+      if (r.listed) v.long_rows = &r.view;
+      break;
+    }
+    return v;
   }
 
   RangeLongRows(const RangeLongRows&) = delete;
@@ -141,7 +154,8 @@ class RangeLongRows {
 
  private:
   struct Range {
-    std::int64_t begin = 0, end = 0;
+    std::int64_t begin = 0, end = 0, entries = 0;
+    bool listed = false;
     kernels::LongRows host;
     LongRowsView view{};
   };
@@ -571,14 +585,6 @@ class BoundaryAggregation final : public Aggregation {
   }
 
  private:
-  /// Rows [begin, end) of a device matrix as a matrix of their own (offsets stay absolute into the columns), with
-  /// the range's long-row list where `lists` has one.
-  static CsrView rows_of(const CsrView& m, const RangeLongRows& lists, std::int64_t begin, std::int64_t end,
-                         std::int64_t cols = -1) {
-    CsrView v{end - begin, cols >= 0 ? cols : m.num_cols, m.row_offsets + begin, m.col_ids, nullptr, m.entries_bound};
-    v.long_rows = lists.find(begin, end);
-    return v;
-  }
 
   /// Blocks of `rows` rows of `row_bytes` each, per device.
   void exchange(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_rows,
@@ -611,10 +617,10 @@ class BoundaryAggregation final : public Aggregation {
     // While the boundary rows travel: the interior rows, straight from x (without overlap: all rows after it).
     const std::int64_t first = overlap_ ? interior_ : 0;
     // Interior rows reference own columns only: their matrix has the own rows as its columns.
-    if (overlap_) aggregate(rows_of(forward_.view, forward_lists_, 0, interior_, own_), dinv_own_.data(), x, y);
+    if (overlap_) aggregate(forward_lists_.rows_of(forward_.view, 0, interior_, own_), dinv_own_.data(), x, y);
     kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
     order(comm_stream_, ctx.stream, 1);
-    aggregate(rows_of(forward_.view, forward_lists_, first, own_), dinv_own_.data() + first, source,
+    aggregate(forward_lists_.rows_of(forward_.view, first, own_), dinv_own_.data() + first, source,
               y + first * width);
   }
 
@@ -624,11 +630,11 @@ class BoundaryAggregation final : public Aggregation {
     const auto& ctx = res_.context();
     // The received rows' gradients first, so that they travel while the own rows are aggregated.
     float* returned = source_.data() + own_ * width;
-    aggregate(rows_of(backward_.view, backward_lists_, own_, local_), dinv_local_.data() + own_, returned);
+    aggregate(backward_lists_.rows_of(backward_.view, own_, local_), dinv_local_.data() + own_, returned);
     order(ctx.stream, comm_stream_, 0);
     exchange(comm_ctx_, returned, recv_counts_, outbox_.data(), send_counts_,
              width * static_cast<std::int64_t>(sizeof(float)));
-    aggregate(rows_of(backward_.view, backward_lists_, 0, own_), dinv_local_.data(), dx);
+    aggregate(backward_lists_.rows_of(backward_.view, 0, own_), dinv_local_.data(), dx);
     order(comm_stream_, ctx.stream, 1);
     kernels::scatter_add_rows_async(ctx, kernels::make_view<const float>(outbox_.data(), sent_rows_, width),
                                     send_index_.data(), kernels::make_view(dx, own_, width));

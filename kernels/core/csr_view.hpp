@@ -35,7 +35,8 @@ struct CsrView {
   /// unknown (the own CUDA SpMM then reads it from the device, a synchronising copy).
   std::int64_t entries_bound = -1;
   /// The matrix's long rows (null: not listed; the own CUDA SpMM then lists them per product). A view of some of
-  /// the matrix's rows must not carry its list.
+  /// the matrix's rows must not carry the whole matrix's list; it may carry a list of its own rows (same offsets
+  /// pointer and row count as the view: engine/aggregation.cpp, RangeLongRows).
   const LongRowsView* long_rows = nullptr;
 
   GCNPART_HD std::int64_t num_entries() const { return num_rows == 0 ? 0 : row_offsets[num_rows]; }
