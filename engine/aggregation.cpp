@@ -47,6 +47,20 @@ void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, 
 }
 #endif
 
+/// Copies `list` (the long rows of the rows-row matrix whose device offsets are `offsets`) to the device buffers
+/// ids[0, count) and prefix[0, count], which must have room for it (`ids_room`, `prefix_room`), and returns its view.
+/// The view's host_prefix is list.prefix: `list` must stay where it is while the view is used.
+LongRowsView upload_long_rows(Resources& res, const kernels::LongRows& list, const RowOffset* offsets, std::int64_t rows,
+                              NodeId* ids, std::int64_t ids_room, std::int64_t* prefix, std::int64_t prefix_room) {
+  const auto count = static_cast<std::int64_t>(list.rows.size());
+  GCNPART_EXPECTS(count <= ids_room && count + 1 <= prefix_room, "the long-row list fits the planned capacity");
+  if (count > 0)
+    kernels::copy_async(res.context(), ids, list.rows.data(), static_cast<std::size_t>(count) * sizeof(NodeId));
+  kernels::copy_async(res.context(), prefix, list.prefix.data(),
+                      static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
+  return LongRowsView{offsets, rows, list.floor, count, ids, prefix, list.prefix.data()};
+}
+
 struct DeviceCsr {
   Buffer<RowOffset> offsets;
   Buffer<NodeId> cols;
@@ -71,16 +85,8 @@ struct DeviceCsr {
     long_rows = kernels::list_long_rows(g.row_offsets.data(), g.num_nodes, kernels::spmm_long_rows_floor(g.num_edges()));
     long_row_ids = take<NodeId>(res, plan, rows_name);
     long_row_prefix = take<std::int64_t>(res, plan, prefix_name);
-    const auto count = static_cast<std::int64_t>(long_rows.rows.size());
-    GCNPART_EXPECTS(count <= long_row_ids.size() && count + 1 <= long_row_prefix.size(),
-                    "the long-row list fits the planned capacity");
-    if (count > 0)
-      kernels::copy_async(res.context(), long_row_ids.data(), long_rows.rows.data(),
-                          static_cast<std::size_t>(count) * sizeof(NodeId));
-    kernels::copy_async(res.context(), long_row_prefix.data(), long_rows.prefix.data(),
-                        static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
-    long_view = LongRowsView{offsets.data(), g.num_nodes,          long_rows.floor,        count,
-                             long_row_ids.data(), long_row_prefix.data(), long_rows.prefix.data()};
+    long_view = upload_long_rows(res, long_rows, offsets.data(), g.num_nodes, long_row_ids.data(), long_row_ids.size(),
+                                 long_row_prefix.data(), long_row_prefix.size());
     view.long_rows = &long_view;
   }
   // The view points at long_view: the object stays where it was built.
@@ -117,22 +123,14 @@ class RangeLongRows {
     ids_ = take<NodeId>(res, plan, rows_name);
     prefix_ = take<std::int64_t>(res, plan, prefix_name);
     const std::int64_t floor = kernels::spmm_long_rows_floor(g.num_edges());
-    std::int64_t used_ids = 0, used_prefix = 0;
+    std::int64_t used_ids = 0, used_prefix = 0;  // the ranges' lists one after another in the shared buffers
     for (Range& r : ranges_) {
       r.host = kernels::list_long_rows(g.row_offsets.data() + r.begin, r.end - r.begin, floor);
-      const auto count = static_cast<std::int64_t>(r.host.rows.size());
-      GCNPART_EXPECTS(used_ids + count <= ids_.size() && used_prefix + count + 1 <= prefix_.size(),
-                      "the row ranges' long-row lists fit the planned capacity");
-      if (count > 0)
-        kernels::copy_async(res.context(), ids_.data() + used_ids, r.host.rows.data(),
-                            static_cast<std::size_t>(count) * sizeof(NodeId));
-      kernels::copy_async(res.context(), prefix_.data() + used_prefix, r.host.prefix.data(),
-                          static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
-      r.view = LongRowsView{m.offsets.data() + r.begin, r.end - r.begin,  floor, count, ids_.data() + used_ids,
-                            prefix_.data() + used_prefix,    r.host.prefix.data()};
+      r.view = upload_long_rows(res, r.host, m.offsets.data() + r.begin, r.end - r.begin, ids_.data() + used_ids,
+                                ids_.size() - used_ids, prefix_.data() + used_prefix, prefix_.size() - used_prefix);
       r.listed = true;
-      used_ids += count;
-      used_prefix += count + 1;
+      used_ids += r.view.count;
+      used_prefix += r.view.count + 1;
     }
   }
 

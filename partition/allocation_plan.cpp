@@ -95,6 +95,15 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
   auto add = [&](std::string name, std::string what, C c, std::int64_t elements, int element_bytes) {
     plan.push_back({std::move(name), std::move(what), c, elements, element_bytes, Lifetime::kPersistent, true});
   };
+  // The own SpMM's long-row list(s) of a matrix of `rows` rows and the graph's entries (kernels/long_rows.hpp;
+  // engine/aggregation.cpp takes `<name>_rows` and `<name>_prefix`), at its capacity: at most 2 x 327,680 rows of 12
+  // bytes (7.9 MB), whatever the graph's size (kernels::spmm_long_rows_capacity). `ranges` lists of disjoint row
+  // ranges with the matrix's floor share it, with one more entry sum each.
+  auto add_long_rows = [&](const std::string& name, const std::string& what, std::int64_t rows, std::int64_t ranges) {
+    const std::int64_t capacity = kernels::spmm_long_rows_capacity(rows, s.graph_entries);
+    add(name + "_rows", what + " long-row list", C::kGraph, capacity, kIndexBytes);
+    add(name + "_prefix", what + " long-row entry sums", C::kGraph, capacity + ranges, kOffsetBytes);
+  };
 
   // Data (GcnModel's constructor, in its order). Later pipeline stages never read the input features.
   // bf16 (GcnModel::allocate_bf16_activations): sparse feature values, logits, the SpMM outputs (z32) and
@@ -185,15 +194,9 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("gather_columns", "gather matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("gather_t_offsets", "gather^T matrix offsets", C::kGraph, table_rows + 1, kOffsetBytes);
     add("gather_t_columns", "gather^T matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
-    if (backend == Backend::kCuda) {
-      // The own SpMM's long-row lists of both matrices (gather always runs the own kernel), at their capacity.
-      const std::int64_t forward_capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
-      const std::int64_t backward_capacity = kernels::spmm_long_rows_capacity(table_rows, s.graph_entries);
-      add("gather_long_rows", "gather SpMM long-row list", C::kGraph, forward_capacity, kIndexBytes);
-      add("gather_long_prefix", "gather SpMM long-row entry sums", C::kGraph, forward_capacity + 1, kOffsetBytes);
-      add("gather_t_long_rows", "gather^T SpMM long-row list", C::kGraph, backward_capacity, kIndexBytes);
-      add("gather_t_long_prefix", "gather^T SpMM long-row entry sums", C::kGraph, backward_capacity + 1,
-          kOffsetBytes);
+    if (backend == Backend::kCuda) {  // both matrices' lists (gather always runs the own kernel)
+      add_long_rows("gather_long", "gather SpMM", r, 1);
+      add_long_rows("gather_t_long", "gather^T SpMM", table_rows, 1);
     }
     add("dinv_own", "D^-1/2 of own rows", C::kGraph, r, kFloatBytes);
     add("table_dinv", "D^-1/2 of table slots", C::kGraph, table_rows, kFloatBytes);
@@ -212,16 +215,9 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("boundary_columns", "boundary matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("boundary_t_offsets", "boundary^T matrix offsets", C::kGraph, local + 1, kOffsetBytes);
     add("boundary_t_columns", "boundary^T matrix columns", C::kGraph, s.graph_entries, kIndexBytes);
-    if (backend == Backend::kCuda) {
-      // The own SpMM's long-row lists of the row ranges each matrix's products run on (two per matrix, disjoint, with
-      // the matrix's floor: together at most the matrix's capacity; one more entry sum per range).
-      const std::int64_t forward_capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
-      const std::int64_t backward_capacity = kernels::spmm_long_rows_capacity(local, s.graph_entries);
-      add("boundary_long_rows", "boundary SpMM long-row lists", C::kGraph, forward_capacity, kIndexBytes);
-      add("boundary_long_prefix", "boundary SpMM long-row entry sums", C::kGraph, forward_capacity + 2, kOffsetBytes);
-      add("boundary_t_long_rows", "boundary^T SpMM long-row lists", C::kGraph, backward_capacity, kIndexBytes);
-      add("boundary_t_long_prefix", "boundary^T SpMM long-row entry sums", C::kGraph, backward_capacity + 2,
-          kOffsetBytes);
+    if (backend == Backend::kCuda) {  // the lists of the two row ranges each matrix's products run on
+      add_long_rows("boundary_long", "boundary SpMM", r, 2);
+      add_long_rows("boundary_t_long", "boundary^T SpMM", local, 2);
     }
     add("send_rows", "rows to send", C::kGraph, s.send_rows, kIndexBytes);
     add("dinv_own", "D^-1/2 of own rows", C::kGraph, r, kFloatBytes);
@@ -237,13 +233,7 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add("graph_columns", "graph columns", C::kGraph, s.graph_entries, kIndexBytes);
     add("dinv_rows", "D^-1/2 (rows)", C::kGraph, r, kFloatBytes);
     add("dinv_cols", "D^-1/2 (columns)", C::kGraph, r, kFloatBytes);
-    if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kCusparse) {
-      // The own SpMM's long-row list (kernels/long_rows.hpp), sized to its capacity: at most 2 x 327,680 rows of 12
-      // bytes (7.9 MB), whatever the graph's size (kernels::spmm_long_rows_capacity).
-      const std::int64_t capacity = kernels::spmm_long_rows_capacity(r, s.graph_entries);
-      add("graph_long_rows", "SpMM long-row list", C::kGraph, capacity, kIndexBytes);
-      add("graph_long_prefix", "SpMM long-row entry sums", C::kGraph, capacity + 1, kOffsetBytes);
-    }
+    if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kCusparse) add_long_rows("graph_long", "SpMM", r, 1);
     if (backend == Backend::kCuda && m.spmm != SpmmAlgo::kOwn && !bf16 && r > 0 && s.graph_entries > 0) {
       // One cuSPARSE plan per distinct width: materialised values, 32-bit offsets (or 64-bit columns past 2^31
       // entries) and the SpMM buffer. kAuto: kept at every width but ModelSpec::auto_own_widths.

@@ -676,6 +676,27 @@ TEST_CASE("the captured step's cuBLAS workspace is planned exactly where the ste
   CHECK_FALSE(captures_step(s, m, Backend::kCuda));
 }
 
+namespace {
+
+/// `plan` holds `<list>_rows` and `<list>_prefix` for a matrix of `rows` rows and `entries` entries at its capacity
+/// (int32 rows, int64 sums, `ranges` more sums than rows), in the graph category.
+void check_long_row_lists(const std::vector<Allocation>& plan, const std::string& list, std::int64_t rows,
+                          std::int64_t entries, std::int64_t ranges) {
+  const std::int64_t capacity = kernels::spmm_long_rows_capacity(rows, entries);
+  INFO(list << " capacity " << capacity);
+  REQUIRE(capacity > 0);
+  const Allocation* ids = find_allocation(plan, list + "_rows");
+  const Allocation* prefix = find_allocation(plan, list + "_prefix");
+  REQUIRE(ids != nullptr);
+  REQUIRE(prefix != nullptr);
+  CHECK(ids->bytes() == capacity * 4);
+  CHECK(prefix->bytes() == (capacity + ranges) * 8);
+  CHECK(ids->category == MemoryCategory::kGraph);
+  CHECK(prefix->category == MemoryCategory::kGraph);
+}
+
+}  // namespace
+
 TEST_CASE("gather plans the own SpMM's long-row lists of both its matrices on CUDA, at their capacity, and none on CPU") {
   DeviceShape s;
   s.rows = 50'000;
@@ -690,22 +711,8 @@ TEST_CASE("gather plans the own SpMM's long-row lists of both its matrices on CU
   for (auto algo : {SpmmAlgo::kOwn, SpmmAlgo::kAuto, SpmmAlgo::kCusparse}) {  // gather always runs the own kernel
     m.spmm = algo;
     const auto plan = allocation_plan(s, m, Backend::kCuda);
-    struct Expect {
-      const char* list;
-      std::int64_t rows;
-    };
-    for (const Expect& x : {Expect{"gather_long", s.rows}, Expect{"gather_t_long", 2 * s.table_block}}) {
-      const std::int64_t capacity = kernels::spmm_long_rows_capacity(x.rows, s.graph_entries);
-      INFO(x.list << " capacity " << capacity);
-      REQUIRE(capacity > 0);
-      const Allocation* rows = find_allocation(plan, std::string(x.list) + "_rows");
-      const Allocation* prefix = find_allocation(plan, std::string(x.list) + "_prefix");
-      REQUIRE(rows != nullptr);
-      REQUIRE(prefix != nullptr);
-      CHECK(rows->bytes() == capacity * 4);
-      CHECK(prefix->bytes() == (capacity + 1) * 8);
-      CHECK(rows->category == MemoryCategory::kGraph);
-    }
+    check_long_row_lists(plan, "gather_long", s.rows, s.graph_entries, 1);
+    check_long_row_lists(plan, "gather_t_long", 2 * s.table_block, s.graph_entries, 1);
   }
   const auto cpu = allocation_plan(s, m, Backend::kCpu);
   CHECK(find_allocation(cpu, "gather_long_rows") == nullptr);
@@ -725,21 +732,9 @@ TEST_CASE("boundary plans the long-row lists of its matrices' row ranges on CUDA
   m.classes = 40;
   m.hidden = 256;
   const auto plan = allocation_plan(s, m, Backend::kCuda);
-  struct Expect {
-    const char* list;
-    std::int64_t rows;
-  };
-  for (const Expect& x : {Expect{"boundary_long", s.rows}, Expect{"boundary_t_long", s.rows + s.recv_rows}}) {
-    const std::int64_t capacity = kernels::spmm_long_rows_capacity(x.rows, s.graph_entries);
-    INFO(x.list << " capacity " << capacity);
-    REQUIRE(capacity > 0);
-    const Allocation* rows = find_allocation(plan, std::string(x.list) + "_rows");
-    const Allocation* prefix = find_allocation(plan, std::string(x.list) + "_prefix");
-    REQUIRE(rows != nullptr);
-    REQUIRE(prefix != nullptr);
-    CHECK(rows->bytes() == capacity * 4);
-    CHECK(prefix->bytes() == (capacity + 2) * 8);  // two ranges per matrix, one more sum each
-  }
+  // Two ranges per matrix, one more sum each.
+  check_long_row_lists(plan, "boundary_long", s.rows, s.graph_entries, 2);
+  check_long_row_lists(plan, "boundary_t_long", s.rows + s.recv_rows, s.graph_entries, 2);
   const auto cpu = allocation_plan(s, m, Backend::kCpu);
   CHECK(find_allocation(cpu, "boundary_long_rows") == nullptr);
   CHECK(find_allocation(cpu, "boundary_t_long_prefix") == nullptr);
