@@ -47,6 +47,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 #include "kernels/detail/backends.hpp"
@@ -238,6 +239,24 @@ __device__ __forceinline__ unsigned group_mask() {
   }
 }
 
+/// X's row stride in bytes, as a 32-bit int (run_spmm checks that it fits): with it a gathered row's address is one
+/// 32 x 32 -> 64-bit multiply-add (x_row), where a 64-bit element stride took a 64-bit multiply, a shift and an add
+/// per entry, and each lane's column bounds are tested once per product instead of per entry (H200, own fp32 SpMM,
+/// same call as the previous code, bench/results/h200-2026-12-03c/call4-staged, addr2 vs head: reddit-sized at 256
+/// 7.62 -> 7.24 ms, at 100 3.26 -> 3.17; arxiv-sized at 16 0.0437 -> 0.0409; products-sized at 47 / 100 4.23 /
+/// 7.12 -> 4.08 / 6.96; bf16 X at 32 reddit-sized 0.90 -> 0.82 ms; products-sized fp32 at 256 16.54 -> 16.68, 1 %
+/// slower, in both calls that measured it).
+template <class Elem, class Out>
+__device__ __forceinline__ int x_row_bytes(const SpmmArgs<Elem, Out>& s) {
+  return static_cast<int>(s.ldx) * static_cast<int>(sizeof(Elem));
+}
+
+/// The lane's first element of X's row `col`: x_lane (the lane's first column of row 0, as bytes) + col * row_bytes.
+template <class Elem>
+__device__ __forceinline__ const Elem* x_row(const char* x_lane, int col, int row_bytes) {
+  return reinterpret_cast<const Elem*>(x_lane + static_cast<std::int64_t>(col) * row_bytes);
+}
+
 /// accumulate() for narrow rows: groups of at most 8 lanes with one vector of at most 4 floats each (rows of up
 /// to 32 columns). There every row is a few batches and a small product is bound by their latency, not by bytes:
 /// (1) each lane holds kPer = 8 / kGroup entries (column id and weight), so a batch is 8 entries; (2) the next
@@ -259,6 +278,11 @@ __device__ __forceinline__ void accumulate_narrow(const SpmmArgs<Elem, Out>& s, 
   constexpr int kBatch = kGroup * kPer;
   constexpr int kRound = spmm_tuning::kEntryUnroll;  // X loads in flight per lane
   const std::int64_t lane_col = col0 + static_cast<std::int64_t>(lane) * kVec;
+  const char* x_lane = reinterpret_cast<const char*>(s.x + lane_col);
+  const int row_bytes = x_row_bytes(s);
+  bool on[kChunks];
+#pragma unroll
+  for (int ch = 0; ch < kChunks; ++ch) on[ch] = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec < s.width;
   int col[kPer];
   float value[kPer], scale[kPer];
 #pragma unroll
@@ -314,20 +338,16 @@ __device__ __forceinline__ void accumulate_narrow(const SpmmArgs<Elem, Out>& s, 
       T v[kRound][kChunks];
 #pragma unroll
       for (int r = 0; r < kRound; ++r) {
-        const Elem* xr = s.x + static_cast<std::int64_t>(cj[r]) * s.ldx;
+        const Elem* xr = x_row<Elem>(x_lane, cj[r], row_bytes);
 #pragma unroll
-        for (int ch = 0; ch < kChunks; ++ch) {
-          const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
-          if (j0 + r < batch && c < s.width) v[r][ch] = L::load(xr + c);
-        }
+        for (int ch = 0; ch < kChunks; ++ch)
+          if (j0 + r < batch && on[ch]) v[r][ch] = L::load(xr + ch * kGroup * kVec);
       }
 #pragma unroll
       for (int r = 0; r < kRound; ++r) {
 #pragma unroll
-        for (int ch = 0; ch < kChunks; ++ch) {
-          const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
-          if (j0 + r < batch && c < s.width) L::fma(acc[ch], wj[r], v[r][ch]);
-        }
+        for (int ch = 0; ch < kChunks; ++ch)
+          if (j0 + r < batch && on[ch]) L::fma(acc[ch], wj[r], v[r][ch]);
       }
     }
 #pragma unroll
@@ -351,6 +371,11 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::in
   }
   using L = Lanes<Elem, kVec>;
   const std::int64_t lane_col = col0 + static_cast<std::int64_t>(lane) * kVec;
+  const char* x_lane = reinterpret_cast<const char*>(s.x + lane_col);
+  const int row_bytes = x_row_bytes(s);
+  bool on[kChunks];
+#pragma unroll
+  for (int ch = 0; ch < kChunks; ++ch) on[ch] = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec < s.width;
   for (std::int64_t base = beg; base < end; base += kGroup) {
     const std::int64_t e = base + lane;
     int col = 0;
@@ -369,11 +394,22 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::in
         cj = __shfl_sync(mask, col, j, kGroup);
         wj = __shfl_sync(mask, weight, j, kGroup);
       }
-      const Elem* xr = s.x + static_cast<std::int64_t>(cj) * s.ldx;
+      if constexpr (kVec == 8) {
+        // bf16 X read 8 values per lane (width 256 and up): the 64-bit element stride, with which the row kernel
+        // takes 32 registers; x_row took it to 48 (5 blocks per SM instead of 8) and was slower (H200, own bf16 X
+        // at 256, bench/results/h200-2026-12-03c/call3-addr: products-sized 8.32 -> 9.34 ms, reddit-sized 4.54 ->
+        // 4.82 ms).
+        const Elem* xr = s.x + static_cast<std::int64_t>(cj) * s.ldx;
 #pragma unroll
-      for (int ch = 0; ch < kChunks; ++ch) {
-        const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
-        if (c < s.width) L::fma(acc[ch], wj, L::load(xr + c));
+        for (int ch = 0; ch < kChunks; ++ch) {
+          const std::int64_t c = lane_col + static_cast<std::int64_t>(ch) * kGroup * kVec;
+          if (c < s.width) L::fma(acc[ch], wj, L::load(xr + c));
+        }
+      } else {
+        const Elem* xr = x_row<Elem>(x_lane, cj, row_bytes);
+#pragma unroll
+        for (int ch = 0; ch < kChunks; ++ch)
+          if (on[ch]) L::fma(acc[ch], wj, L::load(xr + ch * kGroup * kVec));
       }
     }
   }
@@ -781,6 +817,9 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     x = padded.as<Elem>();
     ldx = padded_ld;
   }
+  // The kernels address X's rows with a 32-bit byte stride (x_row_bytes).
+  GCNPART_EXPECTS(ldx <= std::int64_t{std::numeric_limits<int>::max()} / static_cast<std::int64_t>(sizeof(Elem)),
+                  "the own SpMM takes X with rows of less than 2 GiB (ld x element size < 2^31 bytes)");
   SpmmArgs<Elem, Out> whole{a.num_rows, a.row_offsets, a.col_ids, a.values,        row_scale,      col_scale,
                             x,          ldx,           y,         ldy,             width,          tuning.long_row,
                             tuning.segment, false,     scratch,   ld_scratch,      width};

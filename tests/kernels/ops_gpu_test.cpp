@@ -342,6 +342,45 @@ TEST_CASE("CUDA SpMM with the matrix's long-row list (one launch) agrees with th
   CHECK(f.allocator.in_use() == 0);
 }
 
+TEST_CASE("CUDA SpMM's fused kernel agrees with the CPU kernel on narrow rows of equal degree, long and empty") {
+  DeviceFixture f;
+  // Rows of exactly 64 entries (every lane group of a block as long as the others, so the 32-bit addressing of X
+  // rows is exercised with full batches); row 40 has 65, row 100 has 600 (long at a threshold of 100: added by the
+  // long-row blocks, skipped by the row blocks); rows 200..231 are empty. Widths of 1..8 lanes per row, fp32 and
+  // bf16 X, padded and unpadded.
+  std::vector<HeavyRow> degrees;
+  for (std::int64_t i = 0; i < 320; ++i) {
+    const std::int64_t d = i == 40 ? 65 : i == 100 ? 600 : (i >= 200 && i < 232) ? 0 : 64;
+    degrees.push_back({i, d});
+  }
+  const HostCsr a = random_csr(320, 700, 4, 97, 0.0, degrees);
+  REQUIRE(a.offsets[32] == 2048);
+  const DeviceCsr listed(a, spmm_long_rows_floor(static_cast<std::int64_t>(a.col_ids.size())));
+  SpmmTuning tuning;
+  tuning.long_row = 100;
+  for (std::int64_t width : {4, 8, 16, 20, 32}) {
+    CAPTURE(width);
+    compare_spmm(f, a, listed, width, true, true, 0, 91 + width, SpmmCase::kOwn, tuning);
+    compare_spmm(f, a, listed, width, false, false, 4, 92 + width, SpmmCase::kOwn, tuning);
+    compare_spmm_bf16(f, a, listed, width, true, true, 0, 0, 93 + width, tuning);
+    compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, 94 + width, tuning);
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
+TEST_CASE("CUDA SpMM refuses X rows of 2 GiB or more (32-bit row strides) before launching anything") {
+  DeviceFixture f;
+  const HostCsr a = random_csr(4, 1, 1, 98, 0.0);
+  const DeviceCsr da(a);
+  const DeviceBuffer<float> dx(std::vector<float>(16, 1.0f));
+  DeviceBuffer<float> dy(16);
+  const std::int64_t huge_ld = std::int64_t{1} << 29;  // 2^29 floats = 2 GiB per row
+  CHECK_THROWS_WITH(spmm_async(f.ctx, da.view(), nullptr, nullptr, ConstMatrixView{dx.data(), 1, 4, huge_ld},
+                               make_view(dy.data(), 4, 4), SpmmAlgo::kOwn),
+                    doctest::Contains("2 GiB"));
+  synchronize(f.ctx);
+}
+
 TEST_CASE("CUDA SpMM with four lanes per row (--spmm-lanes 0 / 4) or sized to the row (32) agrees with the CPU kernel") {
   DeviceFixture f;
   const HostCsr a = random_csr(2500, 2000, 9, 78, 0.05, {{17, 3000}, {900, 700}});
