@@ -55,7 +55,8 @@ struct SpmmTuning {
 /// have a leading dimension above its width). row_scale / col_scale may be null (= ones). For GCN, A holds the
 /// graph plus self loops and both scales are D^-1/2, so Y = Â X without an Â value array. Empty rows give zero rows.
 /// @throws InvalidInput when x.rows != a.num_cols, y.rows != a.num_rows, x.cols != y.cols, for negative sizes,
-/// ld < cols or missing buffers. Does not synchronise.
+/// ld < cols or missing buffers, and (own CUDA kernel) for X rows of 2 GiB or more (x.ld x element size >= 2^31
+/// bytes). Does not synchronise.
 /// The own CUDA kernel may read X's leading-dimension padding (never writes it): a view must lie in an allocation
 /// of x.rows x x.ld elements.
 void spmm_async(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, ConstMatrixView x,

@@ -54,6 +54,7 @@
 #include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/spmm_tuning.hpp"
+#include "kernels/core/error.hpp"
 #include "kernels/core/spmm_layout.hpp"
 #include "kernels/detail/workspace.hpp"
 
@@ -241,11 +242,11 @@ __device__ __forceinline__ unsigned group_mask() {
 
 /// X's row stride in bytes, as a 32-bit int (run_spmm checks that it fits): with it a gathered row's address is one
 /// 32 x 32 -> 64-bit multiply-add (x_row), where a 64-bit element stride took a 64-bit multiply, a shift and an add
-/// per entry, and each lane's column bounds are tested once per product instead of per entry (H200, own fp32 SpMM,
-/// same call as the previous code, bench/results/h200-2026-12-03c/call4-staged, addr2 vs head: reddit-sized at 256
-/// 7.62 -> 7.24 ms, at 100 3.26 -> 3.17; arxiv-sized at 16 0.0437 -> 0.0409; products-sized at 47 / 100 4.23 /
-/// 7.12 -> 4.08 / 6.96; bf16 X at 32 reddit-sized 0.90 -> 0.82 ms; products-sized fp32 at 256 16.54 -> 16.68, 1 %
-/// slower, in both calls that measured it).
+/// per entry, and each lane's column bounds are computed once per row and column pass instead of per entry (H200,
+/// own fp32 SpMM, same call as the previous code, bench/results/h200-2026-12-03c/call4-staged, addr2 vs head:
+/// reddit-sized at 256 7.62 -> 7.24 ms, at 100 3.26 -> 3.17; arxiv-sized at 16 0.0437 -> 0.0409; products-sized at
+/// 47 / 100 4.23 / 7.12 -> 4.08 / 6.96; bf16 X at 32 reddit-sized 0.90 -> 0.82 ms; products-sized fp32 at 256
+/// 16.54 -> 16.68, 1 % slower, in every call that measured it).
 template <class Elem, class Out>
 __device__ __forceinline__ int x_row_bytes(const SpmmArgs<Elem, Out>& s) {
   return static_cast<int>(s.ldx) * static_cast<int>(sizeof(Elem));
@@ -808,8 +809,14 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   constexpr bool kFloatOut = std::is_same_v<Out, float>;
   Workspace padded;
   const auto padding = spmm_padding_bytes(a.num_cols, width, ldx, static_cast<int>(sizeof(Elem)), tuning.pad);
+  const std::int64_t padded_ld = padding > 0 ? padding / (a.num_cols * static_cast<std::int64_t>(sizeof(Elem))) : ldx;
+  // The kernels address X's rows with a 32-bit byte stride (x_row_bytes): checked before anything is allocated or
+  // launched.
+  if (padded_ld > std::int64_t{std::numeric_limits<int>::max()} / static_cast<std::int64_t>(sizeof(Elem)))
+    throw InvalidInput::parameter("x.ld", std::to_string(ldx),
+                                  "rows of less than 2 GiB (ld x element size < 2^31 bytes): the own SpMM addresses "
+                                  "X rows with a 32-bit byte stride");
   if (padding > 0) {
-    const std::int64_t padded_ld = padding / (a.num_cols * static_cast<std::int64_t>(sizeof(Elem)));
     padded = Workspace(ctx, static_cast<std::size_t>(padding));
     spmm_pad_kernel<<<elementwise_blocks(a.num_cols * (padded_ld / kSpmmPadVector)), kElementwiseThreads, 0,
                       ctx.stream>>>(x, ldx, width, a.num_cols, padded.as<Elem>(), padded_ld);
@@ -817,9 +824,6 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     x = padded.as<Elem>();
     ldx = padded_ld;
   }
-  // The kernels address X's rows with a 32-bit byte stride (x_row_bytes).
-  GCNPART_EXPECTS(ldx <= std::int64_t{std::numeric_limits<int>::max()} / static_cast<std::int64_t>(sizeof(Elem)),
-                  "the own SpMM takes X with rows of less than 2 GiB (ld x element size < 2^31 bytes)");
   SpmmArgs<Elem, Out> whole{a.num_rows, a.row_offsets, a.col_ids, a.values,        row_scale,      col_scale,
                             x,          ldx,           y,         ldy,             width,          tuning.long_row,
                             tuning.segment, false,     scratch,   ld_scratch,      width};

@@ -368,17 +368,51 @@ TEST_CASE("CUDA SpMM's fused kernel agrees with the CPU kernel on narrow rows of
   CHECK(f.allocator.in_use() == 0);
 }
 
-TEST_CASE("CUDA SpMM refuses X rows of 2 GiB or more (32-bit row strides) before launching anything") {
+TEST_CASE("CUDA SpMM refuses X rows of 2 GiB or more (32-bit row strides) with a typed error") {
   DeviceFixture f;
   const HostCsr a = random_csr(4, 1, 1, 98, 0.0);
   const DeviceCsr da(a);
   const DeviceBuffer<float> dx(std::vector<float>(16, 1.0f));
   DeviceBuffer<float> dy(16);
   const std::int64_t huge_ld = std::int64_t{1} << 29;  // 2^29 floats = 2 GiB per row
-  CHECK_THROWS_WITH(spmm_async(f.ctx, da.view(), nullptr, nullptr, ConstMatrixView{dx.data(), 1, 4, huge_ld},
-                               make_view(dy.data(), 4, 4), SpmmAlgo::kOwn),
-                    doctest::Contains("2 GiB"));
+  CHECK_THROWS_WITH_AS(spmm_async(f.ctx, da.view(), nullptr, nullptr, ConstMatrixView{dx.data(), 1, 4, huge_ld},
+                                  make_view(dy.data(), 4, 4), SpmmAlgo::kOwn),
+                       doctest::Contains("2 GiB"), InvalidInput);
   synchronize(f.ctx);
+}
+
+TEST_CASE("CUDA SpMM gathers X rows beyond 2 GiB from X's start (64-bit offsets of 32-bit strides)") {
+  DeviceFixture f;
+  // X of 5 rows 2^27 floats apart (2.5 GiB): row 4 starts 2 GiB in, where a 32-bit product of column and stride
+  // would wrap. One row of A takes columns 4, 0, 3 (weights 1, 2, 4); fp32 at widths 4 (one lane) and 32 (8 lanes).
+  const std::int64_t ld = std::int64_t{1} << 27, rows = 5;
+  DeviceBuffer<float> dx(static_cast<std::size_t>(rows * ld));
+  GCNPART_CUDA_TRY(cudaMemset(dx.data(), 0, static_cast<std::size_t>(rows * ld) * sizeof(float)));
+  std::vector<float> head(32);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (int c = 0; c < 32; ++c) head[static_cast<std::size_t>(c)] = static_cast<float>(100 * r + c);
+    GCNPART_CUDA_TRY(cudaMemcpy(dx.data() + r * ld, head.data(), head.size() * sizeof(float), cudaMemcpyHostToDevice));
+  }
+  HostCsr a;
+  a.rows = 1;
+  a.cols = rows;
+  a.offsets = {0, 3};
+  a.col_ids = {4, 0, 3};
+  a.values = {1.0f, 2.0f, 4.0f};
+  const DeviceCsr da(a);
+  for (const std::int64_t width : {4, 32}) {
+    CAPTURE(width);
+    DeviceBuffer<float> dy(static_cast<std::size_t>(width));
+    spmm_async(f.ctx, da.view(true), nullptr, nullptr, ConstMatrixView{dx.data(), rows, width, ld},
+               make_view(dy.data(), 1, width), SpmmAlgo::kOwn);
+    synchronize(f.ctx);
+    std::vector<float> y(static_cast<std::size_t>(width));
+    GCNPART_CUDA_TRY(cudaMemcpy(y.data(), dy.data(), y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    for (std::int64_t c = 0; c < width; ++c) {
+      CAPTURE(c);
+      CHECK(y[static_cast<std::size_t>(c)] == static_cast<float>((400 + c) + 2 * c + 4 * (300 + c)));
+    }
+  }
 }
 
 TEST_CASE("CUDA SpMM with four lanes per row (--spmm-lanes 0 / 4) or sized to the row (32) agrees with the CPU kernel") {
