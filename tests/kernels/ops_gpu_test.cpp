@@ -283,6 +283,20 @@ TEST_CASE("CUDA SpMM and bf16 SpMM follow their tuning: every row long, segments
   CHECK(f.allocator.in_use() == 0);
 }
 
+namespace {
+
+/// The own SpMM of a matrix that carries its long-row list, four ways: fp32 X with values and scales (unpadded) and
+/// without (padded by 4); bf16 X likewise (the second padded by 8 and 8-byte aligned). Seeds seed, +1, +3, +4.
+void compare_listed_spmm(DeviceFixture& f, const HostCsr& a, const DeviceCsr& listed, std::int64_t width,
+                         std::uint64_t seed, const SpmmTuning& tuning) {
+  compare_spmm(f, a, listed, width, true, true, 0, seed, SpmmCase::kOwn, tuning);
+  compare_spmm(f, a, listed, width, false, false, 4, seed + 1, SpmmCase::kOwn, tuning);
+  compare_spmm_bf16(f, a, listed, width, true, true, 0, 0, seed + 3, tuning);
+  compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, seed + 4, tuning);
+}
+
+}  // namespace
+
 TEST_CASE("CUDA SpMM with the matrix's long-row list (one launch) agrees with the CPU kernel, fp32 and bf16") {
   DeviceFixture f;
   // Hubs at, just past and far past the thresholds a product this small takes (32 automatic, 64 and 200 below),
@@ -306,11 +320,8 @@ TEST_CASE("CUDA SpMM with the matrix's long-row list (one launch) agrees with th
     CAPTURE(tuning.slab);
     for (std::int64_t width : {1, 7, 16, 32, 41, 64, 100, 128, 256, 516}) {
       CAPTURE(width);
-      compare_spmm(f, a, listed, width, true, true, 0, 71 + width, SpmmCase::kOwn, tuning);
-      compare_spmm(f, a, listed, width, false, false, 4, 72 + width, SpmmCase::kOwn, tuning);
+      compare_listed_spmm(f, a, listed, width, 71 + width, tuning);
       compare_spmm(f, a, high, width, true, true, 0, 73 + width, SpmmCase::kOwn, tuning);
-      compare_spmm_bf16(f, a, listed, width, true, true, 0, 0, 74 + width, tuning);
-      compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, 75 + width, tuning);
     }
   }
   // Thousands of long rows (the warps' search takes several rounds), a matrix without long rows (an empty list) and
@@ -360,10 +371,7 @@ TEST_CASE("CUDA SpMM's fused kernel agrees with the CPU kernel on narrow rows of
   tuning.long_row = 100;
   for (std::int64_t width : {4, 8, 16, 20, 32}) {
     CAPTURE(width);
-    compare_spmm(f, a, listed, width, true, true, 0, 91 + width, SpmmCase::kOwn, tuning);
-    compare_spmm(f, a, listed, width, false, false, 4, 92 + width, SpmmCase::kOwn, tuning);
-    compare_spmm_bf16(f, a, listed, width, true, true, 0, 0, 93 + width, tuning);
-    compare_spmm_bf16(f, a, listed, width, false, true, 8, 4, 94 + width, tuning);
+    compare_listed_spmm(f, a, listed, width, 91 + width, tuning);
   }
   CHECK(f.allocator.in_use() == 0);
 }
