@@ -681,6 +681,202 @@ __global__ void spmm_round_long_rows_kernel(const float* scratch, std::int64_t l
   }
 }
 
+// ------------------------------------------------------------------------------ entry-partitioned narrow rows
+
+/// The entry-partitioned product (SpmmTuning::entries = P): lane group g takes the stored entries [g P, (g + 1) P),
+/// counted from the matrix's first, whatever rows they belong to, so that no group waits on a row of its own and
+/// short rows cost no idle lanes. A row whose entries lie in one group's range is stored by that group; a row cut by
+/// a range boundary (or a long row, cut many times) was zeroed by spmm_entry_prepare_kernel, and each group adds its
+/// piece with atomics.
+struct EntryPlan {
+  NodeId* first_row;    // per group: the row that holds its first entry (spmm_entry_prepare_kernel)
+  int shift;            // log2(P)
+  std::int64_t groups;  // groups launched: enough for the entry bound; those past the last entry return
+};
+
+/// For each row r: zeroes Y's row when it is empty or cut by a group boundary, and writes r as the first row of
+/// every group whose first entry it holds (the lane for a few groups, the whole warp for a row that spans many).
+__global__ void __launch_bounds__(kBlockThreads) spmm_entry_prepare_kernel(const RowOffset* offsets, std::int64_t rows,
+                                                                           int shift, NodeId* first_row, float* y,
+                                                                           std::int64_t ldy, std::int64_t width,
+                                                                           bool y_vec) {
+  const int lane = static_cast<int>(threadIdx.x & 31u);
+  const std::int64_t base = __ldg(offsets);
+  const std::int64_t low = (std::int64_t{1} << shift) - 1;
+  // Whole warps step together (the block size is a multiple of 32), so the ballot below sees every lane.
+  for (std::int64_t r0 = global_thread() - lane; r0 < rows; r0 += grid_stride()) {
+    const std::int64_t r = r0 + lane;
+    std::int64_t g_first = 0, g_last = -1;
+    if (r < rows) {
+      const std::int64_t b = __ldg(offsets + r) - base, e = __ldg(offsets + r + 1) - base;
+      const std::int64_t gb = b >> shift, ge = (e - 1) >> shift;
+      if (b == e || gb != ge) {
+        float* yr = y + r * ldy;
+        std::int64_t c = 0;
+        if (y_vec)
+          for (; c + 4 <= width; c += 4) *reinterpret_cast<float4*>(yr + c) = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+        for (; c < width; ++c) yr[c] = 0.0f;
+      }
+      if (b < e) {
+        g_first = (b & low) == 0 ? gb : gb + 1;
+        g_last = ge;
+      }
+    }
+    constexpr std::int64_t kByLane = 8;
+    if (g_last - g_first < kByLane)
+      for (std::int64_t g = g_first; g <= g_last; ++g) first_row[g] = static_cast<NodeId>(r);
+    unsigned wide = __ballot_sync(0xffffffffu, g_last - g_first >= kByLane);
+    while (wide != 0) {
+      const int src = __ffs(static_cast<int>(wide)) - 1;
+      wide &= wide - 1;
+      const std::int64_t from = __shfl_sync(0xffffffffu, g_first, src), to = __shfl_sync(0xffffffffu, g_last, src);
+      for (std::int64_t g = from + lane; g <= to; g += 32) first_row[g] = static_cast<NodeId>(r0 + src);
+    }
+  }
+}
+
+/// Adds a lane's kVec values into columns [c, c + kVec) of a float Y row: one vector atomic where the GPU has it
+/// (sm_90: float4) and Y allows it, else element by element.
+template <class Elem, int kVec>
+__device__ __forceinline__ void add_columns_vec(float* yr, std::int64_t c, std::int64_t width, bool y_vec,
+                                                const typename Lanes<Elem, kVec>::Type& v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (kVec == 4) {
+    if (c + 4 <= width && y_vec) {
+      atomicAdd(reinterpret_cast<float4*>(yr + c), v);
+      return;
+    }
+  }
+#endif
+  if (c < width) add_columns<Elem, kVec>(yr, c, width, v);
+}
+
+/// The entry-partitioned kernel (see EntryPlan) for rows of one pass (kChunks == 1) and a float Y. Entries are
+/// read as accumulate_narrow reads them (kPer per lane and batch, the next batch's ids and values loaded ahead, X rows
+/// kEntryUnroll at a time); before each entry is added the group moves past the rows that end before it, storing or
+/// adding the finished row. The next row's end is loaded one row ahead.
+#ifndef GCNPART_SPMM_ENTRY_MIN_BLOCKS
+#define GCNPART_SPMM_ENTRY_MIN_BLOCKS 0
+#endif
+template <class Elem, int kVec, int kGroup>
+__global__ void __launch_bounds__(kBlockThreads, GCNPART_SPMM_ENTRY_MIN_BLOCKS) spmm_entry_kernel(const SpmmArgs<Elem, float> s, const EntryPlan plan) {
+  using L = Lanes<Elem, kVec>;
+  using T = typename L::Type;
+  constexpr int kGroups = kBlockThreads / kGroup;
+  constexpr int kPer = kGroup >= 8 ? 1 : 8 / kGroup;
+  constexpr int kBatch = kGroup * kPer;
+  constexpr int kRound = spmm_tuning::kEntryUnroll;
+  const int lane = static_cast<int>(threadIdx.x) % kGroup;
+  const unsigned mask = group_mask<kGroup>();
+  const std::int64_t g = static_cast<std::int64_t>(blockIdx.x) * kGroups + static_cast<int>(threadIdx.x) / kGroup;
+  const std::int64_t first = __ldg(s.offsets), last = __ldg(s.offsets + s.num_rows);
+  const std::int64_t e0 = first + (g << plan.shift);
+  if (g >= plan.groups || e0 >= last) return;  // the whole group
+  const std::int64_t e1 = min(e0 + (std::int64_t{1} << plan.shift), last);
+  std::int64_t row = plan.first_row[g];
+  std::int64_t rb = __ldg(s.offsets + row), re = __ldg(s.offsets + row + 1);
+  std::int64_t next_re = row + 2 <= s.num_rows ? __ldg(s.offsets + row + 2) : re;
+  float rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
+  const std::int64_t lane_col = static_cast<std::int64_t>(lane) * kVec;
+  const char* x_lane = reinterpret_cast<const char*>(s.x + lane_col);
+  const int row_bytes = x_row_bytes(s);
+  const bool on = lane_col < s.width;
+  T acc = L::zero();
+  // The current row's sum (rows without entries were zeroed by the prepare kernel): stored when the row lies inside
+  // this group's range, else added.
+  auto finish = [&] {
+    if (rb == re) return;
+    float* yr = s.y + row * s.ldy;
+    const T v = L::scale(acc, rs);
+    if (rb >= e0 && re <= e1) {
+      store_columns<Elem, kVec>(yr, lane_col, s.width, s.y_vec, v);
+    } else {
+      add_columns_vec<Elem, kVec>(yr, lane_col, s.width, s.y_vec, v);
+    }
+  };
+  int col[kPer];
+  float value[kPer], scale[kPer];
+#pragma unroll
+  for (int p = 0; p < kPer; ++p) {
+    const std::int64_t e = e0 + p * kGroup + lane;
+    col[p] = 0;
+    value[p] = 0.0f;
+    scale[p] = 1.0f;
+    if (e < e1) {
+      col[p] = __ldg(s.cols + e);
+      value[p] = s.values != nullptr ? __ldg(s.values + e) : 1.0f;
+      if (s.col_scale != nullptr) scale[p] = __ldg(s.col_scale + col[p]);
+    }
+  }
+  for (std::int64_t base = e0; base < e1; base += kBatch) {
+    float weight[kPer];
+    int next_col[kPer];
+    float next_value[kPer];
+#pragma unroll
+    for (int p = 0; p < kPer; ++p) {
+      weight[p] = value[p] * scale[p];
+      const std::int64_t e = base + kBatch + p * kGroup + lane;
+      next_col[p] = 0;
+      next_value[p] = 0.0f;
+      if (e < e1) {
+        next_col[p] = __ldg(s.cols + e);
+        next_value[p] = s.values != nullptr ? __ldg(s.values + e) : 1.0f;
+      }
+    }
+    const int batch = static_cast<int>(e1 - base < kBatch ? e1 - base : kBatch);
+    for (int j0 = 0; j0 < batch; j0 += kRound) {
+      int cj[kRound];
+      float wj[kRound];
+#pragma unroll
+      for (int r = 0; r < kRound; ++r) {
+        const int j = j0 + r;
+        int c = col[0];
+        float w = weight[0];
+#pragma unroll
+        for (int p = 1; p < kPer; ++p) {
+          if (j >= p * kGroup) {
+            c = col[p];
+            w = weight[p];
+          }
+        }
+        if constexpr (kGroup > 1) {
+          c = __shfl_sync(mask, c, j % kGroup, kGroup);
+          w = __shfl_sync(mask, w, j % kGroup, kGroup);
+        }
+        cj[r] = c;
+        wj[r] = w;
+      }
+      T v[kRound];
+#pragma unroll
+      for (int r = 0; r < kRound; ++r)
+        if (j0 + r < batch && on) v[r] = L::load(x_row<Elem>(x_lane, cj[r], row_bytes));
+#pragma unroll
+      for (int r = 0; r < kRound; ++r) {
+        if (j0 + r >= batch) break;
+        const std::int64_t e = base + j0 + r;
+        while (e >= re) {  // the current row ends before entry e
+          finish();
+          acc = L::zero();
+          ++row;
+          rb = re;
+          re = next_re;
+          next_re = row + 2 <= s.num_rows ? __ldg(s.offsets + row + 2) : re;
+          rs = s.row_scale != nullptr ? __ldg(s.row_scale + row) : 1.0f;
+        }
+        if (on) L::fma(acc, wj[r], v[r]);
+      }
+    }
+#pragma unroll
+    for (int p = 0; p < kPer; ++p) {
+      const std::int64_t e = base + kBatch + p * kGroup + lane;
+      col[p] = next_col[p];
+      value[p] = next_value[p];
+      scale[p] = e < e1 && s.col_scale != nullptr ? __ldg(s.col_scale + next_col[p]) : 1.0f;
+    }
+  }
+  finish();
+}
+
 /// Calls launch.template operator()<kGroup, kChunks>() with the lane group and the accumulators per lane that a row
 /// of `vectors` vectors gets: spmm_row_lanes' group, with 2 and 4 accumulators past 32 and 64 vectors for 32 lanes
 /// and 2..4 for the four-lane layouts: the one place both kernels are sized.
@@ -735,6 +931,21 @@ void launch_fused(const SpmmArgs<Elem, Out>& s, LongRowPlan plan, int lanes, cud
     spmm_fused_kernel<Elem, Out, kVec, kGroup, kChunks>
         <<<plan.segment_blocks + row_blocks, kBlockThreads, 0, stream>>>(s, plan);
     GCNPART_CUDA_TRY(cudaGetLastError());
+  });
+}
+
+/// The entry-partitioned kernel for rows of one pass (run_spmm checks the layout).
+template <class Elem, int kVec>
+void launch_entry(const SpmmArgs<Elem, float>& s, const EntryPlan& plan, cudaStream_t stream) {
+  with_row_layout<false>((s.width + kVec - 1) / kVec, 32, [&]<int kGroup, int kChunks>() {
+    if constexpr (kChunks == 1) {
+      constexpr int kGroups = kBlockThreads / kGroup;
+      const auto blocks = static_cast<unsigned>((plan.groups + kGroups - 1) / kGroups);
+      spmm_entry_kernel<Elem, kVec, kGroup><<<blocks, kBlockThreads, 0, stream>>>(s, plan);
+      GCNPART_CUDA_TRY(cudaGetLastError());
+    } else {
+      GCNPART_EXPECTS(false, "the entry-partitioned SpMM kernel takes rows of one pass");
+    }
   });
 }
 
@@ -868,6 +1079,28 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
                                         listed->host_prefix != nullptr && listed->count <= a.num_rows),
                   "a CSR view carries the long-row list of its own matrix");
   const bool four_lane = vec == 4 && spmm_row_lanes(vectors, lanes) == 4 && vectors > 4;
+  // The entry-partitioned kernel (SpmmTuning::entries): float Y, rows of one pass (at most 32 lane vectors), vectors of
+  // 1 or 4, no slabs.
+  if constexpr (kFloatOut) {
+    if (tuning.entries > 0 && !four_lane && vec != 8 && vectors <= 32 && slab >= width) {
+      int shift = 0;
+      while ((std::int64_t{1} << shift) < tuning.entries) ++shift;
+      const std::int64_t groups = std::max<std::int64_t>(1, (entries + (std::int64_t{1} << shift) - 1) >> shift);
+      Workspace rows_ws(ctx, static_cast<std::size_t>(groups) * sizeof(NodeId));
+      EntryPlan plan{rows_ws.as<NodeId>(), shift, groups};
+      spmm_entry_prepare_kernel<<<elementwise_blocks(a.num_rows, kBlockThreads), kBlockThreads, 0, ctx.stream>>>(
+          a.row_offsets, a.num_rows, shift, plan.first_row, y, ldy, width, whole.y_vec);
+      GCNPART_CUDA_TRY(cudaGetLastError());
+      if (entries > 0) {
+        if (vec == 4) {
+          launch_entry<Elem, 4>(whole, plan, ctx.stream);
+        } else {
+          launch_entry<Elem, 1>(whole, plan, ctx.stream);
+        }
+      }
+      return;
+    }
+  }
   if (listed != nullptr && whole.long_row >= listed->floor && !four_lane && vec != 8) {
     const std::int64_t long_row = whole.long_row;
     // Rows by entry count, most first: the first k have more than long_row entries.
