@@ -57,7 +57,6 @@ void add_spmm_tuning_json(nlohmann::json& j, const kernels::SpmmTuning& t) {
   j["spmm_segment"] = t.segment;
   j["spmm_slab"] = t.slab;
   j["spmm_lanes"] = t.lanes;
-  j["spmm_entries"] = t.entries;
   j["spmm_pad"] = t.pad;
 }
 

@@ -25,7 +25,7 @@ nlohmann::json dataset_info_json(const datasets::Dataset& ds);
 /// comm_ms_per_epoch, compute_ms_per_epoch, device_epoch_ms, memory_check (one per device) and link (null when
 /// not measured).
 void add_device_json(nlohmann::json& j, const TrainReport& r);
-/// The own SpMM's tuning added to `j`: spmm_long_row, spmm_segment, spmm_slab, spmm_lanes, spmm_entries, spmm_pad (as given;
+/// The own SpMM's tuning added to `j`: spmm_long_row, spmm_segment, spmm_slab, spmm_lanes, spmm_pad (as given;
 /// 0 = automatic), in every report that ran the own kernel.
 void add_spmm_tuning_json(nlohmann::json& j, const kernels::SpmmTuning& t);
 

@@ -156,9 +156,6 @@ void SpmmTuning::validate() const {
   if (lanes != 0 && lanes != 4 && lanes != 32)
     throw InvalidInput::parameter("--spmm-lanes", std::to_string(lanes),
                                   "0 (automatic), 4 (four lanes for rows of 5..16 vectors) or 32 (sized to the row)");
-  if (entries < 0 || entries > 65536 || (entries & (entries - 1)) != 0)
-    throw InvalidInput::parameter("--spmm-entries", std::to_string(entries),
-                                  "0 (row-per-group kernels) or a power of two up to 65536 (entries per lane group)");
 }
 
 

@@ -45,13 +45,8 @@ struct SpmmTuning {
   /// columns four lanes were slower (bench/README.md, sixth session). `gcnpart fit` prices the default (its
   /// calibration times the SpMM with it).
   int lanes = 0;
-  /// Entry-partitioned narrow rows: with N > 0 (a power of two, at most 65536), a float product of rows of one pass
-  /// (at most 32 lane vectors: fp32 widths up to 128, not the four-lane layouts, no slabs) runs a kernel in which
-  /// each lane group takes N consecutive stored entries, whatever rows they belong to, and adds the pieces of rows
-  /// cut by its range's ends with atomics (summed in a varying order). 0: the row-per-group kernels.
-  std::int64_t entries = 0;
-  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` /
-  /// `--spmm-entries` for values out of range.
+  /// @throws InvalidInput naming `--spmm-long-row` / `--spmm-segment` / `--spmm-slab` / `--spmm-lanes` for values
+  /// out of range.
   void validate() const;
 };
 

@@ -38,11 +38,6 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
                  "(widths 33..48), else sized to the row)")
       ->check(CLI::IsMember({0, 4, 32}))
       ->capture_default_str();
-  cmd.add_option("--spmm-entries", tuning.entries,
-                 "Own SpMM: entries per lane group of the entry-partitioned kernel for float products of rows up to "
-                 "32 vectors (a power of two; rows cut by a group's range are added with atomics); 0: row per group")
-      ->check(CLI::NonNegativeNumber)
-      ->capture_default_str();
   cmd.add_option("--spmm-pad", tuning.pad,
                  "Own SpMM: copy X whose rows do not start on 4 elements into a padded workspace so that lanes "
                  "load whole vectors (true|false); training stores every width padded to whole vectors already, so "

@@ -552,17 +552,6 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.spmm_tuning.lanes = 4;
   cfg.spmm_tuning.slab = -1;
   CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-slab"), InvalidInput);
-  cfg.spmm_tuning.slab = 0;
-  // Entries per group of the entry-partitioned kernel: 0 or a power of two up to 65536.
-  for (const std::int64_t good : {0, 1, 32, 65536}) {
-    cfg.spmm_tuning.entries = good;
-    cfg.validate();
-  }
-  for (const std::int64_t bad : {-1, 3, 48, 131072}) {
-    CAPTURE(bad);
-    cfg.spmm_tuning.entries = bad;
-    CHECK_THROWS_WITH_AS(cfg.validate(), doctest::Contains("--spmm-entries"), InvalidInput);
-  }
 }
 
 TEST_CASE("bf16 is refused with pipeline stages and the cuSPARSE SpMM") {

@@ -167,8 +167,7 @@ void compare_spmm_bf16(DeviceFixture& f, const HostCsr& a, const DeviceCsr& da, 
   const auto got16 = dy16.to_host();
   const auto rounded_float_y = host_bf16(got);  // the float-output kernel's Y, rounded on the host
   const auto widened16 = host_widen(got16);
-  // The automatic threshold's floor; the entry-partitioned kernel (float Y) may cut any row between two groups.
-  const std::int64_t may_split = tuning.entries > 0 ? 0 : tuning.long_row > 0 ? tuning.long_row : 32;
+  const std::int64_t may_split = tuning.long_row > 0 ? tuning.long_row : 32;  // the automatic threshold's floor
   std::int64_t exact_misses = 0, padding16_written = 0;
   for (std::int64_t i = 0; i < a.rows; ++i) {
     const bool split = a.offsets[static_cast<std::size_t>(i + 1)] - a.offsets[static_cast<std::size_t>(i)] > may_split;
@@ -374,63 +373,6 @@ TEST_CASE("CUDA SpMM's fused kernel agrees with the CPU kernel on narrow rows of
     CAPTURE(width);
     compare_listed_spmm(f, a, listed, width, 91 + width, tuning);
   }
-  CHECK(f.allocator.in_use() == 0);
-}
-
-TEST_CASE("CUDA SpMM's entry-partitioned kernel (--spmm-entries) agrees with the CPU kernel: cut, long and empty rows") {
-  DeviceFixture f;
-  // Short rows, empty rows (10 %), rows of exactly one group's range and around it, and hubs spanning hundreds of
-  // groups (the prepare kernel's whole-warp path) at groups of 1 to 256 entries; widths of one lane vector up to
-  // 32 (fp32 to 128 columns), the four-lane layout (41, which keeps the row kernel), and 130 (two passes: the row
-  // kernel). fp32 and bf16 X, padded and unpadded, with and without values and scales.
-  const HostCsr a = random_csr(3000, 120000, 6, 131, 0.1,
-                               {{5, 32}, {6, 33}, {7, 31}, {9, 5000}, {10, 256}, {700, 100000}, {2999, 4097}});
-  const DeviceCsr da(a), listed(a, 32);
-  for (const std::int64_t entries : {1, 4, 32, 256}) {
-    SpmmTuning tuning;
-    tuning.entries = entries;
-    CAPTURE(entries);
-    for (std::int64_t width : {1, 3, 4, 16, 32, 41, 64, 100, 128, 130}) {
-      CAPTURE(width);
-      compare_listed_spmm(f, a, da, width, 141 + width, tuning);
-      compare_spmm(f, a, listed, width, true, true, 0, 143 + width, SpmmCase::kOwn, tuning);
-      compare_spmm(f, a, da, width, true, true, 0, 144 + width, SpmmCase::kOwnMisaligned, tuning);
-    }
-  }
-  // All rows empty, and one row only.
-  SpmmTuning by_8;
-  by_8.entries = 8;
-  const HostCsr empty_rows = random_csr(500, 300, 0, 132, 1.0);
-  const HostCsr one_row = random_csr(1, 300, 100, 133, 0.0);
-  for (std::int64_t width : {4, 32}) {
-    compare_spmm(f, empty_rows, DeviceCsr(empty_rows), width, true, true, 0, 145 + width, SpmmCase::kOwn, by_8);
-    compare_spmm(f, one_row, DeviceCsr(one_row), width, true, true, 0, 146 + width, SpmmCase::kOwn, by_8);
-  }
-  // A view of rows 1000..2999 (its offsets start past 0): the same rows of the whole product.
-  const std::int64_t from = 1000, width = 32;
-  const auto x = random_floats(static_cast<std::size_t>(a.cols * width), 147);
-  const DeviceBuffer<float> dx(x);
-  DeviceBuffer<float> whole(static_cast<std::size_t>(a.rows * width)), part = nan_buffer(static_cast<std::size_t>((a.rows - from) * width));
-  spmm_async(f.ctx, da.view(), nullptr, nullptr, make_view(dx.data(), a.cols, width),
-             make_view(whole.data(), a.rows, width), SpmmAlgo::kOwn);
-  CsrView rows_view = da.view();
-  rows_view.num_rows = a.rows - from;
-  rows_view.row_offsets = da.offsets.data() + from;
-  spmm_async(f.ctx, rows_view, nullptr, nullptr, make_view(dx.data(), a.cols, width),
-             make_view(part.data(), a.rows - from, width), SpmmAlgo::kOwn, by_8);
-  const auto want = whole.to_host();
-  const auto got = part.to_host();
-  const std::vector<float> tail(want.begin() + from * width, want.end());
-  const auto ref = reference_spmm(a, true, nullptr, nullptr, x, width, width);
-  const std::vector<double> tail_magnitude(ref.magnitude.begin() + from * width, ref.magnitude.end());
-  CHECK(worst_vs(got, width, tail, width, tail_magnitude, a.rows - from, width, 2 * summation_rtol(max_degree(a))) <= 1.0);
-  // Not a power of two, negative or too large: refused before any launch.
-  for (const std::int64_t bad : {3, -8, 131072}) {
-    SpmmTuning t;
-    t.entries = bad;
-    CHECK_THROWS_WITH_AS(t.validate(), doctest::Contains("--spmm-entries"), InvalidInput);
-  }
-  synchronize(f.ctx);
   CHECK(f.allocator.in_use() == 0);
 }
 

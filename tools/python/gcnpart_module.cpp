@@ -298,7 +298,6 @@ void read_model(Options& o, gcnpart::engine::GcnConfig& m, bool layers = true) {
   o.get("spmm_long_row", m.spmm_tuning.long_row, "an int");
   o.get("spmm_segment", m.spmm_tuning.segment, "an int");
   o.get("spmm_lanes", m.spmm_tuning.lanes, "an int");
-  o.get("spmm_entries", m.spmm_tuning.entries, "an int");
   m.cuda_graph = gcnpart::from_string<gcnpart::CudaGraphMode>(o.value<std::string>("cuda_graph", "auto", "a str"), "cuda_graph");
   m.spmm = gcnpart::from_string<gcnpart::SpmmAlgo>(o.value<std::string>("spmm", "auto", "a str"), "spmm");
   m.precision =
