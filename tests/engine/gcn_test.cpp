@@ -515,7 +515,10 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   cfg.validate();
   cfg.spmm_tuning.long_row = 0;  // by width
   cfg.validate();
-  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64) == 118);         // a small graph: split rows early
+  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64) == 128);         // a small graph: 8 x the share, at most 128
+  CHECK(kernels::spmm_auto_long_row(1'090'628, 132 * 512) == 64);         // soc-Slashdot0902 at 16: 8 x share 8
+  CHECK(kernels::spmm_auto_long_row(1'090'628, 132 * 256) == 128);        // at 32: share 16
+  CHECK(kernels::spmm_auto_long_row(404'354, 132 * 256) == 40);           // email-Enron at 32: share 5
   CHECK(kernels::spmm_auto_long_row(404'354, 132 * 512) == 32);           // email-Enron, 4 lanes per row
   CHECK(kernels::spmm_auto_long_row(2'000'000, 132 * 64) == 128);         // share 118: the 128 floor
   CHECK(kernels::spmm_auto_long_row(79'000'000, 132 * 512) == 584);       // reddit-sized, 4 lanes per row
