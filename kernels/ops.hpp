@@ -23,7 +23,8 @@ struct SpmmTuning {
   /// `segment` entries that warps all over the grid take in turn, adding their partial sums with atomics. Rows at
   /// or below it cost one group at most this many iterations, so this bounds the tail of power-law graphs.
   /// 0 (the default): by the product, kernels::spmm_auto_long_row (about half the entries each of the lane groups
-  /// the GPU holds at once gets, at least 128; 8 x that, within 32..128, below 64 entries; twice that above 4096;
+  /// the GPU holds at once gets, at least 128; below 64 entries 8 x that, within 32..128, where the long rows run in
+  /// the row kernel's launch, else twice that, at least 32; twice that above 4096;
   /// bench/README.md). A row split into segments costs atomics; a row
   /// left whole costs one lane group its whole length.
   std::int64_t long_row = 0;

@@ -20,7 +20,8 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
   cmd.add_option("--spmm-long-row", tuning.long_row,
                  "Own SpMM: rows with more entries than this are split into segments over the whole GPU (0: by the "
                  "product: about half the entries per resident lane group (the share), at least 128; 8 x the share, "
-                 "within 32..128, below 64 entries; twice the share above 4096)")
+                 "within 32..128, below 64 entries (twice the share, at least 32, for layouts that launch long rows "
+                 "apart); twice the share above 4096)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
   cmd.add_option("--spmm-segment", tuning.segment,

@@ -28,23 +28,28 @@ constexpr std::int64_t spmm_share(std::int64_t entries, std::int64_t resident_gr
 }
 
 /// The own SpMM's long-row threshold when SpmmTuning::long_row is 0: a row left to one lane group must finish well
-/// within the kernel's time, which is about entries / resident_groups entries per group (every group the GPU holds
-/// at once working in parallel), so rows above half of that (the share) are split. Small products (a share below 64
+/// within the kernel's time, which is about entries / resident_groups entries per group (every group the GPU holds at
+/// once working in parallel), so rows above half of that (the share) are split. Small products (a share below 64
 /// entries: the shared real graphs, arxiv-sized graphs at narrow widths) split rows above 8 x the share, clamped to
-/// 32..128. Since the long rows run inside the row kernel's launch (spmm_fused_kernel), splitting rows of a few
-/// dozen entries costs more than it saves: H200, own fp32 SpMM, same call, thresholds 32..192
-/// (bench/results/h200-2026-12-03d/call3-long-row-sweep): soc-Slashdot0902 (share 16 at width 32) at 32 0.0411 ms
-/// with the old 2 x share (32), 0.0365 with 128, 0.0442 with 192; at 16 0.0289 -> 0.0246 ms (64); an arxiv-sized
-/// RMAT at 16 0.0407 -> 0.0376 (64); email-Enron (share 6 at 32) keeps 32..48 (128 there: 0.0220 -> 0.0299 ms).
-/// The cap of 128: soc-Slashdot0902 at 64 (share 32) ran 0.0578 ms with 128 and 0.0626 with 256 (call2). Large shares (above kLongShare: degree-ordered reddit- and products-sized RMAT graphs with a warp per
-/// row) also split only rows above twice the share, in segments of 512 entries (spmm_auto_segment): at width 256 the
-/// reddit-sized graph (share 4717) ran 8.69 ms with 4096 / 256 and 7.98 ms with 9434 / 512, the products-sized graph
-/// (share 6995) 17.87 -> 17.02 ms; 1024 and 2048 were slower (9.1 ms), so was 16384 on the reddit-sized graph (8.87)
+/// 32..128. Since the long rows run inside the row kernel's launch (spmm_fused_kernel), splitting rows of a few dozen
+/// entries costs more than it saves: H200, own fp32 SpMM, same call, thresholds 32..192
+/// (bench/results/h200-2026-12-03d/call4-long-row-sweep): soc-Slashdot0902 (share 16 at width 32) at 32 0.0411 ms with
+/// the old 2 x share (32), 0.0365 with 128, 0.0442 with 192; at 16 0.0289 -> 0.0246 ms (64); an arxiv-sized RMAT at 16
+/// 0.0407 -> 0.0376 (64); email-Enron (share 6 at 32) keeps 32..48 (128 there: 0.0220 -> 0.0299 ms). The cap of 128:
+/// soc-Slashdot0902 at 64 (share 32) ran 0.0582 ms with 128 and 0.0639 with 256 (call3-options). Products that run the
+/// long rows in a launch of their own (`fused` false: the four-lane layouts, bf16 X read 8 values per lane, a matrix
+/// without its long-row list) keep twice the share, at least 32: with 8 x the share they were slower (call5-rule:
+/// soc-Slashdot0902 at 41 / 47 0.0725 / 0.0743 -> 0.0776 / 0.0797 ms, email-Enron with bf16 X at 256 0.0704 -> 0.0847
+/// ms). Large shares (above kLongShare: degree-ordered reddit- and products-sized RMAT graphs with a warp per row) also
+/// split only rows above twice the share, in segments of 512 entries (spmm_auto_segment): at width 256 the reddit-sized
+/// graph (share 4717) ran 8.69 ms with 4096 / 256 and 7.98 ms with 9434 / 512, the products-sized graph (share 6995)
+/// 17.87 -> 17.02 ms; 1024 and 2048 were slower (9.1 ms), so was 16384 on the reddit-sized graph (8.87)
 /// (bench/results/h200-2026-12-02b/call7-long-row-256). Between the two: the share itself, at least 128.
 inline constexpr std::int64_t kLongShare = 4096;
 
-constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t resident_groups) {
+constexpr std::int64_t spmm_auto_long_row(std::int64_t entries, std::int64_t resident_groups, bool fused = true) {
   const std::int64_t share = spmm_share(entries, resident_groups);
+  if (share < 64 && !fused) return 2 * share < 32 ? 32 : 2 * share;
   if (share < 64) return 8 * share < 32 ? 32 : 8 * share > 128 ? 128 : 8 * share;
   if (share > kLongShare) return 2 * share;
   return share < 128 ? 128 : share;

@@ -854,8 +854,6 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   const std::int64_t vectors = (slab + vec - 1) / vec;
   const int lanes = vec == 4 ? tuning.lanes : 32;  // the four-lane layouts exist for vectors of 4 only
   const std::int64_t resident_groups = std::int64_t{sms} * 2048 / spmm_row_lanes(vectors, lanes);
-  if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups);
-  if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
   // The matrix lists its long rows (CsrView::long_rows) and this product's threshold is at or above the list's: one
   // launch for the long rows' entries and the other rows. Not for the four-lane layouts of 2-4 vectors per lane
   // (widths 33-48, 17-64 with SpmmTuning::lanes 4; products-sized RMAT at 41 / 47: 4.51 / 4.22 ms with the two launches,
@@ -863,12 +861,16 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
   // nor for bf16 X read 8 values per lane (width >= 256; products-sized 8.33 ms with two, 9.27 with one, where the
   // fused kernel's 48 registers against the row kernel's 32 cost occupancy; bounded to 32 it spilled 128 bytes and the
   // reddit-sized bf16 epoch went 14.08 -> 14.89 ms) (H200, bench/results/h200-2026-12-03a/call2-variants, call3-engine).
+  // The automatic threshold depends on it (spmm_auto_long_row's `fused`).
   const LongRowsView* listed = a.long_rows;
   GCNPART_EXPECTS(listed == nullptr || (listed->row_offsets == a.row_offsets && listed->num_rows == a.num_rows &&
                                         listed->host_prefix != nullptr && listed->count <= a.num_rows),
                   "a CSR view carries the long-row list of its own matrix");
   const bool four_lane = vec == 4 && spmm_row_lanes(vectors, lanes) == 4 && vectors > 4;
-  if (listed != nullptr && whole.long_row >= listed->floor && !four_lane && vec != 8) {
+  const bool fused_layout = listed != nullptr && !four_lane && vec != 8;
+  if (whole.long_row == 0) whole.long_row = spmm_auto_long_row(entries, resident_groups, fused_layout);
+  if (whole.segment == 0) whole.segment = spmm_auto_segment(entries, resident_groups);
+  if (fused_layout && whole.long_row >= listed->floor) {
     const std::int64_t long_row = whole.long_row;
     // Rows by entry count, most first: the first k have more than long_row entries.
     const std::int64_t* hp = listed->host_prefix;

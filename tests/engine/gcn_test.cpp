@@ -519,6 +519,9 @@ TEST_CASE("a gather chunk count outside 1..4 or an SpMM tuning out of range is r
   CHECK(kernels::spmm_auto_long_row(1'090'628, 132 * 512) == 64);         // soc-Slashdot0902 at 16: 8 x share 8
   CHECK(kernels::spmm_auto_long_row(1'090'628, 132 * 256) == 128);        // at 32: share 16
   CHECK(kernels::spmm_auto_long_row(404'354, 132 * 256) == 40);           // email-Enron at 32: share 5
+  CHECK(kernels::spmm_auto_long_row(1'090'628, 132 * 512, false) == 32);  // launched apart: twice the share, >= 32
+  CHECK(kernels::spmm_auto_long_row(1'000'000, 132 * 64, false) == 118);
+  CHECK(kernels::spmm_auto_long_row(79'702'996, 132 * 64, false) == 9434);  // large shares: the same either way
   CHECK(kernels::spmm_auto_long_row(404'354, 132 * 512) == 32);           // email-Enron, 4 lanes per row
   CHECK(kernels::spmm_auto_long_row(2'000'000, 132 * 64) == 128);         // share 118: the 128 floor
   CHECK(kernels::spmm_auto_long_row(79'000'000, 132 * 512) == 584);       // reddit-sized, 4 lanes per row
