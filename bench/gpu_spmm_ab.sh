@@ -6,7 +6,8 @@
 # 2-layer epochs of the reddit- and products-sized graphs for every binary (EPOCHS=0: none), then (ACCURACY=1)
 # Cora and CiteSeer 10 seeds with every binary, then (NCU=1) Nsight Compute kernel times of the first binary on
 # soc-Slashdot0902 at width 16. The first binary's kernels gpu suite runs first (TESTS_TC: a doctest test-case filter;
-# TESTS_TIMEOUT seconds, default 150). A B whose gcnpart is a script (e.g. the new binary with another --spmm-rows)
+# TESTS_TIMEOUT seconds, default 150; TESTS=0 skips it, which saves device time when the first binary was tested in an
+# earlier call). A B whose gcnpart is a script (e.g. the new binary with another --spmm-long-row)
 # is a variant of the same build.
 #   device: . .deps/env.sh && OUT=$OUT bash bench/gpu_spmm_ab.sh        (carry: .deps, .carry)
 # Everything lands in $OUT/results.tar.gz (re-packed after every step) and summary.txt; steps past DEADLINE seconds
@@ -33,7 +34,7 @@ for b in "${bins[@]}"; do echo "$b: $(.carry/$b/gcnpart --version)" >> "$W/gpu.t
 # shellcheck disable=SC2086  # $graphs: a list of names
 generate_rmat $N/gcnpart $graphs &
 gen=$!
-if [ -x "$N/test_kernels" ]; then
+if [ -x "$N/test_kernels" ] && [ "${TESTS:-1}" != 0 ]; then
   timeout "${TESTS_TIMEOUT:-150}" "$N/test_kernels" --test-suite=gpu --no-intro=true ${TESTS_TC:+"--test-case=$TESTS_TC"} \
     > "$W/test_kernels_gpu.log" 2>&1
   echo "test_kernels gpu: exit $? (${SECONDS}s)" >> "$s"
