@@ -413,9 +413,7 @@ TEST_CASE("CUDA SpMM gathers X rows beyond 2 GiB from X's start (64-bit offsets 
     DeviceBuffer<float> dy(static_cast<std::size_t>(width));
     spmm_async(f.ctx, da.view(true), nullptr, nullptr, ConstMatrixView{dx.data(), rows, width, ld},
                make_view(dy.data(), 1, width), SpmmAlgo::kOwn);
-    synchronize(f.ctx);
-    std::vector<float> y(static_cast<std::size_t>(width));
-    GCNPART_CUDA_TRY(cudaMemcpy(y.data(), dy.data(), y.size() * sizeof(float), cudaMemcpyDeviceToHost));
+    const auto y = dy.to_host();
     for (std::int64_t c = 0; c < width; ++c) {
       CAPTURE(c);
       CHECK(y[static_cast<std::size_t>(c)] == static_cast<float>((400 + c) + 2 * c + 4 * (300 + c)));
