@@ -15,7 +15,7 @@ g=${G:-.carry/new/gcnpart}
 graph=${GRAPH:-soc-Slashdot0902}
 width=${WIDTH:-32}
 tag="ncu-$graph-$width${TAG:+-$TAG}"
-# shellcheck disable=SC2086  # EXTRA: further `bench spmm` arguments, e.g. --spmm-rows 4
+# shellcheck disable=SC2086  # EXTRA: further `bench spmm` arguments, e.g. --spmm-long-row 128
 timeout "${NCU_TIMEOUT:-150}" /usr/local/cuda/bin/ncu --csv --page details --section SpeedOfLight --section Occupancy \
   --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats \
   --section InstructionStats -k 'regex:spmm|csr|Csr|SpMM|cusparse' -c "${NCU_COUNT:-80}" \
