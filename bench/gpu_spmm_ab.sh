@@ -3,7 +3,8 @@
 # .carry/<B>/gcnpart for each B in BINS (default "new head"; the first also runs every cuSPARSE algorithm, the peer
 # of the same call), on the small real graphs soc-Slashdot0902 and email-Enron (128 synthetic features), then the
 # RMAT graphs in GRAPHS (default "arxiv products reddit"; generated while the kernels' gpu suite runs), then the
-# 2-layer epochs of the reddit- and products-sized graphs for every binary (EPOCHS=0: none), then (ACCURACY=1)
+# 2-layer epochs of the reddit- and products-sized graphs (EPOCH_GRAPHS: others of GRAPHS) for every binary
+# (EPOCHS=0: none), then (ACCURACY=1)
 # Cora and CiteSeer 10 seeds with every binary, then (NCU=1) Nsight Compute kernel times of the first binary on
 # soc-Slashdot0902 at width 16. The first binary's kernels gpu suite runs first (TESTS_TC: a doctest test-case filter;
 # TESTS_TIMEOUT seconds, default 150; TESTS=0 skips it, which saves device time when the first binary was tested in an
@@ -58,7 +59,8 @@ done
 wait $gen
 echo "graphs: ${SECONDS}s" >> "$s"
 for name in $graphs; do spmm "$name" "/tmp/$name.gcsr"; done
-for name in products reddit; do
+# shellcheck disable=SC2086  # EPOCH_GRAPHS: a list of names
+for name in ${EPOCH_GRAPHS:-products reddit}; do
   [[ " $graphs " == *" $name "* ]] && [ "${EPOCHS:-1}" = 1 ] || continue
   for p in bf16 fp32; do
     for b in "${bins[@]}"; do run_epoch .carry/$b/gcnpart "$name" $p 2 "epoch-$name-$p-$b"; done

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "kernels/context.hpp"
 #include "kernels/core/cuda_check.hpp"
@@ -27,6 +28,48 @@ __device__ __forceinline__ std::int64_t global_thread() {
   return static_cast<std::int64_t>(blockIdx.x) * blockDim.x + threadIdx.x;
 }
 __device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::int64_t>(gridDim.x) * blockDim.x; }
+
+/// Programmatic dependent launch (compute capability 9.0 and up): a kernel launched with launch_kernel(..., true)
+/// may start while the kernel before it in the stream still runs, once every block of that kernel has called
+/// allow_dependents() or exited; it must call await_predecessor() before it reads what that kernel writes (or
+/// writes what it reads). Both are no-ops on older GPUs, where launch_kernel launches in stream order.
+__device__ __forceinline__ void allow_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+__device__ __forceinline__ void await_predecessor() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+/// Whether the current device takes programmatic dependent launches (compute capability 9.0 and up).
+inline bool programmatic_launch_supported() {
+  int device = 0, major = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return false;
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
+  return major >= 9;
+}
+
+/// kernel<<<grid, block, 0, stream>>>(args...), as a programmatic dependent launch of the stream's previous kernel
+/// when `programmatic` and the device supports it (see allow_dependents); errors are thrown.
+template <class... Params, class... Args>
+void launch_kernel(bool programmatic, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
+                   Args&&... args) {
+  const bool supported = programmatic && programmatic_launch_supported();
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(grid);
+  config.blockDim = dim3(block);
+  config.dynamicSmemBytes = 0;
+  config.stream = stream;
+  config.attrs = &attribute;
+  config.numAttrs = supported ? 1 : 0;
+  GCNPART_CUDA_TRY(cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...));
+}
 
 /// Whether p may be read or written `bytes` at a time (a vector load or store).
 inline bool aligned(const void* p, std::size_t bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }

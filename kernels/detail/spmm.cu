@@ -24,7 +24,15 @@
 // resident warp, at least a segment), and add one partial sum per row piece with atomics; the other blocks are the
 // row kernel, which skips the long rows. So the hubs' work no longer waits for the short rows' (H200, own fp32 at
 // widths 16-256, bench/results/h200-2026-12-03a/call4-final: soc-Slashdot0902 at 128 0.111 -> 0.103 ms, email-Enron
-// at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). Not for bf16 X read 8 values at a time (width 256
+// at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). The fused kernel is a programmatic dependent
+// launch of the zeroing kernel (compute capability 9.0; cuda_common.cuh's launch_kernel): its row blocks start while
+// the zeroing runs and only its long-row warps await it, before their first addition, so the zeroing's launch and
+// run are off the critical path (H200, bench/results/h200-2026-12-03e/call1-pdl-l2, same call: soc-Slashdot0902 at
+// 16 / 32 / 64 0.0249 / 0.0363 / 0.0579 -> 0.0227 / 0.0341 / 0.0550 ms, email-Enron at 16 / 64 0.0158 / 0.0288 ->
+// 0.0139 / 0.0271 ms, arxiv-sized at 16 0.0366 -> 0.0344 ms). The kernels that only follow the SpMM's own kernels
+// (the segment kernel, the bf16 rounding, the zeroing after the pad kernel) are launched the same way and await their
+// predecessor first: their launch overlaps its last blocks. Long-row sums are added as float4 where the GPU has
+// 16-byte atomics (compute capability 9.0) and Y's rows allow it. Not for bf16 X read 8 values at a time (width 256
 // and up) nor the four-lane layouts (widths 33-48 by default, 17-64 with --spmm-lanes 4), where the two launches
 // were faster.
 //
@@ -220,10 +228,19 @@ __device__ __forceinline__ void store_columns(Bf16Bits* yr, std::int64_t c, std:
     if (c + i < width) yr[c + i] = float_to_bf16(element(v, i));
 }
 
-/// The same with atomic additions (long-row segments).
+/// The same with atomic additions (long-row segments): a whole float4 inside the width in one 16-byte atomic where the
+/// GPU has it (compute capability 9.0) and y_vec (the row's vectors are aligned), else element by element.
 template <class Elem, int kVec>
-__device__ __forceinline__ void add_columns(float* yr, std::int64_t c, std::int64_t width,
+__device__ __forceinline__ void add_columns(float* yr, std::int64_t c, std::int64_t width, bool y_vec,
                                             const typename Lanes<Elem, kVec>::Type& v) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  if constexpr (std::is_same_v<typename Lanes<Elem, kVec>::Type, float4>) {
+    if (y_vec && c + 4 <= width) {
+      atomicAdd(reinterpret_cast<float4*>(yr + c), v);
+      return;
+    }
+  }
+#endif
 #pragma unroll
   for (int i = 0; i < kVec; ++i)
     if (c + i < width) atomicAdd(yr + c + i, element(v, i));
@@ -423,6 +440,7 @@ __device__ __forceinline__ void accumulate(const SpmmArgs<Elem, Out>& s, std::in
 template <class Elem, class Out, int kVec, int kGroup, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads, kChunks == 2 ? 4 : 0)
     spmm_row_kernel(const SpmmArgs<Elem, Out> s, SegmentList list) {
+  await_predecessor();  // launched programmatically after the previous slab's segment kernel (launch_slab)
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kGroups = kBlockThreads / kGroup;        // rows per block
@@ -496,6 +514,7 @@ __device__ __forceinline__ Float8 xor_sum(Float8 v, int offset) { return {xor_su
 template <class Elem, class Out, int kVec, int kGroup, int kChunks>
 __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmArgs<Elem, Out> s, const Segment* items,
                                                                      const int* count) {
+  await_predecessor();  // launched programmatically after the row kernel, which lists the segments
   using L = Lanes<Elem, kVec>;
   using T = typename L::Type;
   constexpr int kSubgroups = 32 / kGroup;
@@ -532,7 +551,8 @@ __global__ void __launch_bounds__(kBlockThreads) spmm_segment_kernel(const SpmmA
 #pragma unroll
         for (int offset = kGroup; offset < 32; offset *= 2) acc[ch] = xor_sum(acc[ch], offset);
         const std::int64_t c = col0 + ch * kGroup * kVec + static_cast<std::int64_t>(lane) * kVec;
-        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, L::scale(acc[ch], rs));
+        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, std::is_same_v<Out, float> && s.y_vec,
+                                                  L::scale(acc[ch], rs));
       }
     }
   }
@@ -644,7 +664,9 @@ __global__ void __launch_bounds__(kBlockThreads, fused_min_blocks(kChunks))
 #pragma unroll
         for (int offset = kGroup; offset < 32; offset *= 2) acc[ch] = xor_sum(acc[ch], offset);
         const std::int64_t c = col0 + ch * kGroup * kVec + static_cast<std::int64_t>(lane) * kVec;
-        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, L::scale(acc[ch], rs));
+        await_predecessor();  // the zeroing kernel (launched before this one, which may start while it runs)
+        if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, std::is_same_v<Out, float> && s.y_vec,
+                                                  L::scale(acc[ch], rs));
       }
     }
   }
@@ -654,6 +676,10 @@ __global__ void __launch_bounds__(kBlockThreads, fused_min_blocks(kChunks))
 /// float scratch's rows 0..count (bf16 output), `width` columns.
 __global__ void spmm_zero_long_rows_kernel(const NodeId* rows, std::int64_t count, std::int64_t width,
                                            float* y, std::int64_t ldy, bool by_slot) {
+  // Launched programmatically after the pad kernel, if any: its own predecessor first, then the fused kernel's row
+  // blocks may start (they do not touch the long rows; its long-row warps await this kernel).
+  await_predecessor();
+  allow_dependents();
   const std::int64_t n = count * width;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
     const std::int64_t i = t / width, c = t - i * width;
@@ -664,6 +690,7 @@ __global__ void spmm_zero_long_rows_kernel(const NodeId* rows, std::int64_t coun
 /// bf16 output with a plan: scratch row i rounded into Y's row rows[i].
 __global__ void spmm_round_plan_rows_kernel(const float* scratch, std::int64_t ld_scratch, const NodeId* rows,
                                             std::int64_t count, std::int64_t width, Bf16Bits* y, std::int64_t ldy) {
+  await_predecessor();  // launched programmatically after the fused kernel
   const std::int64_t n = count * width;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
     const std::int64_t i = t / width, c = t - i * width;
@@ -674,6 +701,7 @@ __global__ void spmm_round_plan_rows_kernel(const float* scratch, std::int64_t l
 /// bf16 output: the long rows' float sums (scratch rows by slot, scaled already) rounded into their Y rows.
 __global__ void spmm_round_long_rows_kernel(const float* scratch, std::int64_t ld_scratch, const std::int64_t* rows,
                                             const int* count, std::int64_t width, Bf16Bits* y, std::int64_t ldy) {
+  await_predecessor();  // launched programmatically after the segment kernel
   const std::int64_t n = static_cast<std::int64_t>(*count) * width;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
     const std::int64_t slot = t / width, c = t - slot * width;
@@ -710,39 +738,44 @@ void with_row_layout(std::int64_t vectors, int lanes, Launch&& launch) {
 }
 
 /// One slab: the row kernel, then the segment kernel over the long rows' segments (same lane groups, the warp's
-/// groups sharing each segment), with kVec elements per lane load.
+/// groups sharing each segment), with kVec elements per lane load. The segment kernel is a programmatic dependent
+/// launch of the row kernel (its launch overlaps the row kernel's last blocks; it awaits the row kernel first), and so
+/// is the row kernel of the previous slab's segment kernel where `row_after_kernel` (not after the counters' memset,
+/// which is not a kernel).
 template <class Elem, class Out, int kVec>
 void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int lanes,
-                 cudaStream_t stream) {
+                 bool row_after_kernel, cudaStream_t stream) {
   with_row_layout<kVec == 4>((s.width + kVec - 1) / kVec, lanes, [&]<int kGroup, int kChunks>() {
     constexpr int kGroups = kBlockThreads / kGroup;  // rows per block
     const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
-    spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks><<<row_blocks, kBlockThreads, 0, stream>>>(s, list);
-    GCNPART_CUDA_TRY(cudaGetLastError());
-    spmm_segment_kernel<Elem, Out, kVec, kGroup, kChunks>
-        <<<segment_blocks, kBlockThreads, 0, stream>>>(s, list.items, list.count);
-    GCNPART_CUDA_TRY(cudaGetLastError());
+    launch_kernel(row_after_kernel, spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks>, row_blocks, kBlockThreads,
+                  stream, s, list);
+    launch_kernel(true, spmm_segment_kernel<Elem, Out, kVec, kGroup, kChunks>, static_cast<unsigned>(segment_blocks),
+                  kBlockThreads, stream, s, static_cast<const Segment*>(list.items), static_cast<const int*>(list.count));
   });
 }
 
 /// One slab with a long-row plan: the fused kernel (the long rows' blocks first, then the row blocks). Never for the
 /// four-lane layouts (run_spmm), so none are instantiated.
+/// after_zeroing: the stream's previous kernel is spmm_zero_long_rows_kernel (this product's), which the fused kernel
+/// then follows as a programmatic dependent launch: its row blocks, which do not touch the long rows, start while the
+/// zeroing runs, and only its long-row warps await it (before their first addition).
 template <class Elem, class Out, int kVec>
-void launch_fused(const SpmmArgs<Elem, Out>& s, LongRowPlan plan, int lanes, cudaStream_t stream) {
+void launch_fused(const SpmmArgs<Elem, Out>& s, LongRowPlan plan, int lanes, bool after_zeroing, cudaStream_t stream) {
   with_row_layout<false>((s.width + kVec - 1) / kVec, lanes, [&]<int kGroup, int kChunks>() {
     constexpr int kGroups = kBlockThreads / kGroup;
     const auto row_blocks = static_cast<unsigned>((s.num_rows + kGroups - 1) / kGroups);
-    spmm_fused_kernel<Elem, Out, kVec, kGroup, kChunks>
-        <<<plan.segment_blocks + row_blocks, kBlockThreads, 0, stream>>>(s, plan);
-    GCNPART_CUDA_TRY(cudaGetLastError());
+    launch_kernel(after_zeroing, spmm_fused_kernel<Elem, Out, kVec, kGroup, kChunks>, plan.segment_blocks + row_blocks,
+                  kBlockThreads, stream, s, plan);
   });
 }
 
 template <class Elem, class Out>
-void launch_fused(int vec, const SpmmArgs<Elem, Out>& s, const LongRowPlan& plan, int lanes, cudaStream_t stream) {
+void launch_fused(int vec, const SpmmArgs<Elem, Out>& s, const LongRowPlan& plan, int lanes, bool after_zeroing,
+                  cudaStream_t stream) {
   GCNPART_EXPECTS(vec == 4 || vec == 1, "the fused SpMM kernel loads 1 or 4 elements per lane");
-  if (vec == 4) return launch_fused<Elem, Out, 4>(s, plan, lanes, stream);
-  launch_fused<Elem, Out, 1>(s, plan, lanes, stream);
+  if (vec == 4) return launch_fused<Elem, Out, 4>(s, plan, lanes, after_zeroing, stream);
+  launch_fused<Elem, Out, 1>(s, plan, lanes, after_zeroing, stream);
 }
 
 /// The widest per-lane vector the layout allows: kVec X elements in one load of kVec * sizeof(Elem) bytes, so X's
@@ -761,12 +794,12 @@ int vector_width(const SpmmArgs<Elem, Out>& s) {
 
 template <class Elem, class Out>
 void launch_slab(int vec, const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segment_blocks, int lanes,
-                 cudaStream_t stream) {
+                 bool row_after_kernel, cudaStream_t stream) {
   if constexpr (std::is_same_v<Elem, Bf16Bits>) {
-    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, lanes, stream);
+    if (vec == 8) return launch_slab<Elem, Out, 8>(s, list, segment_blocks, lanes, row_after_kernel, stream);
   }
-  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, lanes, stream);
-  launch_slab<Elem, Out, 1>(s, list, segment_blocks, lanes, stream);
+  if (vec == 4) return launch_slab<Elem, Out, 4>(s, list, segment_blocks, lanes, row_after_kernel, stream);
+  launch_slab<Elem, Out, 1>(s, list, segment_blocks, lanes, row_after_kernel, stream);
 }
 
 /// The padded copy of X (SpmmTuning::pad): out (rows x ld_out, ld_out a multiple of kSpmmPadVector) = x's first
@@ -893,14 +926,14 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     plan.segment_blocks = static_cast<unsigned>((seg_warps + kBlockThreads / 32 - 1) / (kBlockThreads / 32));
     if (k > 0) {  // the long rows' sums start from zero: Y's rows, or (bf16 Y) the scratch's first k rows
       const unsigned zero_blocks = elementwise_blocks(k * width);
+      // A programmatic dependent launch of the pad kernel, if any (it awaits it first).
       if constexpr (kFloatOut) {
-        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, y, ldy,
-                                                                                        false);
+        launch_kernel(padding > 0, spmm_zero_long_rows_kernel, zero_blocks, kElementwiseThreads, ctx.stream, plan.rows,
+                      k, width, y, ldy, false);
       } else {
-        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, scratch,
-                                                                                        ld_scratch, true);
+        launch_kernel(padding > 0, spmm_zero_long_rows_kernel, zero_blocks, kElementwiseThreads, ctx.stream, plan.rows,
+                      k, width, scratch, ld_scratch, true);
       }
-      GCNPART_CUDA_TRY(cudaGetLastError());
     }
     for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
       SpmmArgs<Elem, Out> s = whole;
@@ -908,13 +941,12 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
       s.y = y + c0;
       if (!kFloatOut) s.scratch = scratch + c0;
       s.width = std::min(slab, width - c0);
-      launch_fused(vec, s, plan, lanes, ctx.stream);
+      launch_fused(vec, s, plan, lanes, k > 0 && c0 == 0, ctx.stream);
     }
     if constexpr (!kFloatOut) {
       if (k > 0) {
-        spmm_round_plan_rows_kernel<<<elementwise_blocks(k * width), kElementwiseThreads, 0, ctx.stream>>>(
-            scratch, ld_scratch, plan.rows, k, width, y, ldy);
-        GCNPART_CUDA_TRY(cudaGetLastError());
+        launch_kernel(true, spmm_round_plan_rows_kernel, elementwise_blocks(k * width), kElementwiseThreads,
+                      ctx.stream, static_cast<const float*>(scratch), ld_scratch, plan.rows, k, width, y, ldy);
       }
     }
     return;
@@ -939,12 +971,12 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     if (!kFloatOut) s.scratch = scratch + c0;
     s.width = std::min(slab, width - c0);
     list.fill = c0 == 0;  // later slabs reuse the first slab's lists (and long rows' zeroed scratch rows)
-    launch_slab(vec, s, list, blocks, lanes, ctx.stream);
+    launch_slab(vec, s, list, blocks, lanes, c0 > 0, ctx.stream);
   }
   if constexpr (!kFloatOut) {
-    spmm_round_long_rows_kernel<<<blocks, kBlockThreads, 0, ctx.stream>>>(scratch, ld_scratch, list.long_rows,
-                                                                          list.long_count, width, y, ldy);
-    GCNPART_CUDA_TRY(cudaGetLastError());
+    launch_kernel(true, spmm_round_long_rows_kernel, static_cast<unsigned>(blocks), kBlockThreads, ctx.stream,
+                  static_cast<const float*>(scratch), ld_scratch, static_cast<const std::int64_t*>(list.long_rows),
+                  static_cast<const int*>(list.long_count), width, y, ldy);
   }
 }
 
