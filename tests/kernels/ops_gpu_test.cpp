@@ -1175,6 +1175,39 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
   CHECK(f.allocator.in_use() == 0);
 }
 
+TEST_CASE("CUDA dropout over more blocks than one grid-stride pass reproduces the CPU bit for bit") {
+  // The epilogue kernel runs at most 65,536 blocks of 256 threads (2^24 grid-stride steps of 4 columns per pass) and
+  // each thread takes its steps two at a time: 2.2 passes give threads of one, two and three steps (a pair, then a
+  // lone last one), and 3 blocks of 4 columns per row carry the row across the stride (2^24 = 1 mod 3). Width 12:
+  // vector loads; 11: element by element.
+  DeviceFixture f;
+  for (const std::int64_t width : {12, 11}) {
+    CAPTURE(width);
+    const std::int64_t steps = (std::int64_t{1} << 24) * 22 / 10;
+    const std::int64_t rows = steps / 3;
+    std::vector<float> pattern(static_cast<std::size_t>(rows * width));
+    for (std::size_t i = 0; i < pattern.size(); ++i)
+      pattern[i] = static_cast<float>(static_cast<int>(i % 251) - 125) / 64.0f;
+    const auto x16 = host_bf16(pattern);
+    pattern = {};
+    Dropout d;
+    d.p = 0.5f;
+    d.key = rng::stream_key(11, rng::kDropout, 1, 0);
+    d.global_offset = 77;
+    std::vector<Bf16> dropped(x16.size());
+    dropout_async(kCpu, make_view(x16.data(), rows, width), d, make_view(dropped.data(), rows, width));
+    DeviceBuffer<Bf16> dx(x16);
+    dropout_async(f.ctx, make_view(dx.data(), rows, width), d, make_view(dx.data(), rows, width));  // in place
+    const auto got = dx.to_host();
+    CHECK(got.size() == dropped.size());
+    std::size_t first_difference = got.size();
+    for (std::size_t i = 0; i < got.size() && first_difference == got.size(); ++i)
+      if (std::memcmp(&got[i], &dropped[i], sizeof(Bf16)) != 0) first_difference = i;
+    CHECK(first_difference == got.size());
+  }
+  CHECK(f.allocator.in_use() == 0);
+}
+
 TEST_CASE("CUDA dropout keeps the sign of a negative zero input as the CPU does, in float and bf16") {
   // The CPU copies -0 through (and scales it when kept); the device must store the same bits.
   DeviceFixture f;
