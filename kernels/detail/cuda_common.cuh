@@ -32,7 +32,9 @@ __device__ __forceinline__ std::int64_t grid_stride() { return static_cast<std::
 /// Programmatic dependent launch (compute capability 9.0 and up): a kernel launched with launch_kernel(..., true)
 /// may start while the kernel before it in the stream still runs, once every block of that kernel has called
 /// allow_dependents() or exited; it must call await_predecessor() before it reads what that kernel writes (or
-/// writes what it reads). Both are no-ops on older GPUs, where launch_kernel launches in stream order.
+/// writes what it reads), and what it touches without awaiting must have been complete when that kernel started (so
+/// that kernel is best launched in stream order). Both are no-ops on older GPUs, where launch_kernel launches in
+/// stream order.
 __device__ __forceinline__ void allow_dependents() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");

@@ -24,17 +24,20 @@
 // resident warp, at least a segment), and add one partial sum per row piece with atomics; the other blocks are the
 // row kernel, which skips the long rows. So the hubs' work no longer waits for the short rows' (H200, own fp32 at
 // widths 16-256, bench/results/h200-2026-12-03a/call4-final: soc-Slashdot0902 at 128 0.111 -> 0.103 ms, email-Enron
-// at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). The fused kernel is a programmatic dependent
-// launch of the zeroing kernel (compute capability 9.0; cuda_common.cuh's launch_kernel): its row blocks start while
-// the zeroing runs and only its long-row warps await it, before their first addition, so the zeroing's launch and
-// run are off the critical path (H200, bench/results/h200-2026-12-03e/call1-pdl-l2, same call: soc-Slashdot0902 at
-// 16 / 32 / 64 0.0249 / 0.0363 / 0.0579 -> 0.0227 / 0.0341 / 0.0550 ms, email-Enron at 16 / 64 0.0158 / 0.0288 ->
-// 0.0139 / 0.0271 ms, arxiv-sized at 16 0.0366 -> 0.0344 ms). The kernels that only follow the SpMM's own kernels
-// (the segment kernel, the bf16 rounding, the zeroing after the pad kernel) are launched the same way and await their
-// predecessor first: their launch overlaps its last blocks. Long-row sums are added as float4 where the GPU has
-// 16-byte atomics (compute capability 9.0) and Y's rows allow it. Not for bf16 X read 8 values at a time (width 256
+// at 64 0.0326 -> 0.0295 ms, reddit-sized at 100 3.56 -> 3.26 ms). Not for bf16 X read 8 values at a time (width 256
 // and up) nor the four-lane layouts (widths 33-48 by default, 17-64 with --spmm-lanes 4), where the two launches
 // were faster.
+//
+// Programmatic dependent launch (compute capability 9.0; cuda_common.cuh's launch_kernel). The fused kernel may
+// start while the zeroing runs: its row blocks do not touch the long rows and start at once, and only its long-row
+// warps await the zeroing, before their first addition, so the zeroing's launch and run are off the critical path
+// (H200, bench/results/h200-2026-12-03e/call1-pdl-l2, same call: soc-Slashdot0902 at 16 / 32 / 64 0.0249 / 0.0363 /
+// 0.0579 -> 0.0227 / 0.0341 / 0.0550 ms, email-Enron at 16 / 64 0.0158 / 0.0288 -> 0.0139 / 0.0271 ms, arxiv-sized
+// at 16 0.0366 -> 0.0344 ms). The zeroing itself is launched in stream order: the row blocks, which never await,
+// read only what was complete before their predecessor started. The kernels that only follow the SpMM's own kernels
+// (the segment kernel, the bf16 rounding) are launched the same way and await their predecessor first: their launch
+// overlaps its last blocks. Long-row sums are added as float4 where the GPU has 16-byte atomics (compute capability
+// 9.0) and Y's rows allow it.
 //
 // Widths that are not a multiple of the vector (class counts such as 41 or 47). A lane loads whole vectors as
 // long as X's rows start on one (ld a multiple of the vector, x aligned): the last vector of a row reads into the
@@ -676,9 +679,9 @@ __global__ void __launch_bounds__(kBlockThreads, fused_min_blocks(kChunks))
 /// float scratch's rows 0..count (bf16 output), `width` columns.
 __global__ void spmm_zero_long_rows_kernel(const NodeId* rows, std::int64_t count, std::int64_t width,
                                            float* y, std::int64_t ldy, bool by_slot) {
-  // Launched programmatically after the pad kernel, if any: its own predecessor first, then the fused kernel's row
-  // blocks may start (they do not touch the long rows; its long-row warps await this kernel).
-  await_predecessor();
+  // The fused kernel's row blocks may start at once (they do not touch the long rows; its long-row warps await this
+  // kernel). This kernel is launched in stream order: the row blocks read X (the pad kernel's copy, if any) without
+  // awaiting anything, which is sound only where X was complete when their predecessor started.
   allow_dependents();
   const std::int64_t n = count * width;
   for (std::int64_t t = global_thread(); t < n; t += grid_stride()) {
@@ -926,14 +929,14 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     plan.segment_blocks = static_cast<unsigned>((seg_warps + kBlockThreads / 32 - 1) / (kBlockThreads / 32));
     if (k > 0) {  // the long rows' sums start from zero: Y's rows, or (bf16 Y) the scratch's first k rows
       const unsigned zero_blocks = elementwise_blocks(k * width);
-      // A programmatic dependent launch of the pad kernel, if any (it awaits it first).
       if constexpr (kFloatOut) {
-        launch_kernel(padding > 0, spmm_zero_long_rows_kernel, zero_blocks, kElementwiseThreads, ctx.stream, plan.rows,
-                      k, width, y, ldy, false);
+        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, y, ldy,
+                                                                                        false);
       } else {
-        launch_kernel(padding > 0, spmm_zero_long_rows_kernel, zero_blocks, kElementwiseThreads, ctx.stream, plan.rows,
-                      k, width, scratch, ld_scratch, true);
+        spmm_zero_long_rows_kernel<<<zero_blocks, kElementwiseThreads, 0, ctx.stream>>>(plan.rows, k, width, scratch,
+                                                                                        ld_scratch, true);
       }
+      GCNPART_CUDA_TRY(cudaGetLastError());
     }
     for (std::int64_t c0 = 0; c0 < width; c0 += slab) {
       SpmmArgs<Elem, Out> s = whole;
