@@ -6,6 +6,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <utility>
 
 #include "kernels/context.hpp"
@@ -46,20 +48,33 @@ __device__ __forceinline__ void await_predecessor() {
 #endif
 }
 
-/// Whether the current device takes programmatic dependent launches (compute capability 9.0 and up).
-inline bool programmatic_launch_supported() {
-  int device = 0, major = 0;
+/// Whether `kernel` may be launched programmatically on the current device: the device has compute capability 9.0
+/// or more and the code it runs was compiled for 9.0 or more (PTX version, so that await_predecessor is
+/// griddepcontrol.wait and not the no-op: a build for 8.x alone runs JIT-compiled code without it on an H100). Cached
+/// per device and kernel.
+inline bool programmatic_launch_supported(const void* kernel) {
+  int device = 0;
   if (cudaGetDevice(&device) != cudaSuccess) return false;
-  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) != cudaSuccess) return false;
-  return major >= 9;
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> known;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_pair(device, kernel);
+  if (const auto it = known.find(key); it != known.end()) return it->second;
+  int major = 0;
+  cudaFuncAttributes attributes{};
+  const bool ok = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+                  major >= 9 && cudaFuncGetAttributes(&attributes, kernel) == cudaSuccess &&
+                  attributes.ptxVersion >= 90;
+  known.emplace(key, ok);
+  return ok;
 }
 
 /// kernel<<<grid, block, 0, stream>>>(args...), as a programmatic dependent launch of the stream's previous kernel
-/// when `programmatic` and the device supports it (see allow_dependents); errors are thrown.
+/// when `programmatic` and programmatic_launch_supported(kernel) (see allow_dependents); errors are thrown.
 template <class... Params, class... Args>
 void launch_kernel(bool programmatic, void (*kernel)(Params...), unsigned grid, unsigned block, cudaStream_t stream,
                    Args&&... args) {
-  const bool supported = programmatic && programmatic_launch_supported();
+  const bool supported = programmatic && programmatic_launch_supported(reinterpret_cast<const void*>(kernel));
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;

@@ -1177,9 +1177,10 @@ TEST_CASE("CUDA bf16 epilogues and dropout reproduce the CPU bf16 outputs and ma
 
 TEST_CASE("CUDA dropout over more blocks than one grid-stride pass reproduces the CPU bit for bit") {
   // The epilogue kernel runs at most 65,536 blocks of 256 threads (2^24 grid-stride steps of 4 columns per pass) and
-  // each thread takes its steps two at a time: 2.2 passes give threads of one, two and three steps (a pair, then a
-  // lone last one), and 3 blocks of 4 columns per row carry the row across the stride (2^24 = 1 mod 3). Width 12:
-  // vector loads; 11: element by element.
+  // each thread takes its steps two at a time: 2.2 passes give threads of two steps (one pair) and of three (a pair,
+  // then a lone last one; threads of one step are the smaller tests'), and 3 blocks of 4 columns per row carry the
+  // row across the stride (2^24 = 1 mod 3), once onto the row past the last. Width 12: vector loads; 11: element by
+  // element.
   DeviceFixture f;
   for (const std::int64_t width : {12, 11}) {
     CAPTURE(width);
