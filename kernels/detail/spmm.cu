@@ -662,12 +662,12 @@ __global__ void __launch_bounds__(kBlockThreads, fused_min_blocks(kChunks))
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) acc[ch] = L::zero();
       accumulate<Elem, kVec, kGroup, kChunks>(s, beg, end, col0, lane, mask, acc);
+      await_predecessor();  // the zeroing kernel (launched before this one, which may start while it runs)
 #pragma unroll
       for (int ch = 0; ch < kChunks; ++ch) {
 #pragma unroll
         for (int offset = kGroup; offset < 32; offset *= 2) acc[ch] = xor_sum(acc[ch], offset);
         const std::int64_t c = col0 + ch * kGroup * kVec + static_cast<std::int64_t>(lane) * kVec;
-        await_predecessor();  // the zeroing kernel (launched before this one, which may start while it runs)
         if (subgroup == 0) add_columns<Elem, kVec>(yr, c, s.width, std::is_same_v<Out, float> && s.y_vec,
                                                   L::scale(acc[ch], rs));
       }
@@ -754,7 +754,7 @@ void launch_slab(const SpmmArgs<Elem, Out>& s, const SegmentList& list, int segm
     launch_kernel(row_after_kernel, spmm_row_kernel<Elem, Out, kVec, kGroup, kChunks>, row_blocks, kBlockThreads,
                   stream, s, list);
     launch_kernel(true, spmm_segment_kernel<Elem, Out, kVec, kGroup, kChunks>, static_cast<unsigned>(segment_blocks),
-                  kBlockThreads, stream, s, static_cast<const Segment*>(list.items), static_cast<const int*>(list.count));
+                  kBlockThreads, stream, s, list.items, list.count);
   });
 }
 
@@ -949,7 +949,7 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     if constexpr (!kFloatOut) {
       if (k > 0) {
         launch_kernel(true, spmm_round_plan_rows_kernel, elementwise_blocks(k * width), kElementwiseThreads,
-                      ctx.stream, static_cast<const float*>(scratch), ld_scratch, plan.rows, k, width, y, ldy);
+                      ctx.stream, scratch, ld_scratch, plan.rows, k, width, y, ldy);
       }
     }
     return;
@@ -977,9 +977,8 @@ void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, cons
     launch_slab(vec, s, list, blocks, lanes, c0 > 0, ctx.stream);
   }
   if constexpr (!kFloatOut) {
-    launch_kernel(true, spmm_round_long_rows_kernel, static_cast<unsigned>(blocks), kBlockThreads, ctx.stream,
-                  static_cast<const float*>(scratch), ld_scratch, static_cast<const std::int64_t*>(list.long_rows),
-                  static_cast<const int*>(list.long_count), width, y, ldy);
+    launch_kernel(true, spmm_round_long_rows_kernel, static_cast<unsigned>(blocks), kBlockThreads, ctx.stream, scratch,
+                  ld_scratch, list.long_rows, list.long_count, width, y, ldy);
   }
 }
 

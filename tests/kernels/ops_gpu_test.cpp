@@ -1200,11 +1200,10 @@ TEST_CASE("CUDA dropout over more blocks than one grid-stride pass reproduces th
     DeviceBuffer<Bf16> dx(x16);
     dropout_async(f.ctx, make_view(dx.data(), rows, width), d, make_view(dx.data(), rows, width));  // in place
     const auto got = dx.to_host();
-    CHECK(got.size() == dropped.size());
-    std::size_t first_difference = got.size();
-    for (std::size_t i = 0; i < got.size() && first_difference == got.size(); ++i)
-      if (std::memcmp(&got[i], &dropped[i], sizeof(Bf16)) != 0) first_difference = i;
-    CHECK(first_difference == got.size());
+    REQUIRE(got.size() == dropped.size());
+    // The index of the first differing element (bit for bit), not the vectors: doctest would print all of them.
+    const auto first_difference = std::mismatch(got.begin(), got.end(), dropped.begin()).first - got.begin();
+    CHECK(first_difference == static_cast<std::ptrdiff_t>(got.size()));
   }
   CHECK(f.allocator.in_use() == 0);
 }
