@@ -17,7 +17,7 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/plan.hpp"
 
 namespace {

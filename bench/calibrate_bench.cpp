@@ -12,7 +12,7 @@
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
 #include "datasets/generators.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/ops.hpp"
 #include "partition/memory_model.hpp"
 

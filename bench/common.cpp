@@ -6,13 +6,13 @@
 
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/format.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #endif
 
 #ifndef GCNPART_GIT_COMMIT

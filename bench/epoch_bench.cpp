@@ -7,7 +7,7 @@
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"
 #include "partition/reorder.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::bench {
 

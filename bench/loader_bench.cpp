@@ -30,7 +30,7 @@
 #include "datasets/gcsr.hpp"
 #include "datasets/loaders.hpp"
 #include "datasets/text_reader.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace {
 

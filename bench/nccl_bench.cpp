@@ -5,7 +5,7 @@
 #include "bench/detail/timing.hpp"
 #include "engine/mpi_communicator.hpp"
 #include "engine/nccl_communicator.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::bench {
 

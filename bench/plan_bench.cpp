@@ -26,7 +26,7 @@
 #include <vector>
 
 #include "datasets/generators.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/plan.hpp"
 
 namespace {

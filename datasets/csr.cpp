@@ -6,7 +6,7 @@
 #include <atomic>
 #include <numeric>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::datasets {
 

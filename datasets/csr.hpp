@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/csr_view.hpp"
-#include "kernels/core/host_vector.hpp"
+#include "base/csr_view.hpp"
+#include "base/host_vector.hpp"
 
 namespace gcnpart::datasets {
 

@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::datasets {
 

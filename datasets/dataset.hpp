@@ -17,7 +17,7 @@ struct Dataset {
   std::string provenance;  ///< where it came from: path and format, or generator and parameters
   Csr graph;
   std::int64_t num_features = 0;
-  HostVector<float> features;  ///< resize leaves it unwritten (kernels/core/host_vector.hpp)
+  HostVector<float> features;  ///< resize leaves it unwritten (base/host_vector.hpp)
   std::vector<std::int32_t> labels;
   std::int32_t num_classes = 0;
   std::map<std::string, std::vector<NodeId>> splits;  ///< "train", "valid", "test" (any names allowed)

@@ -4,7 +4,7 @@
 #include <filesystem>
 #include <system_error>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::datasets {
 

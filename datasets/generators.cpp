@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "datasets/detail/synthetic.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 
 namespace gcnpart::datasets {
 

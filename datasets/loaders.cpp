@@ -19,8 +19,8 @@
 #include "datasets/gcsr.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/text_reader.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/format.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 
 namespace gcnpart::datasets {
 

@@ -4,8 +4,8 @@
 
 #include "datasets/dataset.hpp"
 #include "datasets/detail/synthetic.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 
 namespace gcnpart::datasets {
 

@@ -19,7 +19,7 @@
 #include <system_error>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::datasets {
 

@@ -3,7 +3,7 @@
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #endif
 
 #include <algorithm>
@@ -11,8 +11,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/spmm_layout.hpp"
+#include "base/error.hpp"
+#include "base/spmm_layout.hpp"
 #include "kernels/cuda_event.hpp"
 #include "kernels/long_rows.hpp"
 

@@ -5,7 +5,7 @@
 #include <string>
 #include <utility>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -10,7 +10,7 @@
 #include "engine/distributed.hpp"
 #include "engine/report_json.hpp"
 #include "engine/resources.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -19,7 +19,7 @@
 #include "engine/link_benchmark.hpp"
 #include "engine/mpi_communicator.hpp"
 #include "engine/nccl_communicator.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -7,9 +7,9 @@
 #include <memory>
 #include <type_traits>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/host_vector.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/host_vector.hpp"
+#include "base/philox.hpp"
 #include "partition/strategy.hpp"
 
 namespace gcnpart::engine {

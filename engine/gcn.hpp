@@ -24,7 +24,7 @@ namespace gcnpart::engine {
 /// 2^25, where launches are a measurable part of a step), capturing the second step and replaying it from the
 /// third; a capture that fails leaves the steps eager and says why (GcnModel::cuda_graph_status). kOn: whatever the
 /// size, and a failed capture or a configuration it cannot cover is an error. kOff: every step eager. Names (to_string,
-/// from_string): kernels/core/enums.hpp.
+/// from_string): base/enums.hpp.
 using gcnpart::CudaGraphMode;
 
 /// Model and optimiser configuration. Defaults reproduce the paper.

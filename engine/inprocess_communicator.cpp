@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -11,7 +11,7 @@
 #include "engine/inprocess_communicator.hpp"
 #include "engine/mpi_communicator.hpp"
 #include "engine/nccl_communicator.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

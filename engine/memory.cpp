@@ -10,7 +10,7 @@
 #include <new>
 
 #include "kernels/context.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -13,7 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/core/memory.hpp"
+#include "base/memory.hpp"
 #include "kernels/cuda_event.hpp"
 
 namespace gcnpart::engine {

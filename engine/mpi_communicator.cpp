@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 #ifdef GCNPART_HAVE_MPI
 #include <mpi.h>

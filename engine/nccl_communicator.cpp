@@ -1,6 +1,6 @@
 #include "engine/nccl_communicator.hpp"
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -10,7 +10,7 @@
 #include <cstring>
 #include <thread>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 
 namespace gcnpart::engine {
 

@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "engine/resources.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/allocation_plan.hpp"
 
 namespace gcnpart::engine {

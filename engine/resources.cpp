@@ -5,12 +5,12 @@
 #include <cuda_runtime_api.h>
 #include <cusparse.h>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #endif
 
 #include <charconv>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -3,13 +3,13 @@
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #endif
 
 #include <algorithm>
 #include <exception>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/memory.hpp"
+#include "base/memory.hpp"
 
 namespace gcnpart::engine {
 

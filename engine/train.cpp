@@ -9,7 +9,7 @@
 #include "engine/gcn.hpp"
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -7,8 +7,8 @@
 #include <fstream>
 #include <limits>
 
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/error.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::engine {
 

@@ -15,7 +15,7 @@
 #include "engine/gcn.hpp"
 #include "engine/nccl_communicator.hpp"
 #include "engine/memory.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/plan.hpp"
 
 namespace gcnpart::engine {

@@ -4,8 +4,8 @@
 
 #include <cstdint>
 
-#include "kernels/core/enums.hpp"
-#include "kernels/core/memory.hpp"
+#include "base/enums.hpp"
+#include "base/memory.hpp"
 
 // Opaque CUDA types, so host code includes this without the CUDA headers.
 typedef struct CUstream_st* cudaStream_t;

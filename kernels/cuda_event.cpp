@@ -3,7 +3,7 @@
 #include <utility>
 
 #if GCNPART_HAVE_CUDA
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 
 namespace gcnpart::kernels {
 
@@ -47,7 +47,7 @@ double elapsed_ms(const CudaEvent& start, const CudaEvent& stop) {
 }  // namespace gcnpart::kernels
 #else  // a CPU-only build: no event can be made, so the other members never see one
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::kernels {
 

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::kernels {
 

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/core/csr_view.hpp"
+#include "base/csr_view.hpp"
 
 namespace gcnpart::kernels {
 

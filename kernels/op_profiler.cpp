@@ -5,7 +5,7 @@
 #include <deque>
 #include <map>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_event.hpp"
 
 namespace gcnpart::kernels {

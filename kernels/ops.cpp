@@ -6,7 +6,7 @@
 #include <type_traits>
 #include <utility>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/dropout_mask.hpp"
 #include "kernels/op_profiler.hpp"

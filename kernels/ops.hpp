@@ -1,5 +1,5 @@
 // The primitives of GCN training. Each has a CPU implementation (OpenMP, the reference) and a CUDA one;
-// `ctx.backend` picks. Dense matrices are passed as views (kernels/core/dense_view.hpp: data, rows, cols, leading
+// `ctx.backend` picks. Dense matrices are passed as views (base/dense_view.hpp: data, rows, cols, leading
 // dimension; float32 or bf16); the entry points check their shapes against each other. CUDA calls are asynchronous
 // on ctx.stream (hence the `_async`).
 #pragma once
@@ -8,8 +8,8 @@
 #include <vector>
 
 #include "kernels/context.hpp"
-#include "kernels/core/csr_view.hpp"
-#include "kernels/core/dense_view.hpp"
+#include "base/csr_view.hpp"
+#include "base/dense_view.hpp"
 
 namespace gcnpart::kernels {
 

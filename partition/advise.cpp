@@ -9,8 +9,8 @@
 #include <sstream>
 #include <tuple>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/format.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 
 namespace gcnpart::partition {
 

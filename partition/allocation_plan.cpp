@@ -4,14 +4,14 @@
 #include <limits>
 #include <set>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/spmm_layout.hpp"
+#include "base/error.hpp"
+#include "base/spmm_layout.hpp"
 
 namespace gcnpart::partition {
 
 namespace {
 
-// Sizes of what the engine uploads (kernels/core/csr_view.hpp types).
+// Sizes of what the engine uploads (base/csr_view.hpp types).
 constexpr int kOffsetBytes = 8;  // RowOffset
 constexpr int kIndexBytes = 4;   // NodeId, int32 labels
 constexpr int kFloatBytes = 4;

@@ -6,7 +6,7 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::partition {
 

@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {
@@ -334,7 +334,7 @@ class CalibrationReader {
     if (!v.is_string()) bad(path + name, v.dump(), "a string");
     return v.get<std::string>();
   }
-  /// An enumerator by its name (kernels/core/enums.hpp tables).
+  /// An enumerator by its name (base/enums.hpp tables).
   template <class Enum>
   Enum name(const nlohmann::json& obj, const std::string& field_name, const std::string& path) const {
     const std::string value = text(obj, field_name, path);

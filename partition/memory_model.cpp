@@ -6,8 +6,8 @@
 #include <map>
 #include <set>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 #include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {

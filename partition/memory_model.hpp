@@ -13,8 +13,8 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
-#include "kernels/core/enums.hpp"
-#include "kernels/core/memory.hpp"
+#include "base/enums.hpp"
+#include "base/memory.hpp"
 #include "partition/plan.hpp"
 
 namespace gcnpart::partition {
@@ -26,7 +26,7 @@ using CategoryBytes = std::array<std::int64_t, static_cast<std::size_t>(MemoryCa
 // and split-k partials; CUDA tracks CUB and column-sum scratch and cuSPARSE plans, while cuBLAS keeps its own
 // workspace, part of the fixed per-GPU overhead) and SpmmAlgo (GcnConfig::spmm; kAuto on CUDA may keep a cuSPARSE
 // plan per width: the model prices one at every width but ModelSpec::auto_own_widths, plus one candidate alive while
-// tuning) are the engine's own enums (kernels/core/enums.hpp).
+// tuning) are the engine's own enums (base/enums.hpp).
 
 /// The GCN as the memory model sees it: the sizes engine::GcnConfig and the dataset give it.
 struct ModelSpec {

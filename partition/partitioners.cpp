@@ -8,8 +8,8 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 #include "partition/detail/plan_detail.hpp"
 #include "partition/plan.hpp"
 

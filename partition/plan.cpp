@@ -8,7 +8,7 @@
 #include <numeric>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/detail/plan_detail.hpp"
 
 namespace gcnpart::partition {

@@ -26,10 +26,10 @@
 #include <string>
 #include <type_traits>
 
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/binary_format.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/input_file.hpp"
+#include "base/atomic_file.hpp"
+#include "base/binary_format.hpp"
+#include "base/error.hpp"
+#include "base/input_file.hpp"
 #include "partition/detail/plan_detail.hpp"
 #include "partition/plan.hpp"
 

@@ -8,7 +8,7 @@
 #include <type_traits>
 #include <numeric>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::partition {
 

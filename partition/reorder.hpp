@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
-#include "kernels/core/enums.hpp"
+#include "base/enums.hpp"
 
 namespace gcnpart::partition {
 

@@ -1,6 +1,6 @@
 #include "partition/strategy.hpp"
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::partition {
 

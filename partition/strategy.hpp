@@ -10,14 +10,14 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/enum_names.hpp"
-#include "kernels/core/enums.hpp"
+#include "base/enum_names.hpp"
+#include "base/enums.hpp"
 
 namespace gcnpart::partition {
 
 /// kBoundary comes last: the codes are part of the plan file format (partition/plan_io.cpp).
 enum class Strategy { kSingle, kDrop, kHalo, kGather, kPipeline, kBoundary };
-// to_string(Strategy) and from_string<Strategy>(text, parameter) (kernels/core/enum_names.hpp), found by ADL.
+// to_string(Strategy) and from_string<Strategy>(text, parameter) (base/enum_names.hpp), found by ADL.
 using gcnpart::from_string;
 using gcnpart::to_string;
 

@@ -11,8 +11,8 @@
 #include <iostream>
 
 #include "datasets/dataset_path.hpp"
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/error.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::cli {
 

@@ -13,9 +13,9 @@
 #include "engine/distributed.hpp"
 #include "engine/memory.hpp"
 #include "engine/report_json.hpp"
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/format.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
+#include "base/format.hpp"
 
 namespace gcnpart::cli {
 

@@ -7,7 +7,7 @@
 #include <set>
 
 #include "bench/bench.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/cards.hpp"
 #include "partition/cost_model.hpp"
 #include "tools/cli_common.hpp"

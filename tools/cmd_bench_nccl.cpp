@@ -6,7 +6,7 @@
 #include <sstream>
 
 #include "bench/bench.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "tools/cli_common.hpp"
 
 namespace gcnpart::cli {

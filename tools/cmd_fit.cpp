@@ -6,7 +6,7 @@
 #include <memory>
 #include <sstream>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/advise.hpp"
 #include "partition/cards.hpp"
 #include "tools/cli_common.hpp"

@@ -14,8 +14,8 @@
 #include "engine/resources.hpp"
 #include "engine/train.hpp"
 #include "engine/trainer.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/progress.hpp"
+#include "base/error.hpp"
+#include "base/progress.hpp"
 #include "tools/cli_common.hpp"
 
 #ifndef GCNPART_GIT_COMMIT

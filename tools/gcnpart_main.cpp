@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 #include "kernels/context.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/progress.hpp"
+#include "base/error.hpp"
+#include "base/progress.hpp"
 #include "tools/cli_common.hpp"
 
 namespace {

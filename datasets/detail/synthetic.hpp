@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <vector>
 
-#include "kernels/core/csr_view.hpp"
-#include "kernels/core/host_vector.hpp"
+#include "base/csr_view.hpp"
+#include "base/host_vector.hpp"
 
 namespace gcnpart::datasets::detail {
 

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <cstring>
 
-#include "kernels/core/dense_view.hpp"
-#include "kernels/core/host_device.hpp"
+#include "base/dense_view.hpp"
+#include "base/host_device.hpp"
 
 namespace gcnpart::kernels::detail {
 

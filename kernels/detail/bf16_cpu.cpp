@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/bf16.hpp"
 

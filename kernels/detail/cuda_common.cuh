@@ -11,7 +11,7 @@
 #include <utility>
 
 #include "kernels/context.hpp"
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #include "kernels/detail/bf16.hpp"
 
 namespace gcnpart::kernels::detail::cuda {

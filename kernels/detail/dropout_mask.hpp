@@ -12,8 +12,8 @@
 #include <cmath>
 #include <cstdint>
 
-#include "kernels/core/host_device.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/host_device.hpp"
+#include "base/philox.hpp"
 
 namespace gcnpart::kernels::detail {
 

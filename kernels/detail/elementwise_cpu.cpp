@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/detail/backends.hpp"
 #include "kernels/detail/dropout_mask.hpp"
 #include "kernels/detail/nonzero_scan.hpp"

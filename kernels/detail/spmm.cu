@@ -65,8 +65,8 @@
 #include "kernels/detail/bf16.hpp"
 #include "kernels/detail/cuda_common.cuh"
 #include "kernels/detail/spmm_tuning.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/spmm_layout.hpp"
+#include "base/error.hpp"
+#include "base/spmm_layout.hpp"
 #include "kernels/detail/workspace.hpp"
 
 namespace gcnpart::kernels::detail::cuda {
@@ -837,7 +837,7 @@ __global__ void spmm_pad_kernel(const Elem* x, std::int64_t ldx, std::int64_t wi
 /// The row kernel, which lists the long rows' segments, then the segment kernel (see the file comment), per slab of
 /// columns (SpmmTuning::slab); or, for a matrix that carries its long rows (CsrView::long_rows) where the layout
 /// allows, the zeroing kernel and one fused launch per slab (see "Listed long rows" in the file comment). X that does not allow vector loads (its rows do not start on 4 elements) is
-/// first copied into a padded workspace when SpmmTuning::pad (see kernels/core/spmm_layout.hpp).
+/// first copied into a padded workspace when SpmmTuning::pad (see base/spmm_layout.hpp).
 template <class Elem, class Out>
 void run_spmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale, const Elem* x,
               std::int64_t ldx, Out* y, std::int64_t ldy, std::int64_t width, const SpmmTuning& tuning,

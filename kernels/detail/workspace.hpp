@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "kernels/context.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::kernels::detail {
 

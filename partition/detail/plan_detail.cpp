@@ -5,8 +5,8 @@
 #include <algorithm>
 #include <string>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 
 namespace gcnpart::partition::detail {
 

@@ -10,7 +10,7 @@
 
 #include "dataset_fixtures.hpp"
 #include "engine/report_json.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 

@@ -3,7 +3,7 @@
 #include <doctest/doctest.h>
 #include <omp.h>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::datasets;

@@ -6,7 +6,7 @@
 #include <fstream>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

@@ -6,7 +6,7 @@
 #include <limits>
 
 #include "datasets/error_matchers.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::datasets;

@@ -7,8 +7,8 @@
 #include <fstream>
 
 #include "datasets/generators.hpp"
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/error.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

@@ -7,8 +7,8 @@
 #include <cmath>
 #include <set>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::datasets;

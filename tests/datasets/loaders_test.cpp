@@ -16,7 +16,7 @@
 #include "datasets/error_matchers.hpp"
 #include "datasets/gcsr.hpp"
 #include "datasets/generators.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "datasets/error_matchers.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

@@ -10,7 +10,7 @@
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
 #include "engine/train.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "engine/inprocess_communicator.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;

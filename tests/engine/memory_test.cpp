@@ -6,12 +6,12 @@
 #include <utility>
 
 #include "engine/resources.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
-#include "kernels/core/cuda_check.hpp"
+#include "base/cuda_check.hpp"
 #endif
 
 using namespace gcnpart;

@@ -5,7 +5,7 @@
 
 #include "engine/memory.hpp"
 #include "engine/step_graph.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;

@@ -18,7 +18,7 @@
 #include <typeinfo>
 
 #include "datasets/dataset.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::fuzz {
 

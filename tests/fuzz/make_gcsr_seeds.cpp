@@ -1,5 +1,5 @@
 // Writes the .gcsr seeds of corpus/gcsr/ from the loader fixtures (run once; the seeds are checked in):
-//   g++ -std=c++20 -fopenmp -I. tests/fuzz/make_gcsr_seeds.cpp datasets/*.cpp kernels/core/*.cpp -lz -o /tmp/seeds
+//   g++ -std=c++20 -fopenmp -I. tests/fuzz/make_gcsr_seeds.cpp datasets/*.cpp base/*.cpp -lz -o /tmp/seeds
 //   /tmp/seeds tests/data tests/fuzz/corpus/gcsr
 // Each seed is one steering byte (see fuzz_gcsr.cpp) followed by a valid file.
 #include <filesystem>

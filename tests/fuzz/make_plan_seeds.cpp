@@ -1,5 +1,5 @@
 // Writes the plan-file seeds of corpus/plan/ (run once; the seeds are checked in):
-//   g++ -std=c++20 -fopenmp -I. tests/fuzz/make_plan_seeds.cpp datasets/*.cpp kernels/core/*.cpp partition/*.cpp \
+//   g++ -std=c++20 -fopenmp -I. tests/fuzz/make_plan_seeds.cpp datasets/*.cpp base/*.cpp partition/*.cpp \
 //       partition/detail/*.cpp -lmetis -lz -o /tmp/plan_seeds
 //   /tmp/plan_seeds tests/data tests/fuzz/corpus/plan
 // Each seed is one steering byte (see fuzz_plan.cpp) followed by a valid plan of a small graph.

@@ -14,8 +14,8 @@
 #include <utility>
 #include <vector>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"
 

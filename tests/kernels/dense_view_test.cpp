@@ -1,5 +1,5 @@
-// Tests of kernels/core/dense_view.hpp, and of the shape checks the kernel entry points make on views.
-#include "kernels/core/dense_view.hpp"
+// Tests of base/dense_view.hpp, and of the shape checks the kernel entry points make on views.
+#include "base/dense_view.hpp"
 
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/ops.hpp"
 
 using namespace gcnpart;

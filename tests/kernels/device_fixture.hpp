@@ -14,8 +14,8 @@
 #include <vector>
 
 #include "kernels/context.hpp"
-#include "kernels/core/cuda_check.hpp"
-#include "kernels/core/error.hpp"
+#include "base/cuda_check.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::testing {
 

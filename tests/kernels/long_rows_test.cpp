@@ -1,5 +1,5 @@
 // The long-row list the own CUDA SpMM keeps with a matrix (kernels/long_rows.hpp) and the bounds the memory model
-// prices it with (kernels/core/spmm_layout.hpp).
+// prices it with (base/spmm_layout.hpp).
 #include "kernels/long_rows.hpp"
 
 #include <doctest/doctest.h>
@@ -10,8 +10,8 @@
 #include <random>
 #include <vector>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/spmm_layout.hpp"
+#include "base/error.hpp"
+#include "base/spmm_layout.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::kernels;

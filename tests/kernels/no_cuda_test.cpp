@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "kernels/context.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "kernels/cuda_event.hpp"
 #include "kernels/ops.hpp"
 

@@ -12,8 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
 #include "kernels/detail/dropout_mask.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"

@@ -16,9 +16,9 @@
 #include <vector>
 
 #include "device_fixture.hpp"
-#include "kernels/core/error.hpp"
-#include "kernels/core/philox.hpp"
-#include "kernels/core/spmm_layout.hpp"
+#include "base/error.hpp"
+#include "base/philox.hpp"
+#include "base/spmm_layout.hpp"
 #include "kernels/long_rows.hpp"
 #include "kernels/ops.hpp"
 #include "ops_reference.hpp"

@@ -8,7 +8,7 @@
 #include <random>
 #include <vector>
 
-#include "kernels/core/csr_view.hpp"
+#include "base/csr_view.hpp"
 
 namespace gcnpart::testing {
 

@@ -6,7 +6,7 @@
 #include <map>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "dataset_fixtures.hpp"
 
 using namespace gcnpart;

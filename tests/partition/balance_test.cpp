@@ -6,7 +6,7 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/plan.hpp"
 #include "test_support.hpp"
 

@@ -19,8 +19,8 @@
 #include "datasets/error_matchers.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "kernels/core/binary_format.hpp"
-#include "kernels/core/error.hpp"
+#include "base/binary_format.hpp"
+#include "base/error.hpp"
 #include "partition/memory_model.hpp"
 #include "test_support.hpp"
 

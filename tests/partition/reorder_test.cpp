@@ -13,7 +13,7 @@
 #include "datasets/generators.hpp"
 #include "engine/problem.hpp"
 #include "engine/train.hpp"
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "partition/plan.hpp"
 #include "dataset_fixtures.hpp"
 

@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::partition;

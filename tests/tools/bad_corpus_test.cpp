@@ -22,8 +22,8 @@
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
 #include "partition/cards.hpp"
-#include "kernels/core/atomic_file.hpp"
-#include "kernels/core/error.hpp"
+#include "base/atomic_file.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

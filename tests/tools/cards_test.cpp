@@ -5,7 +5,7 @@
 #include <fstream>
 #include <set>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "kernels/core/host_device.hpp"
+#include "base/host_device.hpp"
 
 namespace gcnpart::kernels {
 

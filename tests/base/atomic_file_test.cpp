@@ -1,4 +1,4 @@
-#include "kernels/core/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <doctest/doctest.h>
 #include <sys/stat.h>
@@ -11,7 +11,7 @@
 #include <sstream>
 #include <thread>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 #include "test_support.hpp"
 
 using namespace gcnpart;

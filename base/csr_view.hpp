@@ -3,7 +3,7 @@
 
 #include <cstdint>
 
-#include "kernels/core/host_device.hpp"
+#include "base/host_device.hpp"
 
 namespace gcnpart {
 

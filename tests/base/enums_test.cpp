@@ -1,4 +1,4 @@
-#include "kernels/core/enums.hpp"
+#include "base/enums.hpp"
 
 #include <doctest/doctest.h>
 

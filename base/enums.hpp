@@ -1,6 +1,6 @@
 // The compute choices every layer shares, one enum each with its table: where kernels run (Backend), the element
 // types and GEMM math of training (Precision), and which SpMM implementation runs (SpmmAlgo). kernels, partition
-// (memory and cost models) and engine all use these; names come from the tables (kernels/core/enum_names.hpp).
+// (memory and cost models) and engine all use these; names come from the tables (base/enum_names.hpp).
 // A new precision is one row of kPrecisions plus its kernels.
 #pragma once
 
@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <string>
 
-#include "kernels/core/enum_names.hpp"
+#include "base/enum_names.hpp"
 
 namespace gcnpart {
 

@@ -1,4 +1,4 @@
-#include "kernels/core/philox.hpp"
+#include "base/philox.hpp"
 
 #include <doctest/doctest.h>
 

@@ -10,7 +10,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart {
 

@@ -1,4 +1,4 @@
-#include "kernels/core/binary_format.hpp"
+#include "base/binary_format.hpp"
 
 #include <zlib.h>
 

@@ -1,4 +1,4 @@
-#include "kernels/core/memory.hpp"
+#include "base/memory.hpp"
 
 namespace gcnpart {
 

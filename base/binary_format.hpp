@@ -7,7 +7,7 @@
 #include <cstring>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::binary {
 

@@ -1,4 +1,4 @@
-#include "kernels/core/input_file.hpp"
+#include "base/input_file.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -8,7 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart {
 

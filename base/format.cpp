@@ -1,4 +1,4 @@
-#include "kernels/core/format.hpp"
+#include "base/format.hpp"
 
 #include <cmath>
 #include <cstdio>

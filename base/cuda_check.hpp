@@ -10,7 +10,7 @@
 #include <cstdio>
 #include <string>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart::detail {
 

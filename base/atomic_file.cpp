@@ -1,4 +1,4 @@
-#include "kernels/core/atomic_file.hpp"
+#include "base/atomic_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -14,7 +14,7 @@
 #include <filesystem>
 #include <optional>
 
-#include "kernels/core/error.hpp"
+#include "base/error.hpp"
 
 namespace gcnpart {
 

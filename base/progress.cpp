@@ -1,4 +1,4 @@
-#include "kernels/core/progress.hpp"
+#include "base/progress.hpp"
 
 #include <unistd.h>
 
