@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "base/error.hpp"
@@ -59,6 +61,17 @@ LongRowsView upload_long_rows(Resources& res, const kernels::LongRows& list, con
   kernels::copy_async(res.context(), prefix, list.prefix.data(),
                       static_cast<std::size_t>(count + 1) * sizeof(std::int64_t));
   return LongRowsView{offsets, rows, list.floor, count, ids, prefix, list.prefix.data()};
+}
+
+/// One SpMM of rows in either storage type into float rows: float rows by `algo` (own kernel or cuSPARSE), bf16
+/// rows always by the own kernel (cuSPARSE has no bf16-input, fp32-output CSR SpMM).
+void spmm_rows(const kernels::Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+               kernels::ConstMatrixView x, kernels::MatrixView y, SpmmAlgo algo, const kernels::SpmmTuning& tuning) {
+  kernels::spmm_async(ctx, a, row_scale, col_scale, x, y, algo, tuning);
+}
+void spmm_rows(const kernels::Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
+               kernels::ConstBf16MatrixView x, kernels::MatrixView y, SpmmAlgo, const kernels::SpmmTuning& tuning) {
+  kernels::spmm_bf16_async(ctx, a, row_scale, col_scale, x, y, tuning);
 }
 
 struct DeviceCsr {
@@ -179,20 +192,17 @@ class LocalAggregation final : public Aggregation {
           cusparse_[w] = std::make_unique<kernels::CusparseSpmm>(res.context(), graph_.view, dinv_row_.data(),
                                                                  dinv_col_.data(), w);
   }
-  void forward(const float* x, float* y, std::int64_t width) override { run(x, y, width); }
-  void backward(const float* dy, float* dx, std::int64_t width) override { run(dy, dx, width); }
-  void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override { run_bf16(x, y, width); }
-  void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override { run_bf16(dy, dx, width); }
-  [[nodiscard]] bool rounds_bf16_output() const override { return true; }
-  void forward_bf16_rounded(const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width) override {
-    run_bf16_out(x, y, scratch, width);
+  // Â is symmetric: forward and backward are the same product.
+  void apply(Pass, StoredRows x, float* y, std::int64_t width) override {
+    std::visit([&](auto rows) { run(rows, y, width); }, x);
   }
-  void backward_bf16_rounded(const kernels::Bf16* dy, kernels::Bf16* dx, float* scratch, std::int64_t width) override {
-    run_bf16_out(dy, dx, scratch, width);
+  bool apply_rounded(Pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width) override {
+    run_bf16_out(x, y, scratch, width);
+    return true;
   }
 
  private:
-  void run_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
+  void run(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
                              kernels::make_view(x, graph_.view.num_cols, width),
                              kernels::make_view(y, graph_.view.num_rows, width), tuning_);
@@ -323,36 +333,64 @@ class GatherAggregation final : public Aggregation {
   GatherAggregation(const GatherAggregation&) = delete;
   GatherAggregation& operator=(const GatherAggregation&) = delete;
 
-  void forward(const float* x, float* y, std::int64_t width) override {
-    gather_and_aggregate(
-        x, staging_.data(), table_.data(), y, width, [&](const float* t, std::int64_t ld, float* out, std::int64_t w) {
-          kernels::spmm_async(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
-                              kernels::make_view(t, forward_.view.num_cols, w, ld),
-                              kernels::make_view(out, forward_.view.num_rows, w, width), algo_, tuning_);
-        });
+  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) override {
+    std::visit(
+        [&](auto rows) {
+          if (pass == Pass::kForward) {
+            forward_rows(rows, y, width);
+          } else {
+            backward_rows(rows, y, width);
+          }
+        },
+        x);
   }
 
-  void backward(const float* dy, float* dx, std::int64_t width) override {
+ private:
+  /// The table's rows in storage type T: float, or bf16 laid out in table_'s memory (forward's table travels as
+  /// bf16: half the all-gather's bytes); the staging block likewise.
+  template <class T>
+  T* table_of() {
+    if constexpr (std::is_same_v<T, float>) {
+      return table_.data();
+    } else {
+      return reinterpret_cast<T*>(table_.data());
+    }
+  }
+  template <class T>
+  T* staging_of() {
+    if constexpr (std::is_same_v<T, float>) {
+      return staging_.data();
+    } else {
+      GCNPART_EXPECTS(!staging16_.empty(), "GatherAggregation was built without bf16 buffers");
+      return staging16_.data();
+    }
+  }
+
+  template <class T>
+  void forward_rows(const T* x, float* y, std::int64_t width) {
+    if constexpr (std::is_same_v<T, kernels::Bf16>) {
+      if ((block_ * width) % 2 != 0) return forward_odd_bf16(x, y, width);
+    }
+    gather_and_aggregate(x, staging_of<T>(), table_of<T>(), y, width,
+                         [&](const T* t, std::int64_t ld, float* out, std::int64_t w) {
+                           spmm_rows(res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
+                                     kernels::make_view(t, forward_.view.num_cols, w, ld),
+                                     kernels::make_view(out, forward_.view.num_rows, w, width), algo_, tuning_);
+                         });
+  }
+
+  template <class T>
+  void backward_rows(const T* dy, float* dx, std::int64_t width) {
     aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
-                          kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
-                          kernels::make_view(t, backward_.view.num_rows, w), algo_, tuning_);
+      spmm_rows(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
+                kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
+                kernels::make_view(t, backward_.view.num_rows, w), algo_, tuning_);
     });
   }
 
-  void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override {
+  void forward_odd_bf16(const kernels::Bf16* x, float* y, std::int64_t width) {
     GCNPART_EXPECTS(!staging16_.empty(), "GatherAggregation was built without bf16 buffers");
-    auto* table16 = reinterpret_cast<kernels::Bf16*>(table_.data());
-    if ((block_ * width) % 2 == 0) {
-      gather_and_aggregate(x, staging16_.data(), table16, y, width,
-                           [&](const kernels::Bf16* t, std::int64_t ld, float* out, std::int64_t w) {
-                             kernels::spmm_bf16_async(
-                                 res_.context(), forward_.view, dinv_own_.data(), table_dinv_.data(),
-                                 kernels::make_view(t, forward_.view.num_cols, w, ld),
-                                 kernels::make_view(out, forward_.view.num_rows, w, width), tuning_);
-                           });
-      return;
-    }
+    auto* table16 = table_of<kernels::Bf16>();
     // An odd element count per block: NCCL moves whole float words, so every block carries one padding element,
     // which breaks the row layout: widen block by block into a float table of the plain layout.
     const auto& ctx = res_.context();
@@ -365,15 +403,6 @@ class GatherAggregation final : public Aggregation {
                         kernels::make_view(y, forward_.view.num_rows, width), algo_, tuning_);
   }
 
-  void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
-    aggregate_and_reduce(dx, width, [&](std::int64_t c0, float* t, std::int64_t w) {
-      kernels::spmm_bf16_async(res_.context(), backward_.view, table_dinv_.data(), dinv_own_.data(),
-                               kernels::make_view(dy + c0, backward_.view.num_cols, w, width),
-                               kernels::make_view(t, backward_.view.num_rows, w), tuning_);
-    });
-  }
-
- private:
   /// Column chunks per collective on CUDA when GcnConfig::gather_chunks asks for them (2..kMaxChunks). Off by default:
   /// on 2 H200s (NVLink, RMAT scale 21, hidden 256) 2 and 4 chunks made the gather epoch 1.5x and 2x slower than
   /// one (60.1 and 80.9 ms against 40.5), high-priority communication stream or not: the collectives' time grew
@@ -548,41 +577,47 @@ class BoundaryAggregation final : public Aggregation {
   BoundaryAggregation(const BoundaryAggregation&) = delete;
   BoundaryAggregation& operator=(const BoundaryAggregation&) = delete;
 
-  void forward(const float* x, float* y, std::int64_t width) override {
-    exchange_and_aggregate(x, source_.data(), outbox_.data(), y, width,
-                           [&](const CsrView& a, const float* row_scale, const float* in, float* out) {
-                             kernels::spmm_async(res_.context(), a, row_scale, dinv_local_.data(),
-                                                 kernels::make_view(in, a.num_cols, width),
-                                                 kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
-                           });
-  }
-
-  void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) override {
-    GCNPART_EXPECTS(!source16_.empty() || local_ * width == 0, "BoundaryAggregation was built without bf16 buffers");
-    exchange_and_aggregate(x, source16_.data(), outbox16_.data(), y, width,
-                           [&](const CsrView& a, const float* row_scale, const kernels::Bf16* in, float* out) {
-                             kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_local_.data(),
-                                                      kernels::make_view(in, a.num_cols, width),
-                                                      kernels::make_view(out, a.num_rows, width), tuning_);
-                           });
-  }
-
-  void backward(const float* dy, float* dx, std::int64_t width) override {
-    aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
-      kernels::spmm_async(res_.context(), a, row_scale, dinv_own_.data(), kernels::make_view(dy, a.num_cols, width),
-                          kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
-    });
-  }
-
-  void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) override {
-    aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
-      kernels::spmm_bf16_async(res_.context(), a, row_scale, dinv_own_.data(),
-                               kernels::make_view(dy, a.num_cols, width), kernels::make_view(out, a.num_rows, width),
-                               tuning_);
-    });
+  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) override {
+    std::visit(
+        [&](auto rows) {
+          if (pass == Pass::kForward) {
+            forward_rows(rows, y, width);
+          } else {
+            backward_rows(rows, y, width);
+          }
+        },
+        x);
   }
 
  private:
+  /// Messages travel in the rows' storage type: bf16 source and outbox rows for bf16 input.
+  template <class T>
+  void forward_rows(const T* x, float* y, std::int64_t width) {
+    T* source = nullptr;
+    T* outbox = nullptr;
+    if constexpr (std::is_same_v<T, float>) {
+      source = source_.data();
+      outbox = outbox_.data();
+    } else {
+      GCNPART_EXPECTS(!source16_.empty() || local_ * width == 0, "BoundaryAggregation was built without bf16 buffers");
+      source = source16_.data();
+      outbox = outbox16_.data();
+    }
+    exchange_and_aggregate(x, source, outbox, y, width,
+                           [&](const CsrView& a, const float* row_scale, const T* in, float* out) {
+                             spmm_rows(res_.context(), a, row_scale, dinv_local_.data(),
+                                       kernels::make_view(in, a.num_cols, width),
+                                       kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
+                           });
+  }
+
+  template <class T>
+  void backward_rows(const T* dy, float* dx, std::int64_t width) {
+    aggregate_and_return(dx, width, [&](const CsrView& a, const float* row_scale, float* out) {
+      spmm_rows(res_.context(), a, row_scale, dinv_own_.data(), kernels::make_view(dy, a.num_cols, width),
+                kernels::make_view(out, a.num_rows, width), SpmmAlgo::kOwn, tuning_);
+    });
+  }
 
   /// Blocks of `rows` rows of `row_bytes` each, per device.
   void exchange(const kernels::Context& ctx, const void* send, const std::vector<std::int64_t>& send_rows,
@@ -656,13 +691,7 @@ class BoundaryAggregation final : public Aggregation {
 
 }  // namespace
 
-void Aggregation::forward_bf16_rounded(const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
-  GCNPART_EXPECTS(false, "this aggregation returns float rows (rounds_bf16_output() is false)");
-}
-
-void Aggregation::backward_bf16_rounded(const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
-  GCNPART_EXPECTS(false, "this aggregation returns float rows (rounds_bf16_output() is false)");
-}
+bool Aggregation::apply_rounded(Pass, const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) { return false; }
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, const AllocationPlan& plan,

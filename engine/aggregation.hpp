@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
@@ -17,28 +18,36 @@
 
 namespace gcnpart::engine {
 
+/// Which product an aggregation computes: Â x (forward) or Â^T x (backward).
+enum class Pass { kForward, kBackward };
+
+/// The rows an aggregation reads, in the precision's storage type (float32, or bf16 read and widened by the own
+/// SpMM: cuSPARSE has no bf16-input, fp32-output CSR SpMM).
+using StoredRows = std::variant<const float*, const kernels::Bf16*>;
+
 class Aggregation {
  public:
   virtual ~Aggregation() = default;
-  /// y (rows x width) = Â x (x: rows x width, the device's rows). Asynchronous except for communication.
-  virtual void forward(const float* x, float* y, std::int64_t width) = 0;
-  /// dx (rows x width) = Â^T dy.
-  virtual void backward(const float* dy, float* dx, std::int64_t width) = 0;
-  /// forward / backward with the input stored as bf16 (fp32 accumulation and output): the --precision bf16 path.
-  /// Always gcnpart's own SpMM (cuSPARSE has no bf16-input, fp32-output CSR SpMM).
-  virtual void forward_bf16(const kernels::Bf16* x, float* y, std::int64_t width) = 0;
-  virtual void backward_bf16(const kernels::Bf16* dy, float* dx, std::int64_t width) = 0;
-  /// Whether the bf16 forward / backward can also store their output as bf16 straight from the SpMM (no float
-  /// rows, no rounding pass): the local aggregation (one SpMM of the device's own rows). The others return float
-  /// rows that the caller rounds.
-  [[nodiscard]] virtual bool rounds_bf16_output() const { return false; }
-  /// forward_bf16 / backward_bf16 with the output rounded to bf16 as the SpMM stores it; `scratch`: float rows of y's shape
-  /// (the long rows' sums until they are rounded). Only where rounds_bf16_output(). @throws LogicError elsewhere.
-  virtual void forward_bf16_rounded(const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
-  virtual void backward_bf16_rounded(const kernels::Bf16* dy, kernels::Bf16* dx, float* scratch,
-                                    std::int64_t width);
+  /// y (the device's rows x width, float32) = Â x (Pass::kForward; x: rows x width, the device's rows) or Â^T x
+  /// (Pass::kBackward). Asynchronous except for communication.
+  virtual void apply(Pass pass, StoredRows x, float* y, std::int64_t width) = 0;
+  /// apply() of bf16 rows with the output rounded to bf16 as the SpMM stores it (no float rows, no rounding pass);
+  /// `scratch`: float rows of y's shape (the long rows' sums until they are rounded). Returns false, doing nothing,
+  /// where the aggregation returns float rows only (gather and boundary: the caller rounds them); true for the local
+  /// aggregation (one SpMM of the device's own rows).
+  virtual bool apply_rounded(Pass pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
   /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
+
+  /// apply(Pass::kForward / kBackward, ...) for rows of either storage type.
+  template <class T>
+  void forward(const T* x, float* y, std::int64_t width) {
+    apply(Pass::kForward, StoredRows{x}, y, width);
+  }
+  template <class T>
+  void backward(const T* dy, float* dx, std::int64_t width) {
+    apply(Pass::kBackward, StoredRows{dy}, dx, width);
+  }
 };
 
 /// Most column chunks the gather strategy cuts a collective into (GcnConfig::gather_chunks).

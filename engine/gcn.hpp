@@ -12,9 +12,11 @@
 #include "engine/communicator.hpp"
 #include "engine/memory.hpp"
 #include "engine/planned_buffer.hpp"
+#include "engine/parameters.hpp"
 #include "engine/problem.hpp"
 #include "engine/resources.hpp"
-#include "engine/step_graph.hpp"
+#include "engine/sparse_input.hpp"
+#include "engine/step_execution.hpp"
 #include "kernels/ops.hpp"
 
 namespace gcnpart::engine {
@@ -77,12 +79,6 @@ partition::DeviceShape device_shape(const LocalProblem& problem);
 partition::ModelSpec model_spec(const LocalProblem& problem, const GcnConfig& config, int stage = 0,
                                 bool communicator = false);
 
-/// Everything that changes while training: the optimiser step and the flat parameter and Adam buffers.
-struct ModelState {
-  std::int64_t step = 0;
-  std::vector<float> params, adam_m, adam_v;
-};
-
 /// Losses and accuracies of one evaluation, summed over all devices.
 struct EvalResult {
   double loss_sum[3] = {0, 0, 0};       ///< train, valid, test: summed cross-entropy
@@ -135,118 +131,104 @@ class GcnModel {
   [[nodiscard]] std::vector<float> logits();
   /// Whether train_step replays a CUDA Graph: "on (N nodes, workspace B bytes)", "pending" (before the capture),
   /// "off" (not asked for), "off: CPU device", "off: a multi-device strategy" or "off: <why the capture failed>".
-  [[nodiscard]] const std::string& cuda_graph_status() const noexcept { return graph_status_; }
+  [[nodiscard]] const std::string& cuda_graph_status() const noexcept { return execution_->status(); }
   /// Steps replayed from the captured graph so far.
-  [[nodiscard]] std::int64_t cuda_graph_replays() const noexcept;
+  [[nodiscard]] std::int64_t cuda_graph_replays() const noexcept { return execution_->replays(); }
 
  private:
-  struct Layer {
-    std::int64_t in = 0, out = 0;              ///< stored widths (stored_dims)
-    std::int64_t model_in = 0, model_out = 0;  ///< the model's widths (dims): W is model_in x model_out of in x out
-    std::int64_t w_offset = 0, b_offset = 0;  ///< into the flat parameter / gradient / moment buffers
-    bool aggregate_first = false;             ///< (ÂH)W when in <= out, else Â(HW): the narrower SpMM
-    bool decay = false;                       ///< L2 weight decay on W
+  /// The buffers of a model whose features, activations and their gradients are stored as T (float, or kernels::Bf16
+  /// for Precision::kBf16; partition::allocation_plan names them the same in both).
+  template <class T>
+  struct Activations {
+    Buffer<T> features;                 ///< dense input features (empty with sparse input or on later stages)
+    std::vector<Buffer<T>> inputs;      ///< inputs[l]: layer l's dropped-out input (and layer l-1's stored output)
+    std::vector<Buffer<T>> aggregated;  ///< Â·input of the layers that aggregate before their GEMM
+    Buffer<T> intermediate;             ///< X W, dP or G W^T
+    Buffer<T> grad_a, grad_b;           ///< backward's ping-pong of dZ
   };
+  template <class T>
+  void allocate_activations(Activations<T>& a, const AllocationPlan& plan);
+  template <class T>
+  [[nodiscard]] Activations<T>& activations() noexcept;
+  /// The precision's forward (dropout as in training for `epoch` when `training`) and backward (loss, gradients,
+  /// their all-reduce), one template for every storage type. No host synchronisation.
+  template <class T>
+  void forward_as(bool training, int epoch);
+  template <class T>
+  void backward_as();
+  /// Â x (Pass::kBackward: Â^T x) of T rows into T rows y (rows x width): float straight from the aggregation;
+  /// bf16 rounded by the SpMM where the aggregation can, else float rows in z32_ and one rounding pass.
+  template <class T>
+  void aggregate_rows(Pass pass, const T* x, T* y, std::int64_t rows, std::int64_t width);
+  /// Float rows of cols x widest width for the sparse input's X W or dP: the intermediate buffer (float), z32_ (bf16).
+  template <class T>
+  [[nodiscard]] float* float_scratch() noexcept;
+  /// Pipeline stages (float storage only): layer first_'s input from the previous stage, the last held layer's
+  /// output to the next; backward's gradients the other way.
+  void receive_stage_input(Activations<float>& a);
+  void receive_stage_input(Activations<kernels::Bf16>& a);
   void forward(bool training, int epoch);
+  void backward_async();
+  /// The loss pass: the output bias, the training rows' softmax cross-entropy into scalar_f_, dZ of the logits as T
+  /// (zeros in other rows and padding columns) and the output bias gradient.
+  template <class T>
+  void loss_gradient_async(T* g);
   /// Writes the dropout keys of `epoch` and Adam's corrections of `step` into the device's step scalars, which the
   /// kernels read as they run (Dropout::key_at, AdamParams::corrections_at): a captured step stays right every epoch.
   void stage_step_scalars(int epoch, std::int64_t step);
   /// The step's device work: forward with dropout, loss, backward, gradient all-reduce, Adam (no host sync).
   void enqueue_step();
-  /// After an eager step measured by arena_: capture enqueue_step() into graph_, or record why not.
-  void capture_step();
   [[nodiscard]] const std::uint64_t* step_keys() const noexcept { return step_scalars_.data(); }
   [[nodiscard]] const float* step_corrections() const noexcept {
     return reinterpret_cast<const float*>(step_scalars_.data() + kMaxLayers);
   }
-  void forward_bf16(bool training, int epoch);
-  void backward_bf16_async();
-  /// Â x (backward: Â^T x) of bf16 rows into bf16 y (rows x width): rounded by the SpMM where the aggregation can,
-  /// else float rows in z32_ and one rounding pass.
-  void aggregate_rounded(bool backward, const kernels::Bf16* x, kernels::Bf16* y, std::int64_t rows,
-                         std::int64_t width);
-  void refresh_bf16_weights();
-  void allocate_bf16_activations(const AllocationPlan& plan);
   /// The dropout of layer `layer`'s input (layer 0: the input features) in `epoch`.
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
   [[nodiscard]] std::uint64_t dropout_key(int epoch, int layer) const;
   void sync();
-  void upload_sparse_features(const AllocationPlan& plan);
-  /// dW of the sparse-input first layer from dP (rows x width, float): dropout(X)^T dP with the last forward's mask.
-  void sparse_input_weight_gradient_async(const float* dp, float* dw, std::int64_t width);
-  void backward_async();
-  void adam_async();
+  void upload_problem(const AllocationPlan& plan);
   /// Adam's settings (learning rate; betas and epsilon at their defaults), shared by the step and its staged corrections.
   [[nodiscard]] kernels::AdamParams adam_params() const {
     kernels::AdamParams ap;
     ap.lr = config_.lr;
     return ap;
   }
-  std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
-  /// Host copies of a flat stored parameter-shaped buffer, as the model's tensors (W0, b0, W1, b1, ...) or
-  /// concatenated (the checkpoint layout, independent of the padding), and back.
-  std::vector<float> download_flat(const Buffer<float>& flat);
-  [[nodiscard]] std::vector<float> compact(const std::vector<float>& stored) const;
-  [[nodiscard]] std::vector<float> expand(const std::vector<float>& compacted) const;
-  [[nodiscard]] std::int64_t model_parameter_count() const;
+  [[nodiscard]] bool owns(int l) const noexcept { return l >= first_ && l < last_; }
 
   Resources& res_;
   const LocalProblem& problem_;
   Communicator* comm_;
-  std::unique_ptr<Aggregation> aggregation_;
   GcnConfig config_;
   std::vector<std::int64_t> model_dims_;  ///< the model's widths (dims())
   std::vector<std::int64_t> dims_;        ///< stored widths: every buffer and kernel call
   std::int64_t rows_, cols_;
   int first_ = 0, last_ = 0;  ///< the layers this device holds: [first_, last_) (all unless pipelined)
   int stage_ = 0, stages_ = 1;
-  [[nodiscard]] bool owns(int l) const noexcept { return l >= first_ && l < last_; }
   std::int64_t step_ = 0;
-  // Data on the device (the graph lives in aggregation_).
-  Buffer<float> features_;  ///< dense input features (empty when the sparse path is used)
-  // Sparse input features X (cols x F) and X^T (F x cols), stored values and their dropped-out copies.
-  bool sparse_input_ = false;
-  Buffer<RowOffset> x_offsets_, xt_offsets_;
-  Buffer<NodeId> x_cols_, xt_cols_;
-  Buffer<float> x_vals_, xt_vals_, xd_vals_, xtd_vals_;
-  CsrView x_view_{}, xt_view_{};
   int last_epoch_ = 0;
-  float last_p_ = 0.0f;
+  // The problem's rows on the device (the graph lives in aggregation_).
   Buffer<std::int32_t> labels_;
   Buffer<NodeId> global_ids_;
   Buffer<NodeId> split_rows_[3];
-  /// positive_[l]: the positive mask of layer l's input (a hidden output), for the ReLU / dropout backward
-  std::vector<Buffer<std::uint8_t>> positive_;
   /// row -> its position in the training rows, -1 for other rows (the fused loss; only where the loss is computed)
   Buffer<std::int32_t> loss_slots_;
-  // Parameters, gradients, Adam state: one flat buffer each, so the gradient all-reduce is one call.
-  std::vector<Layer> layers_;
-  std::int64_t num_params_ = 0;
-  Buffer<float> params_, grads_, adam_m_, adam_v_;
-  // Activations: inputs_[l] = dropped-out input of layer l (inputs_[0] aliases features when p = 0).
-  std::vector<Buffer<float>> inputs_;
-  std::vector<Buffer<float>> aggregated_;  ///< Â·input, saved when layer l aggregates before its GEMM
-  Buffer<float> logits_, tmp_, grad_a_, grad_b_;
+  std::unique_ptr<SparseInput> sparse_;  ///< sparse input features (null: dense, in the activations)
+  std::unique_ptr<ModelParameters> params_;
+  // Activations in the precision's storage type (only one of the two is allocated); float logits; z32_ the float
+  // SpMM and GEMM outputs of bf16 storage; positive_[l] the positive mask of layer l's input (a hidden output) for
+  // the ReLU / dropout backward.
+  Activations<float> f32_;
+  Activations<kernels::Bf16> bf16_;
+  Buffer<float> logits_, z32_;
+  std::vector<Buffer<std::uint8_t>> positive_;
   Buffer<float> scalar_f_;
-  // bf16 mode (config_.bf16()): features, layer inputs and aggregated inputs as bf16; t16_ bf16 scratch (X W,
-  // dP, G W^T), z32_ float scratch (SpMM and GEMM outputs); g16_a_/g16_b_ the gradient ping-pong;
-  // w16_ the bf16 copy of params_ refreshed after every optimiser step.
-  Buffer<kernels::Bf16> features16_, w16_, t16_, g16_a_, g16_b_;
-  std::vector<Buffer<kernels::Bf16>> inputs16_, aggregated16_;
-  Buffer<float> z32_;
   Buffer<std::int64_t> scalar_i_;
   // Step scalars (device): the dropout key of every layer (kMaxLayers), then Adam's two corrections (one slot).
   static constexpr int kMaxLayers = 64;
   Buffer<std::uint64_t> step_scalars_;
-  Buffer<std::byte> blas_workspace_;  ///< the GEMMs' cuBLAS workspace (planned: single CUDA device, graph on)
-  bool blas_bound_ = false;           ///< this model bound blas_workspace_ to the shared cuBLAS handle
   std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
-  // CUDA Graph of train_step (single device): calls counts train_step calls (capture on the second).
-  std::unique_ptr<StackArena> arena_;
-  std::unique_ptr<StepGraph> graph_;
-  std::string graph_status_;
-  bool capture_pending_ = false;  ///< the step is still to be captured (on its second call)
-  int graph_calls_ = 0;
+  std::unique_ptr<Aggregation> aggregation_;
+  std::unique_ptr<StepExecution> execution_;  ///< last: destroyed first (it synchronises before buffers go)
 };
 
 }  // namespace gcnpart::engine

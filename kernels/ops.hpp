@@ -192,6 +192,17 @@ void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha
 void gemm_bf16_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
                      ConstBf16MatrixView b, float beta, Bf16MatrixView c);
 
+/// gemm_async by storage type: the bf16 products under gemm_async's name, so code generic over the precision's
+/// storage type (engine/gcn.cpp) names one function. Same as gemm_bf16_async.
+inline void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                       ConstBf16MatrixView b, float beta, MatrixView c) {
+  gemm_bf16_async(ctx, trans_a, trans_b, alpha, a, b, beta, c);
+}
+inline void gemm_async(const Context& ctx, bool trans_a, bool trans_b, float alpha, ConstBf16MatrixView a,
+                       ConstBf16MatrixView b, float beta, Bf16MatrixView c) {
+  gemm_bf16_async(ctx, trans_a, trans_b, alpha, a, b, beta, c);
+}
+
 /// column_sum_async over bf16 x, summed in float32 (bias gradient). Overwrites out.
 void column_sum_async(const Context& ctx, ConstBf16MatrixView x, float* out);
 
