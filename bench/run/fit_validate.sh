@@ -1,18 +1,30 @@
 #!/usr/bin/env bash
-# On the GPU machine: check gcnpart fit against measured training (issue 16). For >= 20 configurations held out of
-# the calibration (RMAT and SBM graphs, scale 16-22, 2-4 layers, hidden 64-512, fp32 and bf16, one GPU; with two
-# GPUs also drop / halo / gather / pipeline rows) it runs `gcnpart train --device cuda` for a few epochs (median
-# train step after the first, driver memory after set-up) and `gcnpart fit` on the same graph, and writes
+# fit suite, on the GPU machine: check `gcnpart fit` against measured training (issue 16). For >= 20 configurations
+# held out of the calibration (RMAT and SBM graphs, scale 16-22, 2-4 layers, hidden 64-512, fp32 and bf16, one GPU;
+# with two GPUs also drop / halo / gather / pipeline rows) it runs `gcnpart train --device cuda` for a few epochs
+# (median train step after the first, driver memory after set-up) and `gcnpart fit` on the same graph, and writes
 # $OUT/fit-validate.json and $OUT/fit-validate.md: predicted, measured and error % for time and memory, the share
-# within +-15 %, and the worst |error| (the held-out residual fit prints as its band; copy it into
-# partition/calibration.json "held_out" when the calibration changes).
-#   CALIBRATE=1   first run `gcnpart bench calibrate` here and predict with that calibration (else the built-in one)
+# within +-15 %, and the worst |error| (the held-out residual fit prints as its band).
+#   bench/run/fit_validate.sh                      # about 6-8 minutes on one H200 with an existing build
+#   CALIBRATE=1 bench/run/fit_validate.sh          # recalibrate first, then validate that calibration
+# Parameters (environment):
+#   CALIBRATE=1   first run `gcnpart bench calibrate` here ($OUT/calibration-h200.json) and predict with it (else the
+#                 built-in partition/calibration.json); bench/run/calibration_merge.py then builds the new
+#                 partition/calibration.json from the two files (held-out epochs and residual included)
 #   EPOCHS=N      epochs per training run (default 6)
 #   QUICK=1       the first 8 rows only
-# About 6-8 minutes on one H200 with an existing build (graph generation included).
+#   FALSE_FITS=1  then the "never a false fits" check: for an RTX 3090 and an RTX 3080 emulated with `train
+#                 --memory-limit` (the card's memory less fit's fixed per-GPU overhead), fit's largest hidden width must
+#                 train and 5 % / 10 % wider must not fit (products-sized RMAT 21, LAYERS, default 2); writes
+#                 $OUT/false-fits.json (about 2-3 minutes)
+#   GCNPART_BIN   a binary built elsewhere (e.g. .carry/new/gcnpart; nothing is built here), else
+#                 build/gpu/tools/gcnpart, built when missing or REBUILD is set
+#   OUT           where the reports go (default /tmp/out); every train / fit JSON and log: $OUT/fit_validate.tar.gz
+# After a change to the model alone, `bench/run/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX` re-prices the
+# measured rows on the CPU (regenerate the graphs with the generator arguments below; generation is deterministic).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-bench/out}
+cd "$(dirname "$0")/../.." || exit 1
+out=${OUT:-/tmp/out}
 mkdir -p "$out"
 work=${TMPDIR:-/tmp}/gcnpart-fit-validate
 mkdir -p "$work"
@@ -61,6 +73,7 @@ results="$work/rows.jsonl"
 for row in "${rows[@]}"; do
   read -r name layers hidden precision ngpu strategy <<< "$row"
   data="$work/$name.gcsr"
+  # shellcheck disable=SC2086  # the generator's arguments, split on purpose
   [ -f "$data" ] || $g -q generate ${graph[$name]} -o "$data" > /dev/null || { echo "generate $name failed"; continue; }
   tag="$name-L$layers-h$hidden-$precision-$ngpu-$strategy"
   train_args=(--device cuda --layers "$layers" --hidden "$hidden" --precision "$precision" --epochs "$epochs")
@@ -95,4 +108,48 @@ PY
   echo "$tag done in $(( $(date +%s) - start )) s"
 done
 
-python3 bench/fit_revalidate.py --report "$results" "$out/fit-validate" "$epochs"
+python3 bench/run/fit_revalidate.py --report "$results" "$out/fit-validate" "$epochs"
+
+if [ -n "${FALSE_FITS:-}" ]; then
+  f=$work/rmat21.gcsr
+  # shellcheck disable=SC2086
+  [ -f "$f" ] || $g -q generate ${graph[rmat21]} -o "$f" > /dev/null
+  layers=${LAYERS:-2}
+  ff="$work/false-fits.jsonl"
+  : > "$ff"
+  for card in rtx3090 rtx3080; do
+    $g -q fit "$f" --card "$card" --layers "$layers" --hidden 256 --rank-gpus 1 --json "$work/fit-$card.json" > /dev/null ||
+      { echo "fit $card failed"; continue; }
+    read -r largest cap < <(python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1])); c = d["configurations"][0]; m = c["single"]["memory"]
+print(c["single"]["largest_hidden"], c["card_bytes"] - m["fixed_overhead_bytes"])' "$work/fit-$card.json")
+    for factor in 1.00 1.05 1.10; do
+      hidden=$(python3 -c "print(int($largest * $factor))")
+      $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" \
+        --json "$work/train-$card-h$hidden.json" > "$work/train-$card-h$hidden.log" 2>&1
+      rc=$?
+      python3 - "$work/train-$card-h$hidden.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" \
+        >> "$ff" <<'PY'
+import json, sys
+path, card, layers, hidden, largest, factor, cap, rc = sys.argv[1:]
+try:
+    peak = json.load(open(path))["summary"]["memory"]["peak_bytes"]
+except (OSError, ValueError, KeyError):
+    peak = None
+print(json.dumps({"card": card, "layers": int(layers), "hidden": int(hidden), "largest_predicted": int(largest),
+                  "factor": float(factor), "cap_bytes": int(cap), "predicted_fits": factor == "1.00",
+                  "train_exit": int(rc), "tracked_peak": peak}))
+PY
+      echo "$card: hidden $hidden (fit's largest $largest x $factor), cap $cap bytes: train exit $rc"
+    done
+  done
+  python3 - "$ff" "$out/false-fits.json" <<'PY'
+import json, sys
+rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
+false_fits = [r for r in rows if r["predicted_fits"] and r["train_exit"] != 0]
+json.dump({"rows": rows, "false_fits": len(false_fits)}, open(sys.argv[2], "w"), indent=1)
+print("false fits: %d of %d runs predicted to fit" % (len(false_fits), sum(r["predicted_fits"] for r in rows)))
+PY
+fi
+tar -czf "$out/fit_validate.tar.gz" --exclude="*.gcsr" -C "$(dirname "$work")" "$(basename "$work")"

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """PyG and gcnpart side by side in one Python process: the same GCN on the same data on one GPU.
 
-    python3 bench/python_side_by_side.py [--cora DIR] [--rmat-scale 18] [--epochs 200] [--rmat-epochs 50]
-                                         [--json bench/results/python-side-by-side.json]
+    python3 bench/peer/python_side_by_side.py [--cora DIR] [--rmat-scale 18] [--epochs 200] [--rmat-epochs 50]
+                                         [--json /tmp/out/python-side-by-side.json]
 
 Data: Cora (OGB folder, $GCNPART_DATA/cora) and a generated RMAT graph (gcnpart.rmat: 2^scale nodes, edge
 factor 16, 128 synthetic features, 40 classes). Both frameworks get the graph from the same gcnpart.Dataset
@@ -133,7 +133,7 @@ def main():
     ap.add_argument("--rmat-epochs", type=int, default=50)
     ap.add_argument("--warmup", type=int, default=5, help="PyG's untimed epochs (gcnpart drops its first)")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--json", default="bench/results/python-side-by-side.json")
+    ap.add_argument("--json", default="/tmp/out/python-side-by-side.json")
     args = ap.parse_args()
 
     import torch

@@ -1,16 +1,21 @@
 #!/usr/bin/env bash
-# Issue 6: an Nsight Compute profile per kernel (calls, time, DRAM bytes, achieved GB/s, % of peak DRAM and SM
-# throughput, L2 hit rate) of a few GCN training epochs and of the SpMM benchmark. On the GPU machine, from the
-# repository root, with build/gpu/tools/gcnpart built:
-#   bench/profile_ncu.sh GRAPH [GRAPH ...]
-# GRAPH: a .gcsr file, or reddit / products / arxiv, the RMAT graphs of issue 6 (generated into /tmp when missing:
-# the same files as bench/peer/run.sh). Per graph NAME, in ${OUT_DIR:-build/ncu}: NAME-epoch.* and NAME-spmm.*, each
-# .ncu-rep (open in ncu-ui), .log, .csv (ncu --page raw), .md and .json (bench/peer/ncu_summary.py); every table with
-# its command in summary.md, every JSON in summary.json.
+# Nsight Compute suite: a profile per kernel (calls, time, DRAM bytes, achieved GB/s, % of peak DRAM and SM
+# throughput, L2 hit rate) of a few GCN training epochs and of the SpMM benchmark, per graph; with DETAIL=1 also
+# ncu's detail sections (speed of light, occupancy, launch statistics, warp states, memory workload, scheduler,
+# instructions) of every SpMM kernel of one `bench spmm` run. On the GPU machine, from the repository root, with
+# build/gpu/tools/gcnpart built:
+#   bench/run/ncu.sh GRAPH [GRAPH ...]
+# GRAPH: a .gcsr file, or reddit / products / arxiv, the issues' RMAT graphs (generated into ${GRAPH_DIR:-/tmp} as
+# NAME.gcsr when missing: the same files as the other runners). Per graph NAME, in ${OUT_DIR:-build/ncu}:
+# NAME-epoch.* and NAME-spmm.*, each .ncu-rep (open in ncu-ui), .log, .csv (ncu --page raw), .md and .json
+# (bench/peer/ncu_summary.py); every table with its command in summary.md, every JSON in summary.json.
 #   epoch: gcnpart bench epoch GRAPH --layers 2 --hidden 256 --spmm own --warmup 1 --repeats 2
 #          (3 epochs: set-up, forward, backward, Adam, with the own SpMM)
 #   spmm:  gcnpart bench spmm GRAPH --widths 256 --spmm all --warmup 0 --repeats 10 --no-flush-l2
 #          (own kernel and cuSPARSE algorithms 0-3, 11 calls each; 10 is the bench's minimum; ncu flushes caches itself)
+#   detail (DETAIL=1): NAME-detail.csv (ncu --csv --page details, one row per kernel and metric) of
+#          gcnpart bench spmm GRAPH --spmm all --reorder degree --widths DETAIL_WIDTH (default 32) --repeats 10,
+#          the first DETAIL_COUNT (default 80) SpMM launches
 # ncu runs with --clock-control none (the clocks the GPU picks, as for every figure in bench/) and replays each kernel
 # with its caches flushed (--cache-control all, ncu's default). A first tiny profile of the demo graph checks that ncu
 # reads the counters and knows each metric (one it does not know is replaced by its other name or dropped, noted).
@@ -18,12 +23,16 @@
 # NCU_EPOCH_ARGS / NCU_SPMM_ARGS (replace the bench arguments after GRAPH), NCU_ARGS (more ncu options, e.g.
 # "-k regex:spmm" or "--cache-control none"), NCU_LAUNCH_COUNT (kernels profiled per run at most, default 400),
 # NCU_TIMEOUT (seconds per profiled run, default 300), NCU_BUDGET (seconds for everything, default 420; runs that
-# would start later are skipped and fail the script).
+# would start later are skipped and fail the script), DETAIL / DETAIL_WIDTH / DETAIL_COUNT (above). When OUT is set
+# (the device machine's folder), everything but reports over 20 MB is packed into $OUT/ncu.tar.gz beside summary.md.
+# Device call: `. .deps/env.sh && OUT=$OUT bash bench/run/ncu.sh reddit` (carry .deps); bf16: NCU_EPOCH_ARGS="--layers
+# 2 --hidden 256 --spmm own --precision bf16 --warmup 1 --repeats 2" NCU_SPMM_ARGS="--widths 256 --precision bf16
+# --spmm own --warmup 0 --repeats 10 --no-flush-l2".
 set -uo pipefail
-cd "$(dirname "$0")/.." || exit 1
+cd "$(dirname "$0")/../.." || exit 1
 case "${1:-}" in
-  -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
-  "") sed -n '2,21p' "$0" >&2; exit 2 ;;
+  -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+  "") sed -n '2,30p' "$0" >&2; exit 2 ;;
 esac
 
 out=${OUT_DIR:-build/ncu}
@@ -32,7 +41,7 @@ summary=$out/summary.md
 rm -f "$summary" "$out/summary.json"
 gcnpart=${GCNPART:-build/gpu/tools/gcnpart}
 if [ ! -x "$gcnpart" ]; then
-  echo "profile_ncu: $gcnpart not found: cmake --preset gpu && cmake --build --preset gpu" >&2
+  echo "ncu.sh: $gcnpart not found: cmake --preset gpu && cmake --build --preset gpu" >&2
   exit 1
 fi
 ncu=${NCU:-}
@@ -44,7 +53,7 @@ if [ -z "$ncu" ]; then
     if [ -n "$c" ] && [ -x "$c" ]; then ncu=$c; break; fi
   done
 fi
-if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then echo "profile_ncu: ncu not found (Nsight Compute; set NCU)" >&2; exit 1; fi
+if [ -z "$ncu" ] || [ ! -x "$ncu" ]; then echo "ncu.sh: ncu not found (Nsight Compute; set NCU)" >&2; exit 1; fi
 default_metrics=dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum
 default_metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,sm__throughput.avg.pct_of_peak_sustained_elapsed
 default_metrics+=,lts__t_sector_hit_rate.pct
@@ -86,7 +95,7 @@ other_name() {  # the name a metric has in other Nsight Compute releases
 }
 if ! preflight "$metrics"; then
   if ! grep -qi "metric" "$out/preflight.log"; then
-    echo "profile_ncu: ncu could not profile the demo graph (no counter access?); $out/preflight.log:" >&2
+    echo "ncu.sh: ncu could not profile the demo graph (no counter access?); $out/preflight.log:" >&2
     tail -n 12 "$out/preflight.log" >&2
     exit 1
   fi
@@ -100,7 +109,7 @@ if ! preflight "$metrics"; then
     fi
   done
   metrics=$(IFS=,; echo "${kept[*]}")
-  [ -n "$metrics" ] || { echo "profile_ncu: ncu knows none of the metrics; $out/preflight.log" >&2; exit 1; }
+  [ -n "$metrics" ] || { echo "ncu.sh: ncu knows none of the metrics; $out/preflight.log" >&2; exit 1; }
 fi
 say "- metrics: $metrics"
 say ""
@@ -113,11 +122,11 @@ graph_file() {
     products) s="21 30 100 47" ;;
     arxiv) s="17 8 128 40" ;;
     *) [ -f "$1" ] && echo "$1" && return 0
-       echo "profile_ncu: no such graph '$1' (a .gcsr file, or reddit, products, arxiv)" >&2; return 1 ;;
+       echo "ncu.sh: no such graph '$1' (a .gcsr file, or reddit, products, arxiv)" >&2; return 1 ;;
   esac
   local scale ef features classes
   read -r scale ef features classes <<< "$s"
-  local f=/tmp/gcnpart-$1-s$scale-e$ef-f$features-c$classes.gcsr
+  local f=${GRAPH_DIR:-/tmp}/$1.gcsr
   if [ ! -f "$f" ]; then
     echo "generating $1 (RMAT scale $scale, edge factor $ef) into $f" >&2
     "$gcnpart" -q generate rmat --scale "$scale" --edge-factor "$ef" --features "$features" --classes "$classes" \
@@ -179,6 +188,25 @@ profile() {
   fi
 }
 
+# detail NAME GRAPH: ncu's detail sections of every SpMM kernel of one `bench spmm` run, as CSV.
+detail() {
+  local rep=$out/$1-detail left=$((deadline - SECONDS))
+  if [ "$left" -lt 30 ]; then
+    say "SKIP $1-detail: the budget is spent (raise NCU_BUDGET)"
+    failures=$((failures + 1))
+    return
+  fi
+  [ "$left" -lt "$run_timeout" ] || left=$run_timeout
+  timeout -k 15 "$left" "$ncu" --csv --page details --section SpeedOfLight --section Occupancy --section LaunchStats \
+    --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats --section InstructionStats \
+    -k 'regex:spmm|csr|Csr|SpMM|cusparse' -c "${DETAIL_COUNT:-80}" "${ncu_extra[@]}" \
+    "$gcnpart" -q bench spmm "$2" --spmm all --reorder degree --widths "${DETAIL_WIDTH:-32}" --warmup 0 \
+    --repeats 10 --no-flush-l2 > "$rep.csv" 2> "$rep.log"
+  local rc=$?
+  say "$1-detail: ncu exit $rc, $(grep -c '' "$rep.csv") CSV lines in $rep.csv"
+  [ "$rc" -eq 0 ] || failures=$((failures + 1))
+}
+
 for arg in "$@"; do
   graph=$(graph_file "$arg") || { failures=$((failures + 1)); continue; }
   name=$(basename "$arg" .gcsr)
@@ -186,6 +214,7 @@ for arg in "$@"; do
   say ""
   profile "$name-epoch" "$name: bench epoch ${epoch_args[*]}" "$gcnpart" -q bench epoch "$graph" "${epoch_args[@]}"
   profile "$name-spmm" "$name: bench spmm ${spmm_args[*]}" "$gcnpart" -q bench spmm "$graph" "${spmm_args[@]}"
+  [ "${DETAIL:-0}" = 1 ] && detail "$name" "$graph"
 done
 
 python3 - "$out" <<'EOF'
@@ -198,5 +227,12 @@ for path in sorted(glob.glob(os.path.join(out, "*-epoch.json")) + glob.glob(os.p
 with open(os.path.join(out, "summary.json"), "w") as f:
     json.dump(runs, f, indent=1)
 EOF
-say "profile_ncu: $failures failure(s); tables in $summary, JSON in $out/summary.json"
+say "ncu.sh: $failures failure(s); tables in $summary, JSON in $out/summary.json"
+if [ -n "${OUT:-}" ]; then
+  mkdir -p "$OUT"
+  find "$out" -name "*.ncu-rep" -size +20M -printf "left out of ncu.tar.gz: %p (%s bytes)\n" | tee -a "$summary"
+  (cd "$(dirname "$out")" && find "$(basename "$out")" -type f ! \( -name "*.ncu-rep" -size +20M \) -print0 |
+    tar -czf "$OUT/ncu.tar.gz" --null -T -)
+  cp "$summary" "$OUT/summary.md"
+fi
 [ "$failures" -eq 0 ]

@@ -1,16 +1,16 @@
 #!/usr/bin/env python3
 """Re-price measured configurations with the current `gcnpart fit` (no GPU needed).
 
-bench/gpu_fit_validate.sh measures each configuration on the GPU (gcnpart train) and prices it with gcnpart fit in
+bench/run/fit_validate.sh measures each configuration on the GPU (gcnpart train) and prices it with gcnpart fit in
 the same run. When only the model changes (partition/cost_model.*, memory_model.*, calibration.json), the
 measurements stay valid as long as the engine that produced them did not change: this script runs the current
-`gcnpart fit` on the same generated graphs (regenerate them with the generator arguments of gpu_fit_validate.sh;
+`gcnpart fit` on the same generated graphs (regenerate them with the generator arguments of fit_validate.sh;
 generation is deterministic) and writes the same JSON and table, with the measured columns copied.
 
-  bench/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX [--gcnpart build/ci/tools/gcnpart] [--calibration F]
+  bench/run/fit_revalidate.py MEASURED.json GRAPH_DIR OUT_PREFIX [--gcnpart build/ci/tools/gcnpart] [--calibration F]
 
 GRAPH_DIR holds NAME.gcsr for every graph the rows name. Writes OUT_PREFIX.json and OUT_PREFIX.md.
-`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX EPOCHS` writes the same report from gpu_fit_validate.sh's rows.
+`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX EPOCHS` writes the same report from fit_validate.sh's rows.
 """
 import argparse
 import datetime
@@ -44,7 +44,7 @@ def fit_row(gcnpart, graph, row, calibration=None):
 
 
 def main():
-    if len(sys.argv) == 5 and sys.argv[1] == "--report":  # ROWS.jsonl OUT_PREFIX EPOCHS (gpu_fit_validate.sh)
+    if len(sys.argv) == 5 and sys.argv[1] == "--report":  # ROWS.jsonl OUT_PREFIX EPOCHS (fit_validate.sh)
         rows = [json.loads(l) for l in open(sys.argv[2]) if l.strip()]
         report(rows, {"epochs_per_run": int(sys.argv[4]),
                       "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -64,7 +64,7 @@ def main():
     for r in measured["rows"]:
         graph = os.path.join(a.graphs, r["graph"] + ".gcsr")
         if not os.path.exists(graph):
-            sys.exit("missing %s (generate it with bench/gpu_fit_validate.sh's arguments)" % graph)
+            sys.exit("missing %s (generate it with bench/run/fit_validate.sh's arguments)" % graph)
         e, m = fit_row(a.gcnpart, graph, r, a.calibration)
         n = dict(r)
         n.update({"predicted_epoch_s": e["seconds"], "predicted_tracked_peak": m["tracked_peak_bytes"],
@@ -79,13 +79,13 @@ def main():
         "repriced": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "repriced_from": a.measured,
         "method": measured.get("summary", {}).get("method", "") +
-        "; predictions re-priced on the CPU by bench/fit_revalidate.py with the current gcnpart fit"})
+        "; predictions re-priced on the CPU by bench/run/fit_revalidate.py with the current gcnpart fit"})
     report(rows, summary, a.out_prefix)
 
 
 def report(rows, summary, out_prefix):
     """Errors, the summary (share within 15 %, worst error, memory within 5 %) and the table: OUT_PREFIX.json / .md.
-    Shared with bench/gpu_fit_validate.sh (`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX`)."""
+    Shared with bench/run/fit_validate.sh (`fit_revalidate.py --report ROWS.jsonl OUT_PREFIX`)."""
     def err(p, m):
         return None if not m or p is None else p / m - 1
     for r in rows:

@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Builds partition/calibration.json from a fresh `gcnpart bench calibrate` JSON and the held-out epochs of
-bench/gpu_fit_validate.sh measured with it (the recipe of every recalibration so far, now in one place).
+bench/run/fit_validate.sh measured with it (the recipe of every recalibration so far, now in one place).
 
-  bench/calibration_merge.py --calibration OUT/calibration-h200.json --validate OUT/fit-validate.json \
+  bench/run/calibration_merge.py --calibration OUT/calibration-h200.json --validate OUT/fit-validate.json \
       --previous partition/calibration.json --source bench/results/DIR/fit-validate.md -o partition/calibration.json
 
 Kept from the fresh calibration: its SpMM, GEMM, copy and launch measurements, graphs, GPU and commit. Added: the
@@ -21,7 +21,7 @@ import tempfile
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--calibration", required=True, help="bench calibrate JSON measured on the card")
-    ap.add_argument("--validate", required=True, help="fit-validate.json of bench/gpu_fit_validate.sh (CALIBRATE=1)")
+    ap.add_argument("--validate", required=True, help="fit-validate.json of bench/run/fit_validate.sh (CALIBRATE=1)")
     ap.add_argument("--previous", required=True, help="the calibration JSON being replaced (for validate-* graphs)")
     ap.add_argument("--source", required=True, help="where the held-out table is recorded (named in the JSON)")
     ap.add_argument("-o", "--output", required=True)
@@ -50,14 +50,14 @@ def main() -> int:
         print(f"calibration_merge: no statistics for {', '.join(missing)} in {a.previous}", file=sys.stderr)
         return 2
     out["graphs"] = graphs
-    held = [{"what": f"{r['graph']} L{r['layers']} h{r['hidden']} {r['precision']} (bench/gpu_fit_validate.sh)",
+    held = [{"what": f"{r['graph']} L{r['layers']} h{r['hidden']} {r['precision']} (bench/run/fit_validate.sh)",
              "graph": "validate-" + r["graph"], "hidden": r["hidden"], "layers": r["layers"], "spmm": "auto",
              "precision": r["precision"], "seconds": r["measured_epoch_s"], "role": "held-out"} for r in rows]
     out["measurements"] = [m for m in new.get("measurements", []) if m.get("role") != "held-out"] + held
     date = val.get("summary", {}).get("date", "")[:10]
     out["held_out"] = {
         "residual": math.ceil(worst * 100 - 1e-9) / 100,
-        "source": f"{len(rows)} held-out H200 epochs (bench/gpu_fit_validate.sh, {date}, commit {new.get('commit', '?')}; "
+        "source": f"{len(rows)} held-out H200 epochs (bench/run/fit_validate.sh, {date}, commit {new.get('commit', '?')}; "
                   f"{round(100 * within)} % within 15 %, worst {100 * worst:.1f} %)",
     }
     comment = old.get("comment", "")

@@ -1,12 +1,16 @@
 #!/usr/bin/env bash
-# On the GPU machine (after `. .deps/env.sh`): install the Python package from this tree into a virtual
-# environment that also sees the machine's torch and torch_geometric (--system-site-packages), offline from
-# .deps/wheels; run its pytest suite (the tests comparing with the CLI are deselected: no CLI is built here), then
-# bench/python_side_by_side.py (PyG and gcnpart in one process on the GPU). Everything goes to ${OUT:-bench/out}.
-# About 5-8 minutes: the pip build compiles the libraries once (sm_90 only).
+# Python suite, on the GPU machine: install the Python package from this tree into a virtual environment that
+# also sees the machine's torch and torch_geometric (--system-site-packages), offline from .deps/wheels; run its
+# pytest suite (the tests comparing with the CLI are deselected: no CLI is built here), then
+# bench/peer/python_side_by_side.py (PyG and gcnpart in one process on the GPU: Cora at hidden 16 and 256, RMAT 18
+# at 2 and 3 layers; epoch time, peak memory, test accuracy). About 5-8 minutes: the pip build compiles the
+# libraries once (sm_90 only).
+#   device: . .deps/env.sh && OUT=$OUT bash bench/run/python.sh        (carry .deps)
+# Parameters: OUT (default /tmp/out: gpu.txt, pip and pytest logs, ldd.txt, python-side-by-side.json,
+# side-by-side.log), VENV (default /tmp/gcnpart-venv), COMPILER=keep (build with the PATH compiler, not /usr/bin/g++).
 set -uo pipefail
-cd "$(dirname "$0")/.."
-out=${OUT:-bench/out}
+cd "$(dirname "$0")/../.." || exit 1
+out=${OUT:-/tmp/out}
 mkdir -p "$out"
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 venv=${VENV:-/tmp/gcnpart-venv}
@@ -34,6 +38,7 @@ build_package() {
 built=no
 if [ "${COMPILER:-system}" = system ] && [ -x /usr/bin/g++ ]; then
   echo "compiler: $(/usr/bin/g++ --version | head -1) (system)"
+  # shellcheck disable=SC2015  # the message only when the build failed (built=yes cannot fail)
   CXX=/usr/bin/g++ CC=/usr/bin/gcc CUDAHOSTCXX=/usr/bin/g++ build_package && built=yes ||
     { echo "system compiler build failed:"; grep -E "error" "$out/pip-build.log" | head -10; }
 fi
@@ -42,8 +47,8 @@ if [ $built = no ]; then
   build_package || { grep -E "error|Error" "$out/pip-build.log" | head -40; exit 1; }
 fi
 echo "pip install .: $(( $(date +%s) - t0 )) s"
-cd /tmp  # import the installed package, not the source folder
-so=$(ls "$venv"/lib/python3*/site-packages/gcnpart/_core*.so 2>/dev/null | head -1)
+cd /tmp || exit 1  # import the installed package, not the source folder
+so=$(find "$venv"/lib/python3*/site-packages/gcnpart -name "_core*.so" 2>/dev/null | head -1)
 [ -n "$so" ] && ldd "$so" | grep -E "gomp|stdc\+\+|libz|metis|cuda" | tee "$out/ldd.txt"
 # The calls that crashed in the first run, each in a process of its own, with a native backtrace when gdb exists.
 for call in "gcnpart.rmat(10, features=8, classes=4)" "gcnpart.load('demo').info()"; do
@@ -58,5 +63,5 @@ done
 "$venv/bin/python" -c 'import gcnpart, torch, torch_geometric; print("gcnpart", gcnpart.__version__, "cuda devices:", gcnpart._core.cuda_device_count(), "torch", torch.__version__, "pyg", torch_geometric.__version__)'
 "$venv/bin/python" -m pytest -q -m "not cli" -p no:cacheprovider --rootdir "$OLDPWD" "$OLDPWD/tests/tools/python" 2>&1 |
   tee "$out/pytest.log" | tail -15
-cd "$OLDPWD"
-"$venv/bin/python" bench/python_side_by_side.py --json "$out/python-side-by-side.json" 2>&1 | tee "$out/side-by-side.log"
+cd "$OLDPWD" || exit 1
+"$venv/bin/python" bench/peer/python_side_by_side.py --json "$out/python-side-by-side.json" 2>&1 | tee "$out/side-by-side.log"
