@@ -14,7 +14,7 @@
 #
 # Parameters (environment; the rest as in bench/run/epochs.sh):
 #   GRAPHS      (default "products reddit")     PRECISIONS (default "fp32 bf16")     LAYERS (default 2)
-#   ROUNDS      runs of each build per cell (default 4; about 8 s per products-sized run on an H200)
+#   ROUNDS      runs of each build per cell (default 4)
 #   TOLERANCE   largest |new / base - 1| reported as within (default 0.02)
 #   WARMUP, REPEATS, HIDDEN, SPMM, ORDER, OUT, DEADLINE: as in bench/run/epochs.sh
 # Writes $OUT/ab_epochs.tar.gz (every run's JSON and log, gpu.txt with both binaries' versions, table.txt) and

@@ -10,8 +10,8 @@
 #
 #   bench/run/multi_gpu.sh
 #   PRECISIONS=fp32 GRAPHS=products STRATEGIES=halo,gather bench/run/multi_gpu.sh
-# On the device machine: `. .deps/env.sh && OUT=$OUT bash bench/run/multi_gpu.sh` (carry .deps). A products-sized
-# precision takes about 3-4 minutes for four strategies and two depths: one precision per call fits the 10 minutes.
+# On the device machine: `. .deps/env.sh && OUT=$OUT bash bench/run/multi_gpu.sh` (carry .deps). As with the former
+# gpu_issue14.sh, plan one precision per call (PRECISIONS=fp32, then bf16) to fit a device call's 10 minutes.
 #
 # Parameters (environment):
 #   GRAPHS      (default "products reddit"; any name of bench/run/common.sh, e.g. rmat20, or a .gcsr path)
