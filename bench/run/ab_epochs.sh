@@ -21,10 +21,10 @@
 # $OUT/summary.txt; exit status 0 whatever the verdict (read the table).
 set -uo pipefail
 case "${1:-}" in
-  -h | --help) sed -n '2,25p' "$0"; exit 0 ;;
+  -h | --help) sed -n '2,21p' "$0"; exit 0 ;;
 esac
 if [ $# -ne 2 ]; then
-  sed -n '2,25p' "$0" >&2
+  sed -n '2,21p' "$0" >&2
   exit 2
 fi
 abs() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }  # epochs.sh runs from the repository root
