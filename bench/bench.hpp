@@ -218,7 +218,7 @@ struct CalibrateConfig {
   std::string device = "cuda";
   std::string card = "h200";  ///< the catalogue id of the GPU measured (the document's "card")
   /// RMAT (scale, edge factor) for the SpMMs: at least three, so that each width's two terms and the fixed cost are
-  /// over-determined, small ones among them (the fixed cost); none of bench/gpu_fit_validate.sh's held-out graphs.
+  /// over-determined, small ones among them (the fixed cost); none of bench/run/fit_validate.sh's held-out graphs.
   /// The built-in partition/calibration.json was measured with these.
   std::vector<std::pair<int, double>> graphs{{15, 16}, {16, 8}, {17, 32}, {19, 16}, {19, 48}, {20, 24}};
   /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47

@@ -129,7 +129,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
   doc["comment"] = "Written by gcnpart bench calibrate (bench/calibrate_bench.cpp): SpMM calls (bench spmm, L2 flushed) "
                    "on generated RMAT graphs, GEMMs (cuBLAS, fp32 / tf32 / bf16), device-to-device copy, and "
                    "launch-bound epochs of a small graph (role launch). Held-out epochs come from "
-                   "bench/gpu_fit_validate.sh.";
+                   "bench/run/fit_validate.sh.";
   doc["card"] = config.card;
   doc["measured"] = detail::now_iso();
   doc["commit"] = detail::commit();

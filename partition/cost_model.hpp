@@ -93,7 +93,7 @@ struct Calibration {
   std::string source = "uncalibrated defaults";
   bool fitted = false;
   /// The band printed with every epoch time: the largest |relative error| on epochs held out of the calibration,
-  /// as stored in the calibration document (`held_out.residual`, written by bench/gpu_fit_validate.sh).
+  /// as stored in the calibration document (`held_out.residual`, written by bench/run/fit_validate.sh).
   double held_out_residual = 0.5;
   std::string held_out_source;
 

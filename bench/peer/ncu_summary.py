@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Per-kernel table of an Nsight Compute CSV export: calls, total time, DRAM bytes, achieved GB/s, % of peak DRAM
 throughput, % of peak SM throughput and L2 hit rate, sorted by total time; markdown on stdout, JSON with --json.
-Standard library only. bench/profile_ncu.sh calls it on `ncu --import R.ncu-rep --csv --page raw`.
+Standard library only. bench/run/ncu.sh calls it on `ncu --import R.ncu-rep --csv --page raw`.
 
 Usage: bench/peer/ncu_summary.py CSV [CSV ...] [--json OUT] [--markdown OUT] [--title TEXT] [--top N]
 
@@ -13,7 +13,7 @@ Tolerates ncu's "==PROF==" lines and program output before or between rows, quot
 Achieved GB/s = (DRAM bytes read + written) / gpu__time_duration, which is bytes per nanosecond. % of peak DRAM and
 SM throughput and the L2 hit rate are averaged over a kernel's launches weighted by each launch's duration. Each
 launch was replayed by ncu with its caches flushed (--cache-control all, the default) and at the clocks the GPU ran at
-(--clock-control none in profile_ncu.sh), so the times are those of a cold-cache launch, not of a running epoch.
+(--clock-control none in bench/run/ncu.sh), so the times are those of a cold-cache launch, not of a running epoch.
 """
 from __future__ import annotations
 

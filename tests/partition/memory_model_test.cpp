@@ -393,7 +393,7 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   }
   CHECK(cal.max_error() == doctest::Approx(worst));
   // The band gcnpart fit prints (and the README quotes) is the stored figure: it covers every held-out epoch of the
-  // file, to the percent (bench/gpu_fit_validate.sh may raise it from its own held-out runs, never below these), so
+  // file, to the percent (bench/run/fit_validate.sh may raise it from its own held-out runs, never below these), so
   // a recalibration that moves the residual past it fails here until calibration.json says so.
   CHECK(cal.band() == doctest::Approx(data.held_out_residual));
   CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
@@ -522,7 +522,7 @@ TEST_CASE("calibration epochs come from partition/calibration.json and a broken 
   REQUIRE(ms.size() == 25);
   CHECK(ms[0].what == "rmat-s12-e4-f64 h16 L2");
   CHECK(ms[0].fixes_launch);   // small RMAT epochs fix the launch cost
-  CHECK(!ms[3].fixes_launch);  // bench/gpu_fit_validate.sh's configurations are held out
+  CHECK(!ms[3].fixes_launch);  // bench/run/fit_validate.sh's configurations are held out
   CHECK(builtin_calibration().spmm.size() >= 30);
   CHECK(ms[0].graph.nodes == 4096);
   CHECK(ms[0].graph.feature_density == 1.0);
