@@ -7,7 +7,8 @@
 #include <thread>
 #include <utility>
 
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/report_json.hpp"
 #include "engine/resources.hpp"
 #include "base/error.hpp"

@@ -126,4 +126,81 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
   return single_problem(ds, normalize_features, &user, r.order.data());
 }
 
+LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& plan, int device,
+                            bool normalize_features) {
+  GCNPART_EXPECTS(device >= 0 && device < static_cast<int>(plan.devices.size()), "device out of the plan's range");
+  if (!ds.has_features() || !ds.has_labels())
+    throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no features or labels",
+                       std::to_string(ds.num_features) + " features", "features and labels");
+  const partition::DevicePlan& dp = plan.devices[static_cast<std::size_t>(device)];
+  LocalProblem p;
+  p.name = ds.name + "@" + std::to_string(device);
+  const std::int64_t f = ds.num_features;
+  const bool gather = plan.strategy == partition::Strategy::kGather;
+  const bool boundary = plan.strategy == partition::Strategy::kBoundary;
+  // Rows (and, except for gather and boundary, columns) are the local nodes: own part first.
+  const std::int64_t n_local =
+      gather || boundary ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
+  p.num_rows = p.num_cols = n_local;
+  p.global_ids.assign(dp.local_nodes.begin(), dp.local_nodes.begin() + n_local);
+  p.num_features = f;
+  p.features = feature_rows(ds, p.global_ids.data(), n_local, normalize_features);
+  p.labels.resize(static_cast<std::size_t>(n_local));
+  for (std::int64_t i = 0; i < n_local; ++i) p.labels[i] = ds.labels[p.global_ids[i]];
+  p.num_classes = ds.num_classes;
+  // From here on a row's global id is the user's (dropout masks are keyed by it; see partition/reorder.hpp).
+  if (!ds.user_ids.empty())
+    for (auto& id : p.global_ids) id = ds.user_ids[id];
+
+  // Split rows: own nodes only, so that every node's loss is counted exactly once over the devices.
+  std::vector<std::int32_t> local_of(static_cast<std::size_t>(ds.num_nodes()), -1);
+  for (std::int64_t i = 0; i < dp.num_inner; ++i) local_of[dp.local_nodes[i]] = static_cast<std::int32_t>(i);
+  auto rows_of = [&](const char* name, std::vector<NodeId>& rows, std::int64_t& global) {
+    const auto it = ds.splits.find(name);
+    if (it == ds.splits.end()) return;
+    global = static_cast<std::int64_t>(it->second.size());
+    for (NodeId v : it->second)
+      if (local_of[v] >= 0) rows.push_back(local_of[v]);
+    std::sort(rows.begin(), rows.end());
+  };
+  if (ds.split("train").empty())  // ds.split throws for a missing one, naming the splits there are
+    throw InvalidInput(InputLocation{"dataset " + ds.name + " split train", 0, 0}, "empty training split", "0 nodes",
+                       "at least one labelled training node (nothing to train on, no accuracy to report)");
+  rows_of("train", p.train_rows, p.global_train);
+  rows_of("valid", p.valid_rows, p.global_valid);
+  rows_of("test", p.test_rows, p.global_test);
+
+  if (gather) {
+    p.gather = true;
+    p.parts = plan.parts;
+    p.table_block = plan.table_block;
+    p.gather_forward = dp.gather_forward;
+    p.gather_backward = dp.gather_backward;
+    p.table_dinv = plan.table_dinv;
+    p.dinv_row = dp.dinv_own;
+    p.dinv_col = dp.dinv_own;
+  } else if (boundary) {
+    p.boundary = true;
+    p.parts = plan.parts;
+    p.gather_forward = dp.gather_forward;
+    p.gather_backward = dp.gather_backward;
+    p.table_dinv = dp.dinv;
+    p.dinv_row = dp.dinv_own;
+    p.dinv_col = dp.dinv_own;
+    p.recv_counts = dp.recv_counts;
+    p.send_rows.resize(static_cast<std::size_t>(plan.parts));
+    p.interior_rows = dp.num_inner;
+    for (int q = 0; q < plan.parts; ++q) {
+      const auto b = dp.send_rows.row_offsets[q], e = dp.send_rows.row_offsets[q + 1];
+      p.send_rows[q].assign(dp.send_rows.col_ids.begin() + b, dp.send_rows.col_ids.begin() + e);
+      if (b < e) p.interior_rows = std::min<std::int64_t>(p.interior_rows, p.send_rows[q].front());
+    }
+  } else {
+    p.graph = dp.local_graph;
+    p.dinv_row = dp.dinv;
+    p.dinv_col = dp.dinv;
+  }
+  return p;
+}
+
 }  // namespace gcnpart::engine

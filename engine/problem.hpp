@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
+#include "partition/plan.hpp"
 #include "partition/reorder.hpp"
 
 namespace gcnpart::engine {
@@ -68,5 +69,12 @@ LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_f
 /// and normalises them, so the reordering never copies the features.
 LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features, const datasets::Dataset& user,
                                    const partition::Reordering& r);
+
+/// Device `device`'s problem under `plan`: its local nodes' features (normalised if asked), labels and user ids, the
+/// split rows it owns (each node's loss counts on exactly one device), and the structure its strategy aggregates
+/// over (local graph, gather table or boundary exchange). @throws InvalidInput when the dataset has no features or
+/// labels, or an empty training split.
+LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& plan, int device,
+                            bool normalize_features);
 
 }  // namespace gcnpart::engine

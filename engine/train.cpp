@@ -5,7 +5,8 @@
 #include <filesystem>
 #include <numeric>
 
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/gcn.hpp"
 #include "engine/problem.hpp"
 #include "engine/report_json.hpp"

@@ -2,14 +2,19 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstring>
-#include <filesystem>
-#include <fstream>
+#include <cmath>
+#include <csignal>
+#include <cstdio>
 #include <limits>
+#include <memory>
+#include <thread>
 
-#include "base/atomic_file.hpp"
 #include "base/error.hpp"
+#include "engine/detail/device_run.hpp"
+#include "engine/link_benchmark.hpp"
 
+// The one training loop (run_device), the same for every strategy and launch mode; the launcher that drives K
+// devices as threads or MPI ranks is engine/launch.cpp.
 namespace gcnpart::engine {
 
 void TrainConfig::validate() const {
@@ -26,170 +31,395 @@ void TrainConfig::validate() const {
     throw InvalidInput::parameter("--resume", "without --checkpoint", "--checkpoint DIR naming the folder to resume");
 }
 
-std::string checkpoint_path(const std::string& dir, int rank, int parts, int next_epoch) {
-  return dir + "/rank" + std::to_string(rank) + "-of-" + std::to_string(parts) + ".e" + std::to_string(next_epoch) +
-         ".gckpt";
-}
-
 namespace {
-std::string latest_path(const std::string& dir) { return dir + "/checkpoint.latest"; }
+template <typename Field>
+double device_mean(const std::vector<LinkDevice>& devices, Field field) {
+  if (devices.empty()) return 0.0;
+  double sum = 0;
+  for (const auto& d : devices) sum += d.*field;
+  return sum / static_cast<double>(devices.size());
+}
 }  // namespace
 
-std::optional<int> read_checkpoint_latest(const std::string& dir, int parts) {
-  const std::string path = latest_path(dir);
-  std::ifstream in(path);
-  if (!in) return std::nullopt;
-  std::string magic, epoch_key, parts_key;
-  long long epoch = -1, saved_parts = -1;
-  in >> magic >> epoch_key >> epoch >> parts_key >> saved_parts;
-  if (!in || magic != "gcnpart-checkpoint-v2" || epoch_key != "next_epoch" || parts_key != "parts" || epoch < 0 ||
-      saved_parts < 1)
-    throw InvalidInput(InputLocation{path, 1, 1}, "malformed checkpoint index", magic,
-                       "'gcnpart-checkpoint-v2 next_epoch E parts K'");
-  if (saved_parts != parts)
-    throw InvalidInput(InputLocation{path, 1, 1}, "checkpoint written by a run on another number of devices",
-                       "parts " + std::to_string(saved_parts), "parts " + std::to_string(parts) + " (this run)");
-  return static_cast<int>(epoch);
+double LinkReport::train_GBps() const noexcept { return device_mean(devices, &LinkDevice::train_GBps); }
+double LinkReport::train_same_GBps() const noexcept { return device_mean(devices, &LinkDevice::train_same_GBps); }
+double LinkReport::plain_GBps() const noexcept { return device_mean(devices, &LinkDevice::plain_GBps); }
+double LinkReport::ratio() const noexcept { return plain_GBps() > 0 ? train_GBps() / plain_GBps() : 0.0; }
+double LinkReport::same_ratio() const noexcept { return plain_GBps() > 0 ? train_same_GBps() / plain_GBps() : 0.0; }
+
+double TrainReport::exposed_communication() const noexcept {
+  if (epoch_ms_per_epoch.empty()) return 0.0;
+  const double epoch = *std::max_element(epoch_ms_per_epoch.begin(), epoch_ms_per_epoch.end());
+  const double compute = *std::max_element(compute_ms_per_epoch.begin(), compute_ms_per_epoch.end());
+  return epoch > 0 ? std::max(0.0, epoch - compute) / epoch : 0.0;
 }
 
-void write_checkpoint_latest(const std::string& dir, int parts, int next_epoch) {
-  const std::string text = "gcnpart-checkpoint-v2\nnext_epoch " + std::to_string(next_epoch) + "\nparts " +
-                           std::to_string(parts) + "\n";
-  AtomicFile f(latest_path(dir));
-  f.write(text.data(), text.size());
-  f.commit();
+double TrainReport::compute_imbalance() const noexcept {
+  double sum = 0, most = 0;
+  for (const double c : compute_ms_per_epoch) {
+    sum += c;
+    most = std::max(most, c);
+  }
+  return sum > 0 ? most * static_cast<double>(compute_ms_per_epoch.size()) / sum : 1.0;
 }
 
-void remove_checkpoints_except(const std::string& dir, int rank, int parts, int keep) {
-  const std::string prefix = "rank" + std::to_string(rank) + "-of-" + std::to_string(parts) + ".e";
-  const std::string kept = std::filesystem::path(checkpoint_path(dir, rank, parts, keep)).filename().string();
-  std::error_code ec;
-  for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (name.rfind(prefix, 0) == 0 && name.size() > 6 && name.substr(name.size() - 6) == ".gckpt" && name != kept)
-      std::filesystem::remove(entry.path(), ec);
+
+namespace detail {
+namespace {
+
+/// Which collective LinkReport compares for a strategy (its communication kind), or false for none.
+bool link_collective(partition::Strategy s, CollectiveKind& kind) {
+  switch (partition::traits(s).communication) {
+    case partition::Communication::kAllGatherTable: kind = CollectiveKind::kAllGather; return true;
+    case partition::Communication::kAllReduce: kind = CollectiveKind::kAllReduce; return true;
+    // No plain collective to compare an all-to-all of uneven blocks or point-to-point messages with.
+    default: return false;
   }
 }
 
-namespace {
-constexpr char kWeightsMagic[8] = {'G', 'C', 'N', 'P', 'W', 'T', 'S', '1'};
-constexpr char kCheckpointMagic[8] = {'G', 'C', 'N', 'P', 'C', 'K', 'P', '1'};
+/// Epochs whose means the report gives: all but the first (warm-up: allocations, autotuning, lazy loading)
+/// when there are more.
+std::size_t first_measured_epoch(std::size_t epochs) { return epochs > 1 ? 1 : 0; }
 
-template <class T>
-void put_vector(AtomicFile& f, const std::vector<T>& v) {
-  const std::int64_t n = static_cast<std::int64_t>(v.size());
-  f.write(&n, sizeof n);
-  f.write(v.data(), v.size() * sizeof(T));
+/// What the loop carries from epoch to epoch (and a checkpoint restores).
+struct LoopState {
+  int start = 0;
+  double best_valid = std::numeric_limits<double>::infinity();
+  int since_best = 0;
+  std::vector<double> train_loss, valid_loss;
+};
+
+/// "1e+30", "0.01": a value as a person would type it, not std::to_string's fixed notation.
+std::string shortest(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", v);
+  return buf;
 }
 
-/// Reads a length-prefixed vector, refusing lengths the rest of the file cannot hold.
-template <class T>
-std::vector<T> get_vector(std::ifstream& in, const std::string& path, std::uint64_t file_size, const char* what) {
-  std::int64_t n = -1;
-  in.read(reinterpret_cast<char*>(&n), sizeof n);
-  const auto at = static_cast<std::uint64_t>(in.tellg());
-  if (!in || n < 0 || static_cast<std::uint64_t>(n) * sizeof(T) > file_size - std::min(file_size, at))
-    throw InvalidInput(InputLocation{path, 0, 0}, std::string("bad length of ") + what, std::to_string(n),
-                       "a length the file can hold");
-  std::vector<T> v(static_cast<std::size_t>(n));
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  if (!in) throw InvalidInput(InputLocation{path, 0, 0}, std::string("truncated ") + what, "end of file", "more data");
-  return v;
-}
-}  // namespace
-
-void save_checkpoint(const std::string& path, const Checkpoint& c) {
-  AtomicFile f(path);
-  f.write(kCheckpointMagic, sizeof kCheckpointMagic);
-  f.write(&c.seed, sizeof c.seed);
-  const std::int64_t header[3] = {c.next_epoch, c.model.step, c.since_best};
-  f.write(header, sizeof header);
-  f.write(&c.best_valid, sizeof c.best_valid);
-  put_vector(f, c.dims);
-  put_vector(f, c.model.params);
-  put_vector(f, c.model.adam_m);
-  put_vector(f, c.model.adam_v);
-  put_vector(f, c.train_loss);
-  put_vector(f, c.valid_loss);
-  f.commit();
+/// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
+LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {
+  LoopState st;
+  if (!config.resume || config.checkpoint_dir.empty()) return st;
+  const auto epoch = read_checkpoint_latest(config.checkpoint_dir, parts);
+  if (!epoch)  // silently starting from scratch would pass a fresh run off as a resumed one
+    throw InvalidInput(InputLocation{config.checkpoint_dir, 0, 0}, "nothing to resume",
+                       "no checkpoint.latest in the folder",
+                       "a folder written by --checkpoint DIR --checkpoint-every N (or drop --resume)");
+  const std::string path = checkpoint_path(config.checkpoint_dir, rank, parts, *epoch);
+  const Checkpoint c = load_checkpoint(path);
+  if (c.dims != model.dims() || c.seed != config.model.seed)
+    throw InvalidInput(InputLocation{path, 0, 0}, "checkpoint of another model or seed",
+                       "seed " + std::to_string(c.seed),
+                       "seed " + std::to_string(config.model.seed) + " and the same widths");
+  model.set_state(c.model);
+  st.start = c.next_epoch;
+  st.train_loss = c.train_loss;
+  st.valid_loss = c.valid_loss;
+  st.best_valid = c.best_valid;
+  st.since_best = c.since_best;
+  return st;
 }
 
-Checkpoint load_checkpoint(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open checkpoint");
-  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, kCheckpointMagic, 8) != 0)
-    throw InvalidInput(InputLocation{path, 0, 0}, "not a gcnpart checkpoint", "bad magic", "GCNPCKP1");
+/// Writes this device's checkpoint after `epoch`; once every device has, rank 0 names the generation in
+/// DIR/checkpoint.latest, and then each device removes its older generations.
+void write_checkpoint(const TrainConfig& config, int rank, int parts, int epoch, GcnModel& model,
+                      const LoopState& st, Communicator* comm, const kernels::Context& ctx) {
   Checkpoint c;
-  std::int64_t header[3];
-  in.read(reinterpret_cast<char*>(&c.seed), sizeof c.seed);
-  in.read(reinterpret_cast<char*>(header), sizeof header);
-  in.read(reinterpret_cast<char*>(&c.best_valid), sizeof c.best_valid);
-  if (!in || header[0] < 0 || header[1] < 0 || header[2] < 0)
-    throw InvalidInput(InputLocation{path, 0, 0}, "bad checkpoint header", "epoch " + std::to_string(header[0]),
-                       "non-negative epoch, step and counter");
-  c.next_epoch = static_cast<int>(header[0]);
-  c.model.step = header[1];
-  c.since_best = static_cast<int>(header[2]);
-  c.dims = get_vector<std::int64_t>(in, path, size, "layer widths");
-  c.model.params = get_vector<float>(in, path, size, "parameters");
-  c.model.adam_m = get_vector<float>(in, path, size, "Adam first moments");
-  c.model.adam_v = get_vector<float>(in, path, size, "Adam second moments");
-  c.train_loss = get_vector<double>(in, path, size, "training losses");
-  c.valid_loss = get_vector<double>(in, path, size, "validation losses");
-  return c;
+  c.dims = model.dims();
+  c.seed = config.model.seed;
+  c.next_epoch = epoch + 1;
+  c.model = model.state();
+  c.train_loss = st.train_loss;
+  c.valid_loss = st.valid_loss;
+  c.best_valid = st.best_valid;
+  c.since_best = st.since_best;
+  save_checkpoint(checkpoint_path(config.checkpoint_dir, rank, parts, c.next_epoch), c);
+  if (comm != nullptr) comm->barrier(ctx);
+  if (rank == 0) write_checkpoint_latest(config.checkpoint_dir, parts, c.next_epoch);
+  if (comm != nullptr) comm->barrier(ctx);
+  remove_checkpoints_except(config.checkpoint_dir, rank, parts, c.next_epoch);
 }
 
-void save_weights(const std::string& path, const std::vector<std::int64_t>& dims,
-                  const std::vector<std::vector<float>>& params) {
-  AtomicFile f(path);
-  f.write(kWeightsMagic, sizeof kWeightsMagic);
-  const std::int64_t n = static_cast<std::int64_t>(dims.size());
-  f.write(&n, sizeof n);
-  f.write(dims.data(), dims.size() * sizeof(std::int64_t));
-  for (const auto& p : params) {
-    const std::int64_t count = static_cast<std::int64_t>(p.size());
-    f.write(&count, sizeof count);
-    f.write(p.data(), p.size() * sizeof(float));
-  }
-  f.commit();
+void inject_fault(const FaultInjection& fault, int rank, int epoch) {
+  if (fault.kind == FaultInjection::Kind::kNone || fault.kind == FaultInjection::Kind::kSlow || fault.rank != rank ||
+      fault.epoch != epoch)
+    return;
+  if (fault.kind == FaultInjection::Kind::kKill) std::raise(SIGKILL);
+  throw FaultInjected("injected fault: device " + std::to_string(rank) + " failed in epoch " + std::to_string(epoch));
 }
 
-std::vector<std::vector<float>> load_weights(const std::string& path, const std::vector<std::int64_t>& dims) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw IoError(path, "cannot open weights file");
-  auto fail = [&](const std::string& problem, const std::string& value, const std::string& expected) {
-    throw InvalidInput(InputLocation{path, 0, 0}, problem, value, expected);
-  };
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, kWeightsMagic, 8) != 0)
-    fail("not a gcnpart weights file", "bad magic", "GCNPWTS1");
-  std::int64_t n = 0;
-  if (!in.read(reinterpret_cast<char*>(&n), sizeof n) || n < 2 || n > 65)
-    fail("layer count", std::to_string(n), "2..65 widths");
-  std::vector<std::int64_t> saved(static_cast<std::size_t>(n));
-  in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(n * sizeof(std::int64_t)));
-  if (!in) fail("truncated header", "end of file", "layer widths");
-  if (saved != dims) {
-    std::string s, d;
-    for (auto v : saved) s += (s.empty() ? "" : ",") + std::to_string(v);
-    for (auto v : dims) d += (d.empty() ? "" : ",") + std::to_string(v);
-    fail("layer widths do not match the model", s, d);
+
+/// One device's run of the loop: set-up (resources, model, weights, resumed state), epochs, the final evaluation
+/// and memory figures, then the link benchmark.
+class DeviceLoop {
+ public:
+  DeviceLoop(const LocalProblem& problem, partition::Strategy strategy, int parts, const TrainConfig& config,
+             const Device& device, Communicator* comm, RankResult& mine)
+      : problem_(problem),
+        strategy_(strategy),
+        parts_(parts),
+        config_(config),
+        device_(device),
+        comm_(comm),
+        mine_(mine),
+        rank_(comm != nullptr ? comm->rank() : 0),
+        res_(device, config.memory_limit),
+        ctx_(res_.context()) {  // handles now: library_bytes() measures them apart from the run
+    if (!config_.oom_hint.empty()) res_.memory().set_oom_hint(config_.oom_hint);
+    GcnConfig model_config = config_.model;
+    if (pipeline()) model_config.pipeline_stages = parts_;
+    model_ = std::make_unique<GcnModel>(res_, problem_, model_config, comm_);
+    if (!config_.load_weights.empty()) {
+      auto all = load_weights(config_.load_weights, model_->dims());
+      const auto [first, last] = model_->layer_range();
+      model_->set_parameters(std::vector<std::vector<float>>(all.begin() + 2 * first, all.begin() + 2 * last));
+    }
+    if (device_.is_cuda()) driver_sampled_ = mine_.driver_bytes = res_.driver_used_bytes();
+    (void)take_tallies();  // set-up's calls belong to no epoch
   }
-  std::vector<std::vector<float>> params;
-  for (std::int64_t l = 0; l + 1 < n; ++l) {
-    for (const std::int64_t want : {saved[l] * saved[l + 1], saved[l + 1]}) {
-      std::int64_t count = 0;
-      if (!in.read(reinterpret_cast<char*>(&count), sizeof count) || count != want)
-        fail("tensor size of layer " + std::to_string(l), std::to_string(count), std::to_string(want));
-      std::vector<float> p(static_cast<std::size_t>(count));
-      if (!in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(count * sizeof(float))))
-        fail("truncated tensor of layer " + std::to_string(l), "end of file", std::to_string(count) + " floats");
-      params.push_back(std::move(p));
+
+  /// Epochs from the resumed one (or 0) to config.epochs, or until early stopping.
+  void train(const EpochCallback& on_epoch, TrainReport& report) {
+    st_ = resume_from_checkpoint(config_, rank_, parts_, *model_);
+    if (rank_ == 0) report.resumed_at = st_.start;
+    const bool checkpoints = !config_.checkpoint_dir.empty() && config_.checkpoint_every > 0;
+    for (int epoch = st_.start; epoch < config_.epochs; ++epoch) {
+      const bool stop = train_epoch(epoch, on_epoch);
+      if (checkpoints && (epoch + 1) % config_.checkpoint_every == 0)
+        write_checkpoint(config_, rank_, parts_, epoch, *model_, st_, comm_, ctx_);
+      if (stop) break;
     }
   }
-  return params;
+
+  /// The final evaluation, memory figures and (rank 0) the report's global figures.
+  void finish(DeviceBaseline baseline, TrainReport& report) {
+    if (!baseline.known) baseline.context = res_.used_at_construction();
+    const EvalResult ev = model_->evaluate();
+    (void)take_tallies();
+    auto params = model_->parameters();
+    if (pipeline()) mine_.parameters = params;
+    mine_.memory = res_.memory().stats();
+    mine_.bytes_sent = bytes_sent();
+    MemoryCheck& mc = mine_.memory_check;
+    mc.tracked_peak = mine_.memory.peak;
+    mc.cache_slack = mine_.memory.reserved_peak - mine_.memory.peak;
+    if (device_.is_cuda()) {
+      driver_sampled_ = std::max(driver_sampled_, res_.driver_used_bytes());
+      mine_.driver_bytes = std::max(mine_.driver_bytes, driver_sampled_);
+      mc.available = true;
+      mc.measured = std::max(driver_sampled_, mine_.memory.driver_peak);
+      mc.context = baseline.context;
+      mc.nccl = baseline.nccl;
+      mc.libraries = res_.library_bytes();
+    }
+    if (rank_ != 0) return;
+    report.epochs_run = static_cast<int>(st_.train_loss.size());  // restored history included
+    report.train_loss = std::move(st_.train_loss);
+    report.valid_loss = std::move(st_.valid_loss);
+    const std::int64_t totals[3] = {problem_.global_train, problem_.global_valid, problem_.global_test};
+    for (int s = 0; s < 3; ++s) {
+      report.accuracy[s] = mean(static_cast<double>(ev.correct[s]), totals[s]);
+      report.loss[s] = mean(ev.loss_sum[s], totals[s]);
+    }
+    report.parameters = std::move(params);
+    report.spmm_choices = model_->spmm_choices();
+    report.cuda_graph = model_->cuda_graph_status();
+  }
+
+  /// The link: after everything above is measured, so that its buffers and calls change none of it.
+  void measure_link(const LaunchOptions& launch) {
+    CollectiveKind kind{};
+    const bool wanted = launch.link == LaunchOptions::Link::kAlways ||
+                        (launch.link == LaunchOptions::Link::kAuto && device_.is_cuda());
+    if (!wanted || comm_ == nullptr || comm_->size() < 2 || !link_collective(strategy_, kind)) return;
+    for (const CommTally& t : first_epoch_calls_)  // identical on every rank: every rank makes the same calls
+      if (t.kind == kind && t.payload_bytes >= mine_.link_payload) {
+        mine_.link_payload = t.payload_bytes;
+        mine_.link_calls = t.calls;
+      }
+    if (mine_.link_payload == 0) return;
+    double all_ms = 0, same_ms = 0;
+    std::int64_t all_sent = 0, same_sent = 0;
+    for (const CommTally& t : measured_calls_) {
+      all_ms += t.ms;
+      all_sent += t.bytes_sent;
+      if (t.kind == kind && t.payload_bytes == mine_.link_payload) {
+        same_ms += t.ms;
+        same_sent += t.bytes_sent;
+      }
+    }
+    const CollectiveTiming plain = benchmark_collective(*comm_, res_, kind, mine_.link_payload);
+    mine_.has_link = true;
+    mine_.link_kind = kind;
+    mine_.link.train_GBps = all_ms > 0 ? static_cast<double>(all_sent) / (all_ms * 1e-3) / 1e9 : 0.0;
+    mine_.link.train_same_GBps = same_ms > 0 ? static_cast<double>(same_sent) / (same_ms * 1e-3) / 1e9 : 0.0;
+    mine_.link.plain_GBps = plain.bus_GBps();
+    mine_.link.plain_median_ms = plain.median_ms;
+  }
+
+ private:
+  [[nodiscard]] bool pipeline() const noexcept { return strategy_ == partition::Strategy::kPipeline; }
+  std::vector<CommTally> take_tallies() { return comm_ != nullptr ? comm_->take_tallies() : std::vector<CommTally>{}; }
+  [[nodiscard]] std::int64_t bytes_sent() const { return comm_ != nullptr ? comm_->bytes_sent() : std::int64_t{0}; }
+  static double mean(double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; }
+
+  /// One epoch: the training step (timed, its communication tallied), the fault injection of the tests, the loss
+  /// (a non-finite one ends the run on every device), the evaluation and early stopping. Returns whether to stop.
+  bool train_epoch(int epoch, const EpochCallback& on_epoch) {
+    if (config_.cancel != nullptr && config_.cancel->load(std::memory_order_relaxed))
+      throw Cancelled("training cancelled before epoch " + std::to_string(epoch + 1));
+    const std::int64_t sent_before = bytes_sent();
+    const auto t0 = std::chrono::steady_clock::now();
+    if (config_.fault.kind == FaultInjection::Kind::kSlow && config_.fault.rank == rank_)
+      std::this_thread::sleep_for(std::chrono::duration<double, std::milli>(config_.fault.slow_ms));
+    const double loss_sum = model_->train_step(epoch);  // ends with the stream synchronised
+    mine_.step_seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+    std::vector<CommTally> calls = take_tallies();
+    mine_.comm_seconds.push_back(Communicator::total_ms(calls) * 1e-3);
+    if (epoch == st_.start) {
+      mine_.bytes_first_epoch = bytes_sent() - sent_before;
+      first_epoch_calls_ = calls;
+    }
+    if (epoch > st_.start || config_.epochs - st_.start == 1)
+      measured_calls_.insert(measured_calls_.end(), calls.begin(), calls.end());
+    if (device_.is_cuda()) driver_sampled_ = std::max(driver_sampled_, res_.driver_used_bytes());
+    inject_fault(config_.fault, rank_, epoch);
+    st_.train_loss.push_back(mean(loss_sum, problem_.global_train));
+    // The loss is all-reduced, so every device stops here together: no report computed from NaN weights.
+    if (!std::isfinite(st_.train_loss.back()))
+      throw InvalidInput(InputLocation{"training", 0, 0},
+                         "the run diverged: training loss in epoch " + std::to_string(epoch + 1) + " is not finite",
+                         std::to_string(st_.train_loss.back()),
+                         "finite losses (lower --lr, now " + shortest(config_.model.lr) +
+                             ", or check the features for huge values)");
+    double vloss = 0, vacc = 0;
+    if (config_.evaluate_every_epoch || config_.early_stopping > 0) {
+      const EvalResult ev = model_->evaluate();
+      vloss = mean(ev.loss_sum[1], problem_.global_valid);
+      vacc = mean(static_cast<double>(ev.correct[1]), problem_.global_valid);
+      (void)take_tallies();  // evaluation's calls are not the train step's
+      st_.valid_loss.push_back(vloss);
+    }
+    if (rank_ == 0 && on_epoch) on_epoch(epoch, st_.train_loss.back(), vloss, vacc);
+    if (config_.early_stopping <= 0) return false;
+    if (vloss < st_.best_valid) {
+      st_.best_valid = vloss;
+      st_.since_best = 0;
+      return false;
+    }
+    return ++st_.since_best >= config_.early_stopping;
+  }
+
+  const LocalProblem& problem_;
+  partition::Strategy strategy_;
+  int parts_;
+  const TrainConfig& config_;
+  Device device_;
+  Communicator* comm_;
+  RankResult& mine_;
+  int rank_;
+  Resources res_;
+  const kernels::Context& ctx_;
+  std::unique_ptr<GcnModel> model_;
+  LoopState st_;
+  std::int64_t driver_sampled_ = 0;  ///< cudaMemGetInfo after set-up and at the end of every epoch
+  std::vector<CommTally> first_epoch_calls_, measured_calls_;
+};
+
+}  // namespace
+
+void run_device(const LocalProblem& problem, partition::Strategy strategy, int parts, const TrainConfig& config,
+                const EpochCallback& on_epoch, const LaunchOptions& launch, const Device& device,
+                Communicator* comm, DeviceBaseline baseline, TrainReport& report, RankResult& mine) {
+  DeviceLoop loop(problem, strategy, parts, config, device, comm, mine);
+  loop.train(on_epoch, report);
+  loop.finish(baseline, report);
+  loop.measure_link(launch);
+}
+
+namespace {
+
+double mean_of(const std::vector<double>& v, std::size_t from) {
+  if (v.size() <= from) return 0.0;
+  double sum = 0;
+  for (std::size_t i = from; i < v.size(); ++i) sum += v[i];
+  return sum / static_cast<double>(v.size() - from);
+}
+
+}  // namespace
+
+void fill_report(TrainReport& report, const std::vector<RankResult>& results) {
+  const std::size_t k = results.size();
+  report.memory.resize(k);
+  report.bytes_sent.resize(k);
+  report.bytes_sent_per_epoch.resize(k);
+  report.driver_bytes.resize(k);
+  report.device_step_seconds.resize(k);
+  report.comm_seconds.resize(k);
+  report.epoch_ms_per_epoch.resize(k);
+  report.comm_ms_per_epoch.resize(k);
+  report.wait_ms_per_epoch.resize(k);
+  report.compute_ms_per_epoch.resize(k);
+  report.memory_check.resize(k);
+  // Time in communication calls splits into moving data and waiting for a slower peer: per epoch, the device
+  // that spent the least time in its calls arrived last at them and waited for no one, so that least time is the
+  // communication itself and every device's excess over it is waiting.
+  std::size_t epochs = 0;
+  for (const auto& res : results) epochs = std::max(epochs, res.comm_seconds.size());
+  std::vector<double> least(epochs, std::numeric_limits<double>::infinity());
+  for (const auto& res : results)
+    for (std::size_t e = 0; e < res.comm_seconds.size(); ++e) least[e] = std::min(least[e], res.comm_seconds[e]);
+  for (std::size_t r = 0; r < k; ++r) {
+    const RankResult& res = results[r];
+    report.memory[r] = res.memory;
+    report.bytes_sent[r] = res.bytes_sent;
+    report.bytes_sent_per_epoch[r] = res.bytes_first_epoch;
+    report.driver_bytes[r] = res.driver_bytes;
+    report.device_step_seconds[r] = res.step_seconds;
+    report.comm_seconds[r] = res.comm_seconds;
+    const std::size_t from = first_measured_epoch(res.step_seconds.size());
+    report.epoch_ms_per_epoch[r] = 1e3 * mean_of(res.step_seconds, from);
+    const double in_calls = 1e3 * mean_of(res.comm_seconds, from);
+    report.comm_ms_per_epoch[r] = 1e3 * mean_of(least, from);  // every device runs the same epochs
+    report.wait_ms_per_epoch[r] = in_calls - report.comm_ms_per_epoch[r];
+    report.compute_ms_per_epoch[r] = report.epoch_ms_per_epoch[r] - in_calls;
+    report.memory_check[r] = res.memory_check;
+  }
+  epochs = 0;
+  for (const auto& res : results) epochs = std::max(epochs, res.step_seconds.size());
+  report.epoch_seconds.clear();
+  for (std::size_t e = 0; e < epochs; ++e) {
+    double slowest = 0;
+    for (const auto& res : results)
+      if (e < res.step_seconds.size()) slowest = std::max(slowest, res.step_seconds[e]);
+    report.epoch_seconds.push_back(slowest);
+  }
+  report.has_link =
+      k > 0 && std::all_of(results.begin(), results.end(), [](const RankResult& r) { return r.has_link; });
+  if (report.has_link) {
+    report.link.collective = results[0].link_kind;
+    report.link.payload_bytes = results[0].link_payload;
+    report.link.calls_per_epoch = results[0].link_calls;
+    report.link.repeats = kLinkRepeats;
+    report.link.devices.clear();
+    for (const auto& r : results) report.link.devices.push_back(r.link);
+  }
+}
+
+}  // namespace detail
+
+TrainReport train_single(const LocalProblem& problem, const Device& device, const TrainConfig& config,
+                         const EpochCallback& on_epoch) {
+  config.validate();
+  TrainReport report;
+  report.seed = config.model.seed;
+  LaunchOptions launch;
+  launch.backend = device.backend;
+  std::vector<detail::RankResult> results(1);
+  detail::run_device(problem, partition::Strategy::kSingle, 1, config, on_epoch, launch, device, nullptr, {}, report,
+             results[0]);
+  detail::fill_report(report, results);
+  return report;
 }
 
 }  // namespace gcnpart::engine

@@ -10,7 +10,8 @@
 #include <vector>
 
 #include "datasets/loaders.hpp"
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/memory.hpp"
 #include "engine/report_json.hpp"
 #include "base/atomic_file.hpp"

@@ -9,7 +9,8 @@
 #include <numeric>
 #include <tuple>
 
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/mpi_communicator.hpp"
 #include "engine/resources.hpp"
 #include "engine/train.hpp"

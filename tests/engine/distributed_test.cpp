@@ -1,4 +1,5 @@
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 
 #include <doctest/doctest.h>
 

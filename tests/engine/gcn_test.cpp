@@ -8,7 +8,8 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/trainer.hpp"
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
