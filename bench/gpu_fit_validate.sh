@@ -5,7 +5,7 @@
 # train step after the first, driver memory after set-up) and `gcnpart fit` on the same graph, and writes
 # $OUT/fit-validate.json and $OUT/fit-validate.md: predicted, measured and error % for time and memory, the share
 # within +-15 %, and the worst |error| (the held-out residual fit prints as its band; copy it into
-# partition/calibration.json "held_out" when the calibration changes).
+# partition/fit/calibration.json "held_out" when the calibration changes).
 #   CALIBRATE=1   first run `gcnpart bench calibrate` here and predict with that calibration (else the built-in one)
 #   EPOCHS=N      epochs per training run (default 6)
 #   QUICK=1       the first 8 rows only

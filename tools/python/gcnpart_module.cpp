@@ -33,8 +33,8 @@
 #include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/format.hpp"
-#include "partition/advise.hpp"
-#include "partition/cards.hpp"
+#include "partition/fit/advise.hpp"
+#include "partition/fit/cards.hpp"
 #include "partition/strategy.hpp"
 #include "tools/cli_common.hpp"
 
