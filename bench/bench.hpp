@@ -219,7 +219,7 @@ struct CalibrateConfig {
   std::string card = "h200";  ///< the catalogue id of the GPU measured (the document's "card")
   /// RMAT (scale, edge factor) for the SpMMs: at least three, so that each width's two terms and the fixed cost are
   /// over-determined, small ones among them (the fixed cost); none of bench/run/fit_validate.sh's held-out graphs.
-  /// The built-in partition/calibration.json was measured with these.
+  /// The built-in partition/fit/calibration.json was measured with these.
   std::vector<std::pair<int, double>> graphs{{15, 16}, {16, 8}, {17, 32}, {19, 16}, {19, 48}, {20, 24}};
   /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47
   /// classes -> 48 in fp32 and bf16, 33..40 -> 40 in bf16, 100 features -> 100 / 104: partition::stored_width),
@@ -237,7 +237,7 @@ struct CalibrateConfig {
 
 /// Measures what gcnpart fit's time model needs on this GPU: SpMM calls by width and kind (own fp32, cuSPARSE ALG2,
 /// own bf16) on RMAT graphs with their degree ratio, cuBLAS GEMMs by shape and math, copy bandwidth, and small
-/// launch-bound epochs. Returns a calibration document (partition/calibration.json's shape) for
+/// launch-bound epochs. Returns a calibration document (partition/fit/calibration.json's shape) for
 /// `gcnpart fit --calibration`. @throws InvalidInput for a bad config or no GPU; OutOfMemory.
 nlohmann::json bench_calibrate(const CalibrateConfig& config);
 

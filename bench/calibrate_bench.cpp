@@ -1,5 +1,5 @@
-// gcnpart bench calibrate: the per-kernel efficiencies of gcnpart fit's epoch-time model (partition/cost_model.hpp),
-// measured on the present GPU and written as a calibration document shaped like partition/calibration.json.
+// gcnpart bench calibrate: the per-kernel efficiencies of gcnpart fit's epoch-time model (partition/fit/cost_model.hpp),
+// measured on the present GPU and written as a calibration document shaped like partition/fit/calibration.json.
 
 #include <algorithm>
 #include <cmath>

@@ -1,6 +1,7 @@
 #include "partition/allocation_plan.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <set>
 
@@ -48,6 +49,67 @@ void expect_count(const char* what, std::int64_t v) {
 std::string indexed(const char* name, std::int64_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
 
 }  // namespace
+
+std::vector<std::int64_t> ModelSpec::dims() const {
+  std::vector<std::int64_t> d{features};
+  for (int l = 0; l + 1 < layers; ++l) d.push_back(hidden);
+  d.push_back(classes);
+  return d;
+}
+
+std::int64_t stored_width(std::int64_t width, Precision precision) {
+  const std::int64_t vector = 16 / traits(precision).storage_bytes;
+  // 4-byte rows of 33..47 columns as 48: the own SpMM's four-lane layout then has no idle slot (see the header).
+  if (vector == 4 && width > 32 && width < 48) return 48;
+  return (width + vector - 1) / vector * vector;
+}
+
+std::vector<std::int64_t> stored_widths(std::vector<std::int64_t> dims, Precision precision) {
+  for (auto& w : dims) w = stored_width(w, precision);
+  return dims;
+}
+
+std::vector<std::int64_t> ModelSpec::stored_dims() const { return stored_widths(dims(), precision); }
+
+namespace {
+std::int64_t parameter_count(const std::vector<std::int64_t>& d) {
+  std::int64_t p = 0;
+  for (std::size_t l = 0; l + 1 < d.size(); ++l) p += d[l] * d[l + 1] + d[l + 1];
+  return p;
+}
+}  // namespace
+
+std::int64_t ModelSpec::parameters() const { return parameter_count(dims()); }
+
+std::int64_t ModelSpec::stored_parameters() const { return parameter_count(stored_dims()); }
+
+void ModelSpec::validate() const {
+  if (layers < 1 || layers > 64) throw InvalidInput::parameter("--layers", std::to_string(layers), "1..64");
+  if (hidden < 1) throw InvalidInput::parameter("--hidden", std::to_string(hidden), ">= 1");
+  if (features < 1) throw InvalidInput::parameter("--features", std::to_string(features), ">= 1");
+  if (classes < 1) throw InvalidInput::parameter("--classes", std::to_string(classes), ">= 1");
+  if (!(sparse_features_below >= 0 && sparse_features_below <= 1))
+    throw InvalidInput::parameter("sparse_features_below", std::to_string(sparse_features_below), "in [0, 1]");
+  if (stages < 1 || stages > layers)
+    throw InvalidInput::parameter("--pipeline-stages", std::to_string(stages), "1.." + std::to_string(layers));
+  if (stage < 0 || stage >= stages)
+    throw InvalidInput::parameter("stage", std::to_string(stage), "0.." + std::to_string(stages - 1));
+}
+
+std::int64_t DeviceShape::nonzeros(std::int64_t features) const {
+  if (feature_nonzeros >= 0) return feature_nonzeros;
+  return static_cast<std::int64_t>(std::llround(feature_density * static_cast<double>(rows) *
+                                                static_cast<double>(features)));
+}
+
+bool uses_sparse_input(const DeviceShape& s, const ModelSpec& m) {
+  const auto dims = m.stored_dims();
+  const double cells = static_cast<double>(s.rows) * static_cast<double>(m.features);
+  // GcnModel: density of the local feature values (1 when there are none), sparse when <= the threshold and the
+  // first layer narrows (so it multiplies before it aggregates).
+  const double density = cells == 0 ? 1.0 : static_cast<double>(s.nonzeros(m.features)) / cells;
+  return m.first_layer() == 0 && density <= m.sparse_features_below && dims[0] > dims[1];
+}
 
 bool aggregates_first(const std::vector<std::int64_t>& dims, int layer) { return dims[layer] <= dims[layer + 1]; }
 

@@ -16,7 +16,7 @@ namespace fs = std::filesystem;
 std::vector<std::string> getenv_lines(const fs::path& root, int* files_read) {
   const std::set<std::string> extensions{".cpp", ".hpp", ".cu", ".cuh", ".h", ".in"};
   std::vector<std::string> out;
-  for (const char* folder : {"kernels", "engine", "partition", "datasets"}) {
+  for (const char* folder : {"base", "kernels", "engine", "partition", "datasets"}) {
     for (const auto& entry : fs::recursive_directory_iterator(root / folder)) {
       if (!entry.is_regular_file() || extensions.count(entry.path().extension().string()) == 0) continue;
       std::ifstream in(entry.path());

@@ -8,8 +8,8 @@
 
 #include "bench/bench.hpp"
 #include "base/error.hpp"
-#include "partition/cards.hpp"
-#include "partition/cost_model.hpp"
+#include "partition/fit/cards.hpp"
+#include "partition/fit/cost_model.hpp"
 #include "tools/cli_common.hpp"
 
 namespace gcnpart::cli {
@@ -272,7 +272,7 @@ Command register_bench(CLI::App& app) {
                                 "copy, launches) and write a calibration JSON for gcnpart fit --calibration");
   c->add_option("--device", cal_opts->config.device, "CUDA device: cuda or cuda:N")->capture_default_str();
   c->add_option("--card", cal_opts->config.card, "Catalogue id of this GPU (gcnpart cards)")->capture_default_str();
-  c->add_option("--cards", cal_opts->cards_file, "Extra card file (JSON like partition/cards.json; merged by id)");
+  c->add_option("--cards", cal_opts->cards_file, "Extra card file (JSON like partition/fit/cards.json; merged by id)");
   c->add_option("--graphs", cal_opts->graphs, "RMAT scale:edge-factor graphs for the SpMMs")->capture_default_str();
   c->add_option("--widths", cal_opts->widths, "SpMM widths")->capture_default_str();
   c->add_option("--repeats", cal_opts->config.repeats, "Timed runs per call (median)")->capture_default_str();

@@ -16,7 +16,7 @@
 #include "base/progress.hpp"
 #include "partition/plan.hpp"
 #include "tools/cli_common.hpp"
-#include "engine/report_html.hpp"
+#include "tools/report/report_html.hpp"
 
 #ifndef GCNPART_GIT_COMMIT
 #define GCNPART_GIT_COMMIT "unknown"

@@ -7,8 +7,8 @@
 #include <sstream>
 
 #include "base/error.hpp"
-#include "partition/advise.hpp"
-#include "partition/cards.hpp"
+#include "partition/fit/advise.hpp"
+#include "partition/fit/cards.hpp"
 #include "tools/cli_common.hpp"
 
 namespace gcnpart::cli {
@@ -425,7 +425,7 @@ Command register_fit(CLI::App& app) {
                   "Card id from the catalogue, or ID:K for K of them (repeatable; default: rtx3090, then 2 x rtx3080)");
   cmd->add_option("--gpus", o->gpus, "Number of cards for the next --card (last on the line: the previous one)");
   cmd->add_option("--rank-gpus", o->rank_gpus, "GPU counts to rank every catalogue card at")->capture_default_str();
-  cmd->add_option("--cards", o->cards_file, "Extra card file (JSON like partition/cards.json; merged by id)");
+  cmd->add_option("--cards", o->cards_file, "Extra card file (JSON like partition/fit/cards.json; merged by id)");
   cmd->add_option("--layers", o->layers, "GCN layers")->capture_default_str();
   cmd->add_option("--hidden", o->hidden, "Hidden width")->capture_default_str();
   cmd->add_option("--dropout", o->dropout, "Dropout probability (0 = off: no saved dropped-out inputs)")
@@ -463,7 +463,7 @@ Command register_cards(CLI::App& app) {
   auto* cmd = app.add_subcommand("cards", "List the GPU catalogue that gcnpart fit uses");
   auto file = std::make_shared<std::string>();
   auto json_path = std::make_shared<std::string>();
-  cmd->add_option("--cards", *file, "Extra card file (JSON like partition/cards.json; merged by id)");
+  cmd->add_option("--cards", *file, "Extra card file (JSON like partition/fit/cards.json; merged by id)");
   cmd->add_option("--json", *json_path, "Write the catalogue as JSON ('-' for stdout)");
   return {cmd, [file, json_path] { run_cards(*file, *json_path); }};
 }

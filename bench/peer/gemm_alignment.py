@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """How much an unaligned width costs a bf16 GEMM, and whether padding it pays (issue 15's next lever).
 
-gcnpart's calibration (partition/calibration.json) timed cuBLAS bf16 GEMMs at 47 columns 2.5x slower than at 64
+gcnpart's calibration (partition/fit/calibration.json) timed cuBLAS bf16 GEMMs at 47 columns 2.5x slower than at 64
 (row-major leading dimensions of 47 or 100 bf16 elements are not 16-byte multiples). This script times, with torch on
 the GPU (cuBLASLt), each GCN-shaped bf16 GEMM of the products-sized graph (2^21 rows) three ways: as is (unaligned
 leading dimension), on operands already padded to a multiple of 8 (the layout fix), and padded on the fly (copy in,

@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""Builds partition/calibration.json from a fresh `gcnpart bench calibrate` JSON and the held-out epochs of
+"""Builds partition/fit/calibration.json from a fresh `gcnpart bench calibrate` JSON and the held-out epochs of
 bench/run/fit_validate.sh measured with it (the recipe of every recalibration so far, now in one place).
 
   bench/run/calibration_merge.py --calibration OUT/calibration-h200.json --validate OUT/fit-validate.json \
-      --previous partition/calibration.json --source bench/results/DIR/fit-validate.md -o partition/calibration.json
+      --previous partition/fit/calibration.json --source bench/results/DIR/fit-validate.md -o partition/fit/calibration.json
 
 Kept from the fresh calibration: its SpMM, GEMM, copy and launch measurements, graphs, GPU and commit. Added: the
 previous file's held-out graph statistics (graphs validate-*: the same generators, so the same statistics), the

@@ -2,7 +2,7 @@
 """Re-price measured configurations with the current `gcnpart fit` (no GPU needed).
 
 bench/run/fit_validate.sh measures each configuration on the GPU (gcnpart train) and prices it with gcnpart fit in
-the same run. When only the model changes (partition/cost_model.*, memory_model.*, calibration.json), the
+the same run. When only the model changes (partition/fit/cost_model.*, memory_model.*, calibration.json), the
 measurements stay valid as long as the engine that produced them did not change: this script runs the current
 `gcnpart fit` on the same generated graphs (regenerate them with the generator arguments of fit_validate.sh;
 generation is deterministic) and writes the same JSON and table, with the measured columns copied.

@@ -9,8 +9,8 @@
 #   CALIBRATE=1 bench/run/fit_validate.sh          # recalibrate first, then validate that calibration
 # Parameters (environment):
 #   CALIBRATE=1   first run `gcnpart bench calibrate` here ($OUT/calibration-h200.json) and predict with it (else the
-#                 built-in partition/calibration.json); bench/run/calibration_merge.py then builds the new
-#                 partition/calibration.json from the two files (held-out epochs and residual included)
+#                 built-in partition/fit/calibration.json); bench/run/calibration_merge.py then builds the new
+#                 partition/fit/calibration.json from the two files (held-out epochs and residual included)
 #   EPOCHS=N      epochs per training run (default 6)
 #   QUICK=1       the first 8 rows only
 #   FALSE_FITS=1  then the "never a false fits" check: for an RTX 3090 and an RTX 3080 emulated with `train

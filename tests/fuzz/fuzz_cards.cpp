@@ -1,11 +1,11 @@
-// libFuzzer target: the GPU card catalogue (partition/cards.*). First input byte even: the rest is a whole catalogue
+// libFuzzer target: the GPU card catalogue (partition/fit/cards.*). First input byte even: the rest is a whole catalogue
 // for parse_cards; odd: the rest is a user file merged into the built-in catalogue by load_cards.
 #include <cstddef>
 #include <cstdint>
 #include <string>
 
 #include "fuzz_support.hpp"
-#include "partition/cards.hpp"
+#include "partition/fit/cards.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   using namespace gcnpart;

@@ -9,16 +9,13 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "engine/problem.hpp"
-#include "engine/trainer.hpp"
+#include "engine/distributed.hpp"
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "base/error.hpp"
 #include "base/spmm_layout.hpp"
-#include "partition/advise.hpp"
+#include "partition/fit/advise.hpp"
 #include "partition/allocation_plan.hpp"
-#include "partition/cards.hpp"
-#include "partition/cost_model.hpp"
 #include "dataset_fixtures.hpp"
 #include "test_support.hpp"
 
@@ -377,101 +374,6 @@ TEST_CASE("count model stays within the error it reports of exact random-split h
                                                                                    << " % from N and E alone");
 }
 
-TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the band it stores") {
-  const CardCatalogue catalogue = builtin_cards();
-  const Card& h200 = catalogue.find("h200");
-  const CalibrationData data = builtin_calibration();
-  const Calibration cal = calibrate(h200, data);
-  std::size_t held_out = 0;
-  for (const auto& m : data.epochs) held_out += m.fixes_launch ? 0 : 1;
-  REQUIRE(held_out >= 10);
-  REQUIRE(cal.points.size() == held_out);
-  double worst = 0;
-  for (const auto& p : cal.points) {
-    worst = std::max(worst, std::fabs(p.error()));
-    MESSAGE(p.what << ": measured " << p.measured_seconds * 1e3 << " ms, predicted " << p.predicted_seconds * 1e3
-                   << " ms (" << p.error() * 100 << " %)");
-  }
-  CHECK(cal.max_error() == doctest::Approx(worst));
-  // The band gcnpart fit prints (and the README quotes) is the stored figure: it covers every held-out epoch of the
-  // file, to the percent (bench/run/fit_validate.sh may raise it from its own held-out runs, never below these), so
-  // a recalibration that moves the residual past it fails here until calibration.json says so.
-  CHECK(cal.band() == doctest::Approx(data.held_out_residual));
-  CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
-  // The SpMM terms are measured per width, for each kind, and the DRAM efficiency grows with the width (wider rows,
-  // fuller sectors); the fit reproduces every timed call within 25 % (graphs of 2^15 to 2^20 nodes: the small ones
-  // launch- and tail-bound).
-  for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
-    REQUIRE(t->dram.points.size() >= 3);
-    CHECK(t->dram.at(256) > t->dram.at(64));
-    CHECK(t->fixed_seconds >= 0);
-  }
-  for (const auto& x : data.spmm) {
-    const double t = spmm_call_seconds(x.call, x.bf16 ? 2 : 4, x.degree_ratio, h200, cal.spmm(x.cusparse, x.bf16));
-    INFO(x.graph << " width " << x.call.width << (x.cusparse ? " cusparse" : x.bf16 ? " own-bf16" : " own"));
-    CHECK(std::fabs(t / x.seconds - 1) <= 0.25);
-  }
-  CHECK(cal.launch_seconds > 0);
-  CHECK(cal.stream_efficiency > 0.8);
-  CHECK(cal.fitted);
-}
-
-TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants a negative fixed cost") {
-  // Calls timed from known terms with no fixed cost, 3 % fast on the small graphs and 3 % slow on the large
-  // ones: the unconstrained fit then takes a negative fixed cost. The fit must keep every term >= 0, still follow
-  // every call within 5 %, and not fall back to the defaults.
-  const CardCatalogue catalogue = builtin_cards();
-  const Card& h200 = catalogue.find("h200");
-  SpmmEfficiency truth;
-  truth.dram.points = {{16, 0.4}, {64, 0.8}, {256, 1.0}};
-  truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
-  truth.fixed_seconds = 0;
-  CalibrationData data;
-  data.card = "h200";
-  const double scales[] = {14, 16, 18, 20, 21};
-  for (const double scale : scales)
-    for (const double width : {16.0, 64.0, 256.0}) {
-      SpmmSample x;
-      x.graph = "g" + std::to_string(static_cast<int>(scale));
-      const double rows = std::pow(2.0, scale);
-      x.call = SpmmTerm{width, rows, rows, rows * 24};
-      x.degree_ratio = 20;
-      const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, truth);
-      x.seconds = t * (scale < 17 ? 0.97 : 1.03);
-      data.spmm.push_back(x);
-    }
-  const Calibration cal = calibrate(h200, data);
-  CHECK(cal.spmm_own.fixed_seconds >= 0);
-  REQUIRE(cal.spmm_own.dram.points.size() == 3);  // fitted, not the one-point default
-  for (const auto& [w, e] : cal.spmm_own.dram.points) CHECK(e > 0);
-  for (const auto& x : data.spmm) {
-    CAPTURE(x.graph);
-    CAPTURE(x.call.width);
-    const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, cal.spmm_own);
-    CHECK(std::fabs(t / x.seconds - 1) <= 0.05);
-  }
-}
-
-TEST_CASE("the SpMM term sees the card's L2 and the degree distribution") {
-  SpmmTerm call{256, 1e6, 1e6, 3e7};
-  const double no_cache = spmm_call_bytes(call, 4, 0, 1).dram;
-  const double small_l2 = spmm_call_bytes(call, 4, 6ll << 20, 1).dram;
-  const double big_l2 = spmm_call_bytes(call, 4, 60ll << 20, 1).dram;
-  const double skewed = spmm_call_bytes(call, 4, 60ll << 20, 40).dram;
-  // What DRAM does not serve, L2 does: the gathered bytes are the same.
-  const SpmmBytes a = spmm_call_bytes(call, 4, 0, 1), b = spmm_call_bytes(call, 4, 60ll << 20, 40);
-  CHECK(a.dram + a.l2 == doctest::Approx(b.dram + b.l2));
-  CHECK(no_cache > small_l2);
-  CHECK(small_l2 > big_l2);
-  CHECK(big_l2 > skewed);  // the hot rows of a skewed graph stay cached
-  // Uniform access: the hit fraction is the cached share of the rows; a Pareto tail raises it (p^(1/2) at alpha 2).
-  CHECK(l2_hit_fraction(1e4, 1e6, 1) == doctest::Approx(0.01));
-  CHECK(l2_hit_fraction(1e4, 1e6, 1e6) == doctest::Approx(0.1).epsilon(0.01));
-  CHECK(l2_hit_fraction(2e6, 1e6, 40) == doctest::Approx(1));
-  // At least every input row is read once, however good the cache.
-  CHECK(spmm_call_bytes(call, 4, std::int64_t{1} << 40, 40).dram >= call.cols_in * 256 * 4);
-}
-
 TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus its largest transient") {
   DeviceShape s;
   s.rows = 20000;
@@ -518,53 +420,6 @@ TEST_CASE("the memory estimate is the allocation plan's persistent bytes plus it
   CHECK_THROWS_AS((void)allocation_plan(s, m, Backend::kCpu), InvalidInput);
 }
 
-TEST_CASE("calibration epochs come from partition/calibration.json and a broken file is refused by field") {
-  const auto ms = h200_measurements();
-  REQUIRE(ms.size() == 25);
-  CHECK(ms[0].what == "rmat-s12-e4-f64 h16 L2");
-  CHECK(ms[0].fixes_launch);   // small RMAT epochs fix the launch cost
-  CHECK(!ms[3].fixes_launch);  // bench/run/fit_validate.sh's configurations are held out
-  CHECK(builtin_calibration().spmm.size() >= 30);
-  CHECK(ms[0].graph.nodes == 4096);
-  CHECK(ms[0].graph.feature_density == 1.0);
-  CHECK(ms[0].seconds > 0);  // a measured launch-bound epoch (about 0.3 ms on the H200)
-  CHECK(ms[0].seconds < 2e-3);
-  CHECK(!ms[0].cusparse);
-  CHECK(ms[3].autotuned);  // "spmm": "auto", as gcnpart train ran them
-  CHECK(ms[4].model.precision == Precision::kBf16);
-  CHECK(ms[3].graph.split_sizes[0] == 65536 * 6 / 10);
-  const std::string good = R"({"graphs": {"g": {"nodes": 10, "edges": 9, "features": 4, "classes": 2,
-    "feature_density": 1.0, "splits": [5, 2, 3]}}, "measurements": [{"what": "w", "graph": "g", "hidden": 8,
-    "layers": 2, "spmm": "own", "precision": "fp32", "seconds": 0.001}]})";
-  CHECK(parse_calibration(good, "f.json").size() == 1);
-  auto refused = [](const std::string& text, const std::string& needle) {
-    try {
-      (void)parse_calibration(text, "f.json");
-      return false;
-    } catch (const InvalidInput& e) {
-      const std::string msg = e.what();
-      return msg.find("f.json") != std::string::npos && msg.find(needle) != std::string::npos;
-    }
-  };
-  CHECK(refused("{", "JSON"));
-  CHECK(refused(R"({"graphs": {}, "measurements": [{"what": "w", "graph": "g"}]})", "graphs.g"));
-  std::string no_seconds = good;
-  no_seconds.replace(no_seconds.find("\"seconds\""), 9, "\"second\"");
-  CHECK(refused(no_seconds, "seconds"));
-  std::string bad_precision = good;
-  bad_precision.replace(bad_precision.find("fp32"), 4, "fp64");
-  CHECK(refused(bad_precision, "precision"));
-  std::string bad_kind = good;
-  bad_kind.insert(bad_kind.size() - 1, R"(, "spmm": [{"graph": "g", "rows": 10, "entries": 28, "degree_ratio": 1,
-    "width": 16, "kind": "mine", "seconds": 1e-5}])");
-  try {
-    (void)parse_calibration_data(bad_kind, "f.json");
-    FAIL("a SpMM sample of unknown kind was accepted");
-  } catch (const InvalidInput& e) {
-    CHECK(std::string(e.what()).find("spmm[0].kind") != std::string::npos);
-  }
-}
-
 TEST_CASE("memory model rejects bad shapes and models with the parameter named") {
   ModelSpec m;
   m.features = 10;
@@ -590,7 +445,7 @@ TEST_CASE("memory model rejects bad shapes and models with the parameter named")
 
 TEST_SUITE("gpu") {
   // On the GPU machine: the CUDA model against the tracked peak (5 %) and the driver's view (10 %) of real training.
-  // The fixed per-GPU overhead is the Hopper family constant of partition/cards.json (measured on the H200).
+  // The fixed per-GPU overhead is the Hopper family constant of partition/fit/cards.json (measured on the H200).
   constexpr std::int64_t kHopperOverhead = 596ll << 20;
 
   TEST_CASE("CUDA memory model is within 5 % of the tracked peak and 10 % of cudaMemGetInfo on the GPU") {

@@ -21,7 +21,7 @@
 #include "datasets/loaders.hpp"
 #include "engine/trainer.hpp"
 #include "partition/plan.hpp"
-#include "partition/cards.hpp"
+#include "partition/fit/cards.hpp"
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 #include "test_support.hpp"

@@ -25,7 +25,6 @@
 #include "datasets/dataset.hpp"
 #include "datasets/generators.hpp"
 #include "engine/compare.hpp"
-#include "engine/report_html.hpp"
 #include "engine/report_json.hpp"
 #include "engine/resources.hpp"
 #include "engine/train.hpp"
@@ -33,10 +32,11 @@
 #include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "base/format.hpp"
-#include "partition/advise.hpp"
-#include "partition/cards.hpp"
+#include "partition/fit/advise.hpp"
+#include "partition/fit/cards.hpp"
 #include "partition/strategy.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/report/report_html.hpp"
 
 #ifndef GCNPART_GIT_COMMIT
 #define GCNPART_GIT_COMMIT "unknown"

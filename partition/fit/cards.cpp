@@ -1,4 +1,4 @@
-#include "partition/cards.hpp"
+#include "partition/fit/cards.hpp"
 
 #include <algorithm>
 
@@ -10,12 +10,12 @@
 
 namespace gcnpart::partition {
 
-extern const char* const kBuiltinCardsJson;  // partition/cards.json, compiled in (cards_data.cpp.in)
+extern const char* const kBuiltinCardsJson;  // partition/fit/cards.json, compiled in (cards_data.cpp.in)
 
 namespace {
 
 using nlohmann::json;
-constexpr const char* kBuiltinOrigin = "partition/cards.json (built in)";
+constexpr const char* kBuiltinOrigin = "partition/fit/cards.json (built in)";
 constexpr const char* kOriginKey = "_origin";
 // Upper bounds that keep conversions in range (a petabyte card, a million GB/s or TFLOP/s, W or USD).
 constexpr double kMaxBytes = 1e15, kMaxRate = 1e6, kMaxMib = 1e6;

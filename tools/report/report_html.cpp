@@ -1,9 +1,9 @@
-// The compare report as one HTML page: the page itself (style, layout, captions) is engine/report_template.html,
+// The compare report as one HTML page: the page itself (style, layout, captions) is tools/report/report_template.html,
 // filled here with the header, the tables and the charts. Charts are SVG drawn here (no plotting library, no scripts): exact values sit
 // in <title> tooltips and in the tables, so the page stays readable offline, printed, or with scripts disabled.
 // Every accessor tolerates a missing key or a value of the wrong type: a report from an older or partial run must
 // still render, with a note where something was not measured.
-#include "engine/report_html.hpp"
+#include "tools/report/report_html.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -19,9 +19,9 @@
 
 #include "partition/strategy.hpp"
 
-namespace gcnpart::engine {
+namespace gcnpart::report {
 
-/// engine/report_template.html, compiled in by CMake (report_template.cpp.in): the page around the charts.
+/// tools/report/report_template.html, compiled in by CMake (report_template.cpp.in): the page around the charts.
 extern const char* const kReportTemplate;
 
 std::string html_escape(std::string_view text) {
@@ -1447,4 +1447,4 @@ std::string compare_html(const nlohmann::json& report) {
   return fill(kReportTemplate, values);
 }
 
-}  // namespace gcnpart::engine
+}  // namespace gcnpart::report

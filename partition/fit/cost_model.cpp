@@ -1,4 +1,4 @@
-#include "partition/cost_model.hpp"
+#include "partition/fit/cost_model.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,7 +17,7 @@
 
 namespace gcnpart::partition {
 
-extern const char* const kBuiltinCalibrationJson;  // partition/calibration.json, compiled in (calibration_data.cpp.in)
+extern const char* const kBuiltinCalibrationJson;  // partition/fit/calibration.json, compiled in (calibration_data.cpp.in)
 
 double WidthTable::at(double width) const {
   if (points.empty()) return 0.5;
@@ -309,7 +309,7 @@ EpochTime predict_epoch_autotuned(const EpochWork& w, const Card& card, const Ca
 
 namespace {
 
-constexpr const char* kBuiltinCalibrationOrigin = "partition/calibration.json (built in)";
+constexpr const char* kBuiltinCalibrationOrigin = "partition/fit/calibration.json (built in)";
 
 /// Reads calibration.json's fields, each checked (InvalidInput naming the file and the field).
 class CalibrationReader {

@@ -1,11 +1,12 @@
 // The HTML report of `gcnpart compare`: one self-contained page (inline CSS and SVG, no scripts, no network).
+// Presentation, used by the front-ends (the CLI, the Python module): library gcnpart::report (tools/report/).
 #pragma once
 
 #include <nlohmann/json.hpp>
 #include <string>
 #include <string_view>
 
-namespace gcnpart::engine {
+namespace gcnpart::report {
 
 /// Renders the JSON report of `gcnpart compare` as a complete HTML5 document: a header (dataset, partitioner, date,
 /// commit, device), a summary table (one row per strategy x parts x layers) and four inline SVG charts (halo growth
@@ -18,4 +19,11 @@ namespace gcnpart::engine {
 /// safe inside element content and quoted attribute values, in HTML and in SVG.
 [[nodiscard]] std::string html_escape(std::string_view text);
 
+}  // namespace gcnpart::report
+
+namespace gcnpart::engine {
+// Transitional: the front-ends still call engine::compare_html (tools/cmd_compare.cpp, tools/python/
+// gcnpart_module.cpp); once they call report::compare_html these two lines go.
+using report::compare_html;
+using report::html_escape;
 }  // namespace gcnpart::engine

@@ -1,4 +1,4 @@
-#include "engine/report_html.hpp"
+#include "tools/report/report_html.hpp"
 
 #include <doctest/doctest.h>
 
@@ -8,7 +8,7 @@
 #include <string>
 
 using nlohmann::json;
-using gcnpart::engine::compare_html;
+using gcnpart::report::compare_html;
 
 namespace {
 
@@ -189,7 +189,7 @@ TEST_CASE("text taken from the report is HTML-escaped everywhere") {
   CHECK(html.find("<i>odd</i>") == std::string::npos);
   CHECK(html.find("&lt;i&gt;odd&lt;/i&gt;") != std::string::npos);
   CHECK(html.find("a&b") == std::string::npos);
-  CHECK(gcnpart::engine::html_escape(std::string("a\x01<\n", 4)) == "a&lt;\n");
+  CHECK(gcnpart::report::html_escape(std::string("a\x01<\n", 4)) == "a&lt;\n");
 }
 
 TEST_CASE("missing keys and values of the wrong type render without throwing") {

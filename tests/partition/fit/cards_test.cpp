@@ -1,4 +1,4 @@
-#include "partition/cards.hpp"
+#include "partition/fit/cards.hpp"
 
 #include <doctest/doctest.h>
 

@@ -17,7 +17,7 @@
 
 namespace gcnpart::partition {
 
-/// One GPU model's published figures (partition/cards.json).
+/// One GPU model's published figures (partition/fit/cards.json).
 struct Card {
   std::string id;                  ///< "rtx3090"
   std::string name;                ///< "GeForce RTX 3090"
@@ -214,7 +214,7 @@ struct GemmSample {
   Precision math = Precision::kFp32;
   double seconds = 0;
 };
-/// A calibration document (partition/calibration.json or what `gcnpart bench calibrate` writes), parsed.
+/// A calibration document (partition/fit/calibration.json or what `gcnpart bench calibrate` writes), parsed.
 struct CalibrationData {
   std::string card = "h200", measured, origin;
   std::vector<SpmmSample> spmm;
@@ -226,9 +226,9 @@ struct CalibrationData {
   double held_out_residual = -1;       ///< stored band; < 0: none stored (then the held-out epochs' worst)
   std::string held_out_source;
 };
-/// The H200 calibration compiled in from partition/calibration.json.
+/// The H200 calibration compiled in from partition/fit/calibration.json.
 CalibrationData builtin_calibration();
-/// A document shaped like partition/calibration.json. @throws InvalidInput naming `origin` and the field when one
+/// A document shaped like partition/fit/calibration.json. @throws InvalidInput naming `origin` and the field when one
 /// is missing or out of range.
 CalibrationData parse_calibration_data(const std::string& text, const std::string& origin);
 /// A calibration document from a file. @throws IoError when it cannot be opened, InvalidInput naming the

@@ -12,8 +12,8 @@
 #include <vector>
 
 #include "datasets/dataset.hpp"
-#include "partition/cards.hpp"
-#include "partition/cost_model.hpp"
+#include "partition/fit/cards.hpp"
+#include "partition/fit/cost_model.hpp"
 #include "partition/memory_model.hpp"
 #include "partition/plan.hpp"
 
@@ -42,7 +42,7 @@ struct FitRequest {
   std::vector<int> rank_gpus{1, 2, 4};  ///< GPU counts every catalogue card is ranked at
   /// Priced for K > 1 (pipeline where K <= layers and the precision is fp32 / tf32).
   std::vector<Strategy> strategies{Strategy::kDrop, Strategy::kHalo, Strategy::kGather, Strategy::kPipeline};
-  /// The calibration to use; none: the built-in one (partition/calibration.json, measured on the H200). The card
+  /// The calibration to use; none: the built-in one (partition/fit/calibration.json, measured on the H200). The card
   /// it names must be in the catalogue.
   std::optional<CalibrationData> calibration;
   Partitioner partitioner = Partitioner::kMetis;  ///< with a dataset

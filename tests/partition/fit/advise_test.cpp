@@ -1,4 +1,4 @@
-#include "partition/advise.hpp"
+#include "partition/fit/advise.hpp"
 
 #include <doctest/doctest.h>
 

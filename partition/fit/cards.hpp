@@ -1,4 +1,4 @@
-// The GPU catalogue of `gcnpart fit` and `gcnpart cards`: partition/cards.json, compiled into the binary, optionally
+// The GPU catalogue of `gcnpart fit` and `gcnpart cards`: partition/fit/cards.json, compiled into the binary, optionally
 // extended or overridden by a user file (entries merged by id, field by field).
 #pragma once
 
@@ -6,7 +6,7 @@
 #include <string>
 #include <vector>
 
-#include "partition/cost_model.hpp"
+#include "partition/fit/cost_model.hpp"
 
 namespace gcnpart::partition {
 
@@ -20,7 +20,7 @@ struct CardFamily {
 struct CardCatalogue {
   std::vector<Card> cards;  ///< in file order; user additions appended
   std::map<std::string, CardFamily> families;
-  std::vector<std::string> origins;   ///< "built-in partition/cards.json", then user files
+  std::vector<std::string> origins;   ///< "built-in partition/fit/cards.json", then user files
 
   /// The card with this id. @throws InvalidInput naming the id and listing the known ones.
   [[nodiscard]] const Card& find(const std::string& id, const std::string& parameter = "--card") const;
@@ -30,7 +30,7 @@ struct CardCatalogue {
 /// mistyped field, a negative figure or an unknown family throws InvalidInput naming the file, the card and the field.
 CardCatalogue parse_cards(const std::string& text, const std::string& origin);
 
-/// The built-in catalogue (partition/cards.json as compiled in).
+/// The built-in catalogue (partition/fit/cards.json as compiled in).
 CardCatalogue builtin_cards();
 
 /// Built-in catalogue merged with `file` (if not empty): a user entry with a known id overrides the fields it
