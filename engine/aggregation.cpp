@@ -1,5 +1,7 @@
 #include "engine/aggregation.hpp"
 
+#include "engine/cuda_handles.hpp"
+
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
 
@@ -25,16 +27,6 @@ namespace {
 // The CUDA runtime calls of the overlapping aggregations (reached only for CUDA contexts, which a CPU-only build
 // never makes: Resources refuses them).
 #if GCNPART_HAVE_CUDA
-/// A non-blocking stream of the highest priority on the current device: NCCL's blocks are scheduled ahead of the
-/// SpMM's as SMs free up, so a collective is not held back (with its peer GPU waiting) by the kernel it overlaps.
-cudaStream_t create_priority_stream() {
-  int least = 0, greatest = 0;
-  cudaStream_t stream = nullptr;
-  GCNPART_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
-  GCNPART_CUDA_TRY(cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, greatest));
-  return stream;
-}
-void destroy_stream(cudaStream_t stream) noexcept { GCNPART_CUDA_TRY_NO_THROW(cudaStreamDestroy(stream)); }
 /// `rows` rows of `row_bytes` from src (rows `src_pitch` bytes apart) to dst (`dst_pitch` apart), device to device.
 void copy_rows_async(void* dst, std::size_t dst_pitch, const void* src, std::size_t src_pitch, std::size_t row_bytes,
                      std::int64_t rows, cudaStream_t stream) {
@@ -42,8 +34,6 @@ void copy_rows_async(void* dst, std::size_t dst_pitch, const void* src, std::siz
                                      cudaMemcpyDeviceToDevice, stream));
 }
 #else
-cudaStream_t create_priority_stream() { throw NoCudaBuild("a CUDA stream"); }
-void destroy_stream(cudaStream_t) noexcept {}
 void copy_rows_async(void*, std::size_t, const void*, std::size_t, std::size_t, std::int64_t, cudaStream_t) {
   throw NoCudaBuild("a CUDA copy");
 }
@@ -180,12 +170,12 @@ class RangeLongRows {
 /// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
 class LocalAggregation final : public Aggregation {
  public:
-  LocalAggregation(Resources& res, const LocalProblem& p, SpmmAlgo algo, const AllocationPlan& plan,
+  LocalAggregation(Resources& res, const OwnGraph& g, std::int64_t num_cols, SpmmAlgo algo, const AllocationPlan& plan,
                    const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
-      : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", p.graph, p.num_cols, "graph_long"), algo_(algo),
+      : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", g.graph, num_cols, "graph_long"), algo_(algo),
         tuning_(tuning) {
-    dinv_row_ = upload_planned(res, plan, "dinv_rows", p.dinv_row);
-    dinv_col_ = upload_planned(res, plan, "dinv_cols", p.dinv_col);
+    dinv_row_ = upload_planned(res, plan, "dinv_rows", g.dinv_row);
+    dinv_col_ = upload_planned(res, plan, "dinv_cols", g.dinv_col);
     if (algo == SpmmAlgo::kCusparse && res.context().is_cuda())
       for (auto w : widths)
         if (cusparse_.count(w) == 0)
@@ -292,23 +282,22 @@ class LocalAggregation final : public Aggregation {
 /// calls are synchronous anyway: one chunk.
 class GatherAggregation final : public Aggregation {
  public:
-  GatherAggregation(Resources& res, const LocalProblem& p, Communicator* comm, SpmmAlgo algo,
+  GatherAggregation(Resources& res, const GatherTable& p, std::int64_t rows, Communicator* comm, SpmmAlgo algo,
                     const AllocationPlan& plan, const kernels::SpmmTuning& tuning, int chunks)
       : res_(res),
         comm_(comm),
-        rows_(p.num_rows),
+        rows_(rows),
         block_(p.table_block),
         parts_(p.parts),
-        forward_(res, plan, "gather_offsets", "gather_columns", p.gather_forward, p.table_block * p.parts,
-                 "gather_long"),
-        backward_(res, plan, "gather_t_offsets", "gather_t_columns", p.gather_backward, p.num_rows, "gather_t_long"),
+        forward_(res, plan, "gather_offsets", "gather_columns", p.forward, p.table_block * p.parts, "gather_long"),
+        backward_(res, plan, "gather_t_offsets", "gather_t_columns", p.backward, rows, "gather_t_long"),
         algo_(algo == SpmmAlgo::kCusparse ? SpmmAlgo::kOwn : algo),
         tuning_(tuning),
         wanted_chunks_(chunks) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts, "the gather strategy needs a communicator of its parts");
     if (chunks < 1 || chunks > kMaxChunks)
       throw InvalidInput::parameter("--gather-chunks", std::to_string(chunks), "1.." + std::to_string(kMaxChunks));
-    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_row);
+    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_own);
     table_dinv_ = upload_planned(res, plan, "table_dinv", p.table_dinv);
     // Staging block and table, as wide as the widest aggregation.
     staging_ = take<float>(res, plan, "gather_staging");
@@ -320,16 +309,15 @@ class GatherAggregation final : public Aggregation {
     if (!staging16_.empty()) kernels::memset_zero_async(res.context(), staging16_.data(), staging16_.bytes());
     if (res.context().is_cuda()) {
       res.activate();
-      comm_stream_ = create_priority_stream();
+      // Highest priority: NCCL's blocks are scheduled ahead of the SpMM's as SMs free up, so a collective is not held
+      // back (with its peer GPU waiting) by the kernel it overlaps.
+      comm_stream_ = create_stream(true);
       for (int i = 0; i <= kMaxChunks; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
       comm_ctx_ = res.context();
-      comm_ctx_.stream = comm_stream_;
+      comm_ctx_.stream = comm_stream_.get();
     }
   }
 
-  ~GatherAggregation() override {
-    if (comm_stream_ != nullptr) destroy_stream(comm_stream_);
-  }
   GatherAggregation(const GatherAggregation&) = delete;
   GatherAggregation& operator=(const GatherAggregation&) = delete;
 
@@ -441,12 +429,12 @@ class GatherAggregation final : public Aggregation {
       copy_rows_async(staging + block_ * c0, w * sizeof(T), x + c0, width * sizeof(T), w * sizeof(T), rows_,
                       ctx.stream);
     events_[0].record(ctx.stream);
-    events_[0].make_wait(comm_stream_);
+    events_[0].make_wait(comm_stream_.get());
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
       comm_->all_gather(comm_ctx_, reinterpret_cast<const float*>(staging + block_ * c0), words(w),
                         reinterpret_cast<float*>(table + parts_ * block_ * c0));
-      events_[c + 1].record(comm_stream_);
+      events_[c + 1].record(comm_stream_.get());
     }
     for (std::size_t c = 0; c < parts.size(); ++c) {
       const auto [c0, w] = parts[c];
@@ -470,11 +458,11 @@ class GatherAggregation final : public Aggregation {
       const auto [c0, w] = parts[c];
       aggregate(c0, table_.data() + parts_ * block_ * c0, w);
       events_[c + 1].record(ctx.stream);
-      events_[c + 1].make_wait(comm_stream_);
+      events_[c + 1].make_wait(comm_stream_.get());
       comm_->reduce_scatter_sum(comm_ctx_, table_.data() + parts_ * block_ * c0, block_ * w,
                                 staging_.data() + block_ * c0);
     }
-    events_[0].record(comm_stream_);
+    events_[0].record(comm_stream_.get());
     events_[0].make_wait(ctx.stream);
     for (const auto& [c0, w] : parts)
       copy_rows_async(dx + c0, width * sizeof(float), staging_.data() + block_ * c0, w * sizeof(float),
@@ -504,7 +492,7 @@ class GatherAggregation final : public Aggregation {
   int wanted_chunks_;
   Buffer<float> dinv_own_, table_dinv_, staging_, table_;
   Buffer<kernels::Bf16> staging16_;
-  cudaStream_t comm_stream_ = nullptr;
+  OwnedStream comm_stream_;
   kernels::Context comm_ctx_{};
   std::vector<kernels::CudaEvent> events_;  ///< kMaxChunks + 1 ordering events (CUDA only)
 };
@@ -521,23 +509,23 @@ class GatherAggregation final : public Aggregation {
 /// carries its own long-row list (RangeLongRows; plan buffers boundary_long_* / boundary_t_long_*).
 class BoundaryAggregation final : public Aggregation {
  public:
-  BoundaryAggregation(Resources& res, const LocalProblem& p, Communicator* comm, const AllocationPlan& plan,
+  BoundaryAggregation(Resources& res, const BoundaryExchange& p, std::int64_t rows, Communicator* comm, const AllocationPlan& plan,
                       const kernels::SpmmTuning& tuning, bool overlap)
       : res_(res),
         comm_(comm),
-        own_(p.num_rows),
+        own_(rows),
         interior_(p.interior_rows),
-        local_(p.gather_backward.num_nodes),
+        local_(p.backward.num_nodes),
         recv_counts_(p.recv_counts),
-        forward_(res, plan, "boundary_offsets", "boundary_columns", p.gather_forward, p.gather_backward.num_nodes),
-        backward_(res, plan, "boundary_t_offsets", "boundary_t_columns", p.gather_backward, p.num_rows),
+        forward_(res, plan, "boundary_offsets", "boundary_columns", p.forward, p.backward.num_nodes),
+        backward_(res, plan, "boundary_t_offsets", "boundary_t_columns", p.backward, rows),
         // The ranges the products run on (exchange_and_aggregate, aggregate_and_return).
-        forward_lists_(res, plan, "boundary_long", forward_, p.gather_forward,
+        forward_lists_(res, plan, "boundary_long", forward_, p.forward,
                        overlap ? std::vector<std::pair<std::int64_t, std::int64_t>>{{0, p.interior_rows},
-                                                                                    {p.interior_rows, p.num_rows}}
-                               : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, p.num_rows}}),
-        backward_lists_(res, plan, "boundary_t_long", backward_, p.gather_backward,
-                        {{p.num_rows, p.gather_backward.num_nodes}, {0, p.num_rows}}),
+                                                                                    {p.interior_rows, rows}}
+                               : std::vector<std::pair<std::int64_t, std::int64_t>>{{0, rows}}),
+        backward_lists_(res, plan, "boundary_t_long", backward_, p.backward,
+                        {{rows, p.backward.num_nodes}, {0, rows}}),
         tuning_(tuning),
         overlap_(overlap) {
     GCNPART_EXPECTS(comm != nullptr && comm->size() == p.parts,
@@ -555,8 +543,8 @@ class BoundaryAggregation final : public Aggregation {
     }
     sent_rows_ = static_cast<std::int64_t>(flat.size());
     send_index_ = upload_planned(res, plan, "send_rows", flat);
-    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_row);
-    dinv_local_ = upload_planned(res, plan, "dinv_local", p.table_dinv);
+    dinv_own_ = upload_planned(res, plan, "dinv_own", p.dinv_own);
+    dinv_local_ = upload_planned(res, plan, "dinv_local", p.dinv_local);
     // Source rows and outbox as wide as the widest aggregation; bf16 ones when the model stores bf16.
     source_ = take<float>(res, plan, "boundary_source");
     outbox_ = take<float>(res, plan, "boundary_outbox");
@@ -565,15 +553,14 @@ class BoundaryAggregation final : public Aggregation {
     comm_ctx_ = res.context();
     if (res.context().is_cuda() && overlap_) {
       res.activate();
-      comm_stream_ = create_priority_stream();
+      // Highest priority: NCCL's blocks are scheduled ahead of the SpMM's as SMs free up, so a collective is not held
+      // back (with its peer GPU waiting) by the kernel it overlaps.
+      comm_stream_ = create_stream(true);
       for (int i = 0; i < 2; ++i) events_.emplace_back(kernels::CudaEvent::Kind::kOrdering);
-      comm_ctx_.stream = comm_stream_;
+      comm_ctx_.stream = comm_stream_.get();
     }
   }
 
-  ~BoundaryAggregation() override {
-    if (comm_stream_ != nullptr) destroy_stream(comm_stream_);
-  }
   BoundaryAggregation(const BoundaryAggregation&) = delete;
   BoundaryAggregation& operator=(const BoundaryAggregation&) = delete;
 
@@ -644,7 +631,7 @@ class BoundaryAggregation final : public Aggregation {
     const auto& ctx = res_.context();
     kernels::gather_rows_async(ctx, kernels::make_view(x, own_, width), send_index_.data(),
                                kernels::make_view(outbox, sent_rows_, width));
-    order(ctx.stream, comm_stream_, 0);
+    order(ctx.stream, comm_stream_.get(), 0);
     exchange(comm_ctx_, outbox, send_counts_, source + own_ * width, recv_counts_,
              width * static_cast<std::int64_t>(sizeof(T)));
     // While the boundary rows travel: the interior rows, straight from x (without overlap: all rows after it).
@@ -652,7 +639,7 @@ class BoundaryAggregation final : public Aggregation {
     // Interior rows reference own columns only: their matrix has the own rows as its columns.
     if (overlap_) aggregate(forward_lists_.rows_of(forward_.view, 0, interior_, own_), dinv_own_.data(), x, y);
     kernels::copy_async(ctx, source, x, static_cast<std::size_t>(own_ * width) * sizeof(T));
-    order(comm_stream_, ctx.stream, 1);
+    order(comm_stream_.get(), ctx.stream, 1);
     aggregate(forward_lists_.rows_of(forward_.view, first, own_), dinv_own_.data() + first, source,
               y + first * width);
   }
@@ -664,11 +651,11 @@ class BoundaryAggregation final : public Aggregation {
     // The received rows' gradients first, so that they travel while the own rows are aggregated.
     float* returned = source_.data() + own_ * width;
     aggregate(backward_lists_.rows_of(backward_.view, own_, local_), dinv_local_.data() + own_, returned);
-    order(ctx.stream, comm_stream_, 0);
+    order(ctx.stream, comm_stream_.get(), 0);
     exchange(comm_ctx_, returned, recv_counts_, outbox_.data(), send_counts_,
              width * static_cast<std::int64_t>(sizeof(float)));
     aggregate(backward_lists_.rows_of(backward_.view, 0, own_), dinv_local_.data(), dx);
-    order(comm_stream_, ctx.stream, 1);
+    order(comm_stream_.get(), ctx.stream, 1);
     kernels::scatter_add_rows_async(ctx, kernels::make_view<const float>(outbox_.data(), sent_rows_, width),
                                     send_index_.data(), kernels::make_view(dx, own_, width));
   }
@@ -684,7 +671,7 @@ class BoundaryAggregation final : public Aggregation {
   Buffer<NodeId> send_index_;
   Buffer<float> dinv_own_, dinv_local_, source_, outbox_;
   Buffer<kernels::Bf16> source16_, outbox16_;
-  cudaStream_t comm_stream_ = nullptr;
+  OwnedStream comm_stream_;
   kernels::Context comm_ctx_{};
   std::vector<kernels::CudaEvent> events_;  ///< 2 ordering events (CUDA only)
 };
@@ -698,10 +685,19 @@ std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem
                                               const std::vector<std::int64_t>& spmm_widths,
                                               const kernels::SpmmTuning& tuning, int gather_chunks,
                                               bool boundary_overlap) {
-  if (problem.gather) return std::make_unique<GatherAggregation>(res, problem, comm, algo, plan, tuning, gather_chunks);
-  if (problem.boundary)
-    return std::make_unique<BoundaryAggregation>(res, problem, comm, plan, tuning, boundary_overlap);
-  return std::make_unique<LocalAggregation>(res, problem, algo, plan, spmm_widths, tuning);
+  const std::int64_t rows = problem.num_rows;
+  return std::visit(
+      [&](const auto& structure) -> std::unique_ptr<Aggregation> {
+        using S = std::decay_t<decltype(structure)>;
+        if constexpr (std::is_same_v<S, GatherTable>) {
+          return std::make_unique<GatherAggregation>(res, structure, rows, comm, algo, plan, tuning, gather_chunks);
+        } else if constexpr (std::is_same_v<S, BoundaryExchange>) {
+          return std::make_unique<BoundaryAggregation>(res, structure, rows, comm, plan, tuning, boundary_overlap);
+        } else {
+          return std::make_unique<LocalAggregation>(res, structure, problem.num_cols, algo, plan, spmm_widths, tuning);
+        }
+      },
+      problem.structure);
 }
 
 }  // namespace gcnpart::engine

@@ -53,7 +53,8 @@ class Aggregation {
 /// Most column chunks the gather strategy cuts a collective into (GcnConfig::gather_chunks).
 inline constexpr int kMaxGatherChunks = 4;
 
-/// Builds the aggregation a problem needs, its buffers allocated by name from the device's allocation plan
+/// Builds the aggregation a problem's structure needs (LocalProblem::structure, visited: OwnGraph -> local,
+/// GatherTable -> gather, BoundaryExchange -> boundary), its buffers allocated by name from the device's allocation plan
 /// (partition::allocation_plan: the graph, its normalisation, the gather table and staging or the boundary
 /// exchange buffers, sized to the widest aggregation; bf16 staging when the plan lists it: the gather table and
 /// boundary rows then travel as bf16 in forward).

@@ -47,7 +47,7 @@ void GcnConfig::validate() const {
 partition::DeviceShape device_shape(const LocalProblem& p) {
   partition::DeviceShape s;
   s.rows = p.num_rows;
-  s.graph_entries = p.gather || p.boundary ? p.gather_forward.num_edges() : p.graph.num_edges();
+  s.graph_entries = p.aggregation_entries();
   std::int64_t nonzeros = 0;
 #pragma omp parallel for reduction(+ : nonzeros)
   for (std::int64_t i = 0; i < static_cast<std::int64_t>(p.features.size()); ++i)
@@ -55,12 +55,16 @@ partition::DeviceShape device_shape(const LocalProblem& p) {
   s.feature_nonzeros = nonzeros;
   s.split_rows = {static_cast<std::int64_t>(p.train_rows.size()), static_cast<std::int64_t>(p.valid_rows.size()),
                   static_cast<std::int64_t>(p.test_rows.size())};
-  s.gather = p.gather;
-  s.parts = p.parts;
-  s.table_block = p.gather ? p.table_block : 0;
-  s.boundary = p.boundary;
-  for (const auto& rows : p.send_rows) s.send_rows += static_cast<std::int64_t>(rows.size());
-  for (auto c : p.recv_counts) s.recv_rows += c;
+  if (const auto* t = std::get_if<GatherTable>(&p.structure)) {
+    s.gather = true;
+    s.parts = t->parts;
+    s.table_block = t->table_block;
+  } else if (const auto* b = std::get_if<BoundaryExchange>(&p.structure)) {
+    s.boundary = true;
+    s.parts = b->parts;
+    for (const auto& rows : b->send_rows) s.send_rows += static_cast<std::int64_t>(rows.size());
+    for (auto c : b->recv_counts) s.recv_rows += c;
+  }
   return s;
 }
 

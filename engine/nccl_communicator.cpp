@@ -61,8 +61,14 @@ NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int dev
   ncclUniqueId uid;
   std::memcpy(&uid, id.data(), sizeof uid);
   GCNPART_NCCL_TRY(ncclCommInitRank(&comm_, size_, uid, rank_));
-  GCNPART_CUDA_TRY(cudaMalloc(&scratch_, sizeof(float)));
-  if (size_ > 1) connect_up_front(connect);
+  try {
+    scratch_ = allocate_device(sizeof(float));
+    if (size_ > 1) connect_up_front(connect);
+  } catch (...) {
+    ncclCommAbort(comm_);  // the destructor does not run for a constructor that throws
+    comm_ = nullptr;
+    throw;
+  }
   init_bytes_ = device_used_bytes() - used_before_init_;
 }
 
@@ -71,15 +77,11 @@ void NcclCommunicator::connect_up_front(NcclConnect connect) {
   // One small call (LL protocols, latency algorithms) and one large (Simple, ring) per collective, on a private
   // stream; the buffer is freed again before init_bytes() is measured.
   constexpr std::size_t kLargeFloats = std::size_t{8} << 20;  // 32 MiB
-  cudaStream_t stream = nullptr;
-  float* buffer = nullptr;
-  GCNPART_CUDA_TRY(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  const cudaError_t alloc = cudaMalloc(&buffer, kLargeFloats * sizeof(float));
-  if (alloc != cudaSuccess) {
-    cudaStreamDestroy(stream);
-    GCNPART_CUDA_TRY(alloc);
-  }
-  auto run = [&] {
+  const OwnedStream owned_stream = create_stream(false);
+  const DeviceAllocation owned_buffer = allocate_device(kLargeFloats * sizeof(float));
+  cudaStream_t stream = owned_stream.get();
+  auto* buffer = static_cast<float*>(owned_buffer.get());
+  {
     const auto k = static_cast<std::size_t>(size_);
     if (connect.collectives) {
       for (const std::size_t n : {std::size_t{1}, kLargeFloats / k}) {
@@ -98,22 +100,13 @@ void NcclCommunicator::connect_up_front(NcclConnect connect) {
       GCNPART_NCCL_TRY(ncclGroupEnd());
     }
     GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
-  };
-  try {
-    run();
-  } catch (...) {
-    cudaFree(buffer);
-    cudaStreamDestroy(stream);
-    throw;
   }
-  GCNPART_CUDA_TRY(cudaFree(buffer));
-  GCNPART_CUDA_TRY(cudaStreamDestroy(stream));
 }
 
 NcclCommunicator::~NcclCommunicator() {
   cudaSetDevice(device_);
   events_.clear();  // on this device, before the communicator goes
-  if (scratch_ != nullptr) cudaFree(scratch_);
+  scratch_.reset();
   if (comm_ != nullptr) {
     if (aborted_) {
       ncclCommAbort(comm_);
@@ -182,7 +175,7 @@ double NcclCommunicator::elapsed_ms(std::size_t index) {
 }
 
 void NcclCommunicator::barrier(const kernels::Context& ctx) {
-  GCNPART_NCCL_TRY(ncclAllReduce(scratch_, scratch_, 1, ncclFloat32, ncclSum, comm_, ctx.stream));
+  GCNPART_NCCL_TRY(ncclAllReduce(scratch_.get(), scratch_.get(), 1, ncclFloat32, ncclSum, comm_, ctx.stream));
   synchronize(ctx);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/communicator.hpp"
+#include "engine/cuda_handles.hpp"
 #include "kernels/cuda_event.hpp"
 
 typedef struct ncclComm* ncclComm_t;
@@ -84,7 +85,7 @@ class NcclCommunicator final : public Communicator {
   ncclComm_t comm_ = nullptr;
   int rank_, size_, device_;
   double timeout_s_;
-  float* scratch_ = nullptr;  // one float for barrier()
+  DeviceAllocation scratch_;  // one float for barrier()
   bool aborted_ = false;
   std::int64_t used_before_init_ = 0, init_bytes_ = 0;
   std::vector<kernels::CudaEvent> events_;  // [2 * index] before, [2 * index + 1] after call `index`

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
+#include <variant>
 
 #include "base/error.hpp"
 
@@ -66,6 +68,24 @@ HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes,
   return out;
 }
 
+const OwnGraph& LocalProblem::own_graph() const {
+  const auto* g = std::get_if<OwnGraph>(&structure);
+  GCNPART_EXPECTS(g != nullptr, "the problem aggregates over its own local graph (single, drop, halo)");
+  return *g;
+}
+
+std::int64_t LocalProblem::aggregation_entries() const {
+  return std::visit(
+      [](const auto& s) -> std::int64_t {
+        if constexpr (std::is_same_v<std::decay_t<decltype(s)>, OwnGraph>) {
+          return s.graph.num_edges();
+        } else {
+          return s.forward.num_edges();
+        }
+      },
+      structure);
+}
+
 namespace {
 /// single_device_problem with node i's feature rows taken from row feature_rows_of[i] of features_from (ds's
 /// own rows in order when features_from is null).
@@ -82,14 +102,16 @@ LocalProblem single_problem(const datasets::Dataset& ds, bool normalize_features
                        "at least 2 classes");
   LocalProblem p;
   p.name = ds.name;
-  p.graph = with_self_loops(ds.graph);
+  OwnGraph g;
+  g.graph = with_self_loops(ds.graph);
   p.num_rows = p.num_cols = ds.num_nodes();
-  p.dinv_row.resize(static_cast<std::size_t>(p.num_rows));
+  g.dinv_row.resize(static_cast<std::size_t>(p.num_rows));
   for (std::int64_t u = 0; u < p.num_rows; ++u) {
-    const auto d = static_cast<double>(p.graph.degree(u));
-    p.dinv_row[u] = d > 0 ? static_cast<float>(1.0 / std::sqrt(d)) : 0.0f;
+    const auto d = static_cast<double>(g.graph.degree(u));
+    g.dinv_row[u] = d > 0 ? static_cast<float>(1.0 / std::sqrt(d)) : 0.0f;
   }
-  p.dinv_col = p.dinv_row;
+  g.dinv_col = g.dinv_row;
+  p.structure = std::move(g);
   p.num_features = ds.num_features;
   p.features = features_from != nullptr ? feature_rows(*features_from, feature_rows_of, p.num_cols, normalize_features)
                                         : feature_rows(ds, nullptr, p.num_cols, normalize_features);
@@ -136,8 +158,10 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   LocalProblem p;
   p.name = ds.name + "@" + std::to_string(device);
   const std::int64_t f = ds.num_features;
-  const bool gather = plan.strategy == partition::Strategy::kGather;
-  const bool boundary = plan.strategy == partition::Strategy::kBoundary;
+  // The strategy's communication kind (its row of partition::kStrategies) says what the device aggregates over.
+  const partition::Communication kind = partition::traits(plan.strategy).communication;
+  const bool gather = kind == partition::Communication::kAllGatherTable;
+  const bool boundary = kind == partition::Communication::kAllToAll;
   // Rows (and, except for gather and boundary, columns) are the local nodes: own part first.
   const std::int64_t n_local =
       gather || boundary ? dp.num_inner : static_cast<std::int64_t>(dp.local_nodes.size());
@@ -171,34 +195,32 @@ LocalProblem device_problem(const datasets::Dataset& ds, const partition::Plan& 
   rows_of("test", p.test_rows, p.global_test);
 
   if (gather) {
-    p.gather = true;
-    p.parts = plan.parts;
-    p.table_block = plan.table_block;
-    p.gather_forward = dp.gather_forward;
-    p.gather_backward = dp.gather_backward;
-    p.table_dinv = plan.table_dinv;
-    p.dinv_row = dp.dinv_own;
-    p.dinv_col = dp.dinv_own;
+    GatherTable t;
+    t.parts = plan.parts;
+    t.table_block = plan.table_block;
+    t.forward = dp.gather_forward;
+    t.backward = dp.gather_backward;
+    t.table_dinv = plan.table_dinv;
+    t.dinv_own = dp.dinv_own;
+    p.structure = std::move(t);
   } else if (boundary) {
-    p.boundary = true;
-    p.parts = plan.parts;
-    p.gather_forward = dp.gather_forward;
-    p.gather_backward = dp.gather_backward;
-    p.table_dinv = dp.dinv;
-    p.dinv_row = dp.dinv_own;
-    p.dinv_col = dp.dinv_own;
-    p.recv_counts = dp.recv_counts;
-    p.send_rows.resize(static_cast<std::size_t>(plan.parts));
-    p.interior_rows = dp.num_inner;
+    BoundaryExchange b;
+    b.parts = plan.parts;
+    b.forward = dp.gather_forward;
+    b.backward = dp.gather_backward;
+    b.dinv_local = dp.dinv;
+    b.dinv_own = dp.dinv_own;
+    b.recv_counts = dp.recv_counts;
+    b.send_rows.resize(static_cast<std::size_t>(plan.parts));
+    b.interior_rows = dp.num_inner;
     for (int q = 0; q < plan.parts; ++q) {
-      const auto b = dp.send_rows.row_offsets[q], e = dp.send_rows.row_offsets[q + 1];
-      p.send_rows[q].assign(dp.send_rows.col_ids.begin() + b, dp.send_rows.col_ids.begin() + e);
-      if (b < e) p.interior_rows = std::min<std::int64_t>(p.interior_rows, p.send_rows[q].front());
+      const auto first = dp.send_rows.row_offsets[q], end = dp.send_rows.row_offsets[q + 1];
+      b.send_rows[q].assign(dp.send_rows.col_ids.begin() + first, dp.send_rows.col_ids.begin() + end);
+      if (first < end) b.interior_rows = std::min<std::int64_t>(b.interior_rows, b.send_rows[q].front());
     }
+    p.structure = std::move(b);
   } else {
-    p.graph = dp.local_graph;
-    p.dinv_row = dp.dinv;
-    p.dinv_col = dp.dinv;
+    p.structure = OwnGraph{dp.local_graph, dp.dinv, dp.dinv};
   }
   return p;
 }

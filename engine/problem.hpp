@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <variant>
 #include <vector>
 
 #include "datasets/dataset.hpp"
@@ -13,12 +14,48 @@
 
 namespace gcnpart::engine {
 
+/// How a device's rows aggregate, per strategy family (partition::traits(strategy).communication decides which).
+
+/// Single, drop and halo: the device's own local graph, rows = columns = its local nodes (own part first, then the
+/// halo rings); symmetric, so backward multiplies by the same matrix.
+struct OwnGraph {
+  /// num_rows x num_cols, self loops included (Â = diag(dinv_row) A diag(dinv_col)).
+  datasets::Csr graph;
+  std::vector<float> dinv_row, dinv_col;
+};
+
+/// Gather: the rows are this device's own nodes; aggregation reads a table of every device's rows (parts x
+/// table_block slots), filled by an all-gather before each aggregation.
+struct GatherTable {
+  int parts = 1;
+  std::int64_t table_block = 0;
+  datasets::Csr forward;          ///< own rows x table slots (self loops included)
+  datasets::Csr backward;         ///< table slots x own rows (its transpose)
+  std::vector<float> dinv_own;    ///< D^-1/2 of the own rows
+  std::vector<float> table_dinv;  ///< D^-1/2 per slot
+};
+
+/// Boundary: the rows are this device's own nodes, ordered [interior | boundary] (interior rows have only own
+/// neighbours); aggregation reads [own rows | rows received from the other devices] (by device).
+struct BoundaryExchange {
+  int parts = 1;
+  datasets::Csr forward;                       ///< own rows x local columns (self loops included)
+  datasets::Csr backward;                      ///< local columns x own rows (its transpose)
+  std::vector<float> dinv_own;                 ///< D^-1/2 of the own rows
+  std::vector<float> dinv_local;               ///< D^-1/2 of the local columns
+  std::int64_t interior_rows = 0;              ///< own rows [0, interior_rows) have no neighbour elsewhere
+  std::vector<std::vector<NodeId>> send_rows;  ///< per device: own rows it needs, in the order it stores them
+  std::vector<std::int64_t> recv_counts;       ///< per device: rows received from it (0 for this device)
+};
+
+/// What one device aggregates over; make_aggregation (engine/aggregation.hpp) visits it.
+using LocalStructure = std::variant<OwnGraph, GatherTable, BoundaryExchange>;
+
 struct LocalProblem {
   std::string name;
-  /// Local graph: num_rows x num_cols, self loops included (Â = diag(dinv_row) A diag(dinv_col)).
-  datasets::Csr graph;
   std::int64_t num_rows = 0, num_cols = 0;
-  std::vector<float> dinv_row, dinv_col;
+  /// The graph this device aggregates over and how.
+  LocalStructure structure;
   /// Input features of the column nodes (num_cols x num_features), already row-normalised if asked.
   std::int64_t num_features = 0;
   HostVector<float> features;
@@ -33,23 +70,10 @@ struct LocalProblem {
   /// Size of each split over all devices (normalises the loss so that the sum over devices is the mean).
   std::int64_t global_train = 0, global_valid = 0, global_test = 0;
 
-  /// Gather strategy: the rows are this device's own nodes; aggregation reads a table of every device's rows
-  /// (parts x table_block slots), filled by an all-gather before each aggregation. `graph` is then unused.
-  bool gather = false;
-  int parts = 1;
-  std::int64_t table_block = 0;
-  datasets::Csr gather_forward;   ///< own rows x table slots (self loops included)
-  datasets::Csr gather_backward;  ///< table slots x own rows (its transpose)
-  std::vector<float> table_dinv;  ///< D^-1/2 per slot
-
-  /// Boundary strategy: the rows are this device's own nodes, ordered [interior | boundary] (interior rows have
-  /// only own neighbours); aggregation reads [own rows | rows received from the other devices] (by device). Reuses
-  /// gather_forward (own rows x local columns), gather_backward (its transpose) and table_dinv (D^-1/2 of the
-  /// local columns); parts is the device count. `graph` is then unused.
-  bool boundary = false;
-  std::int64_t interior_rows = 0;                ///< own rows [0, interior_rows) have no neighbour elsewhere
-  std::vector<std::vector<NodeId>> send_rows;    ///< per device: own rows it needs, in the order it stores them
-  std::vector<std::int64_t> recv_counts;         ///< per device: rows received from it (0 for this device)
+  /// The own graph (single, drop, halo). @throws LogicError for another structure.
+  [[nodiscard]] const OwnGraph& own_graph() const;
+  /// Entries of the matrix forward aggregation multiplies by.
+  [[nodiscard]] std::int64_t aggregation_entries() const;
 };
 
 /// Returns a copy of `g` with a self loop on every node that lacks one (rows stay sorted).

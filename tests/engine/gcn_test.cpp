@@ -56,13 +56,14 @@ double reference_loss(const LocalProblem& p, const std::vector<std::int64_t>& di
   const std::int64_t n = p.num_rows;
   std::vector<double> h(p.features.begin(), p.features.end());
   const std::size_t layers = dims.size() - 1;
+  const OwnGraph& g = p.own_graph();
   for (std::size_t l = 0; l < layers; ++l) {
     const std::int64_t in = dims[l], out = dims[l + 1];
     std::vector<double> agg(static_cast<std::size_t>(n * in), 0.0);
     for (std::int64_t i = 0; i < n; ++i)
-      for (RowOffset e = p.graph.row_offsets[i]; e < p.graph.row_offsets[i + 1]; ++e) {
-        const NodeId j = p.graph.col_ids[e];
-        const double a = static_cast<double>(p.dinv_row[i]) * p.dinv_col[j];
+      for (RowOffset e = g.graph.row_offsets[i]; e < g.graph.row_offsets[i + 1]; ++e) {
+        const NodeId j = g.graph.col_ids[e];
+        const double a = static_cast<double>(g.dinv_row[i]) * g.dinv_col[j];
         for (std::int64_t k = 0; k < in; ++k) agg[i * in + k] += a * h[j * in + k];
       }
     std::vector<double> z(static_cast<std::size_t>(n * out), 0.0);
@@ -171,7 +172,7 @@ TEST_CASE("tracked peak equals an independent count of the bytes the model holds
     GcnModel model(res, p, cfg);
     (void)model.train_step(0);
     (void)model.evaluate();
-    const std::int64_t n = p.num_rows, e = p.graph.num_edges(), f = 12, h = 8, c = 4;
+    const std::int64_t n = p.num_rows, e = p.own_graph().graph.num_edges(), f = 12, h = 8, c = 4;
     const std::int64_t graph = (n + 1) * 8 + e * 4 + 2 * n * 4 + n * 4;  // offsets, cols, dinv x2, global ids
     // features, labels, the three splits' rows and the loss's row slots
     const std::int64_t feats = n * f * 4 + n * 4 +

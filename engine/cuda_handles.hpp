@@ -1,0 +1,33 @@
+// Owners of the few CUDA objects the engine makes outside the tracked memory resource: NCCL's scratch and warm-up
+// buffers (measured apart, as NCCL's own memory: NcclCommunicator::init_bytes) and the communication streams of
+// the overlapping aggregations. Move-only; the deleters ignore errors (destructors never throw). In a CPU-only
+// build the factories throw NoCudaBuild (no CUDA context is ever made there).
+#pragma once
+
+#include <cstddef>
+#include <memory>
+
+typedef struct CUstream_st* cudaStream_t;
+
+namespace gcnpart::engine {
+
+struct CudaFreeDeleter {
+  void operator()(void* p) const noexcept;
+};
+/// Device memory from cudaMalloc, freed with cudaFree.
+using DeviceAllocation = std::unique_ptr<void, CudaFreeDeleter>;
+
+/// `bytes` of device memory on the current device (cudaMalloc). @throws DeviceError, NoCudaBuild.
+DeviceAllocation allocate_device(std::size_t bytes);
+
+struct CudaStreamDeleter {
+  void operator()(cudaStream_t stream) const noexcept;
+};
+/// A CUDA stream, destroyed with cudaStreamDestroy.
+using OwnedStream = std::unique_ptr<CUstream_st, CudaStreamDeleter>;
+
+/// A non-blocking stream on the current device; high_priority: the device's greatest priority (NCCL's blocks are
+/// then scheduled ahead of the kernels they overlap). @throws DeviceError, NoCudaBuild.
+OwnedStream create_stream(bool high_priority);
+
+}  // namespace gcnpart::engine
