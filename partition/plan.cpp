@@ -449,35 +449,6 @@ Plan build_plan(const Csr& graph, Strategy strategy, Partition partition, int la
 
 }  // namespace
 
-const char* partitioner_name(Partitioner p) noexcept {
-  switch (p) {
-    case Partitioner::kRandom: return "random";
-    case Partitioner::kRange: return "range";
-    default: return "metis";
-  }
-}
-
-Partitioner parse_partitioner(const std::string& text, const std::string& parameter) {
-  for (Partitioner p : {Partitioner::kMetis, Partitioner::kRandom, Partitioner::kRange})
-    if (text == partitioner_name(p)) return p;
-  throw InvalidInput::parameter(parameter, text, "metis, random or range");
-}
-
-const char* balance_name(Balance b) noexcept {
-  switch (b) {
-    case Balance::kEdges: return "edges";
-    case Balance::kBoth: return "both";
-    case Balance::kWork: return "work";
-    default: return "nodes";
-  }
-}
-
-Balance parse_balance(const std::string& text, const std::string& parameter) {
-  for (Balance b : {Balance::kNodes, Balance::kEdges, Balance::kBoth, Balance::kWork})
-    if (text == balance_name(b)) return b;
-  throw InvalidInput::parameter(parameter, text, "nodes, edges, both or work");
-}
-
 Plan make_plan(const Csr& graph, Strategy strategy, int parts, int layers, const PartitionOptions& options) {
   check_layers(layers);
   if (splits_nodes(strategy)) {

@@ -3,6 +3,7 @@
 // computed once, can be saved and loaded, and is independent of the executor.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -21,13 +22,58 @@ enum class Objective { kCut, kVolume };
 /// with all neighbours; drop: own rows with in-part neighbours) is within `imbalance` or no move helps. halo's
 /// work (rings included) is not refined: it follows the gather work (see the balance test for what it reaches).
 enum class Balance { kNodes, kEdges, kBoth, kWork };
-/// "nodes", "edges", "both", "work". @throws InvalidInput naming `parameter` otherwise.
-Balance parse_balance(const std::string& text, const std::string& parameter);
-const char* balance_name(Balance b) noexcept;
-/// "metis", "random", "range".
-const char* partitioner_name(Partitioner p) noexcept;
+
+// The names of these enums (CLI values, report fields), in the order the CLI lists them: to_string,
+// from_string<E> and enum_names<E> (base/enum_names.hpp) read these rows and nothing else spells them.
+struct PartitionerName {
+  Partitioner value;
+  const char* name;
+};
+inline constexpr std::array<PartitionerName, 3> kPartitioners{
+    {{Partitioner::kMetis, "metis"}, {Partitioner::kRandom, "random"}, {Partitioner::kRange, "range"}}};
+struct ObjectiveName {
+  Objective value;
+  const char* name;
+};
+inline constexpr std::array<ObjectiveName, 2> kObjectives{{{Objective::kCut, "cut"}, {Objective::kVolume, "vol"}}};
+struct BalanceName {
+  Balance value;
+  const char* name;
+};
+/// The default (work) first, as `--help` lists them.
+inline constexpr std::array<BalanceName, 4> kBalances{
+    {{Balance::kWork, "work"}, {Balance::kNodes, "nodes"}, {Balance::kEdges, "edges"}, {Balance::kBoth, "both"}}};
+
+}  // namespace gcnpart::partition
+
+namespace gcnpart {
+template <>
+struct EnumNames<partition::Partitioner> {
+  static constexpr const auto& table = partition::kPartitioners;
+};
+template <>
+struct EnumNames<partition::Objective> {
+  static constexpr const auto& table = partition::kObjectives;
+};
+template <>
+struct EnumNames<partition::Balance> {
+  static constexpr const auto& table = partition::kBalances;
+};
+}  // namespace gcnpart
+
+namespace gcnpart::partition {
+
+/// The same as from_string<Balance> / to_string (kept for their callers). @throws InvalidInput naming `parameter`.
+[[nodiscard]] inline Balance parse_balance(const std::string& text, const std::string& parameter) {
+  return from_string<Balance>(text, parameter);
+}
+[[nodiscard]] inline const char* balance_name(Balance b) noexcept { return to_string(b); }
+/// The same as to_string / from_string<Partitioner> (kept for their callers).
+[[nodiscard]] inline const char* partitioner_name(Partitioner p) noexcept { return to_string(p); }
 /// @throws InvalidInput naming `parameter` for another name.
-Partitioner parse_partitioner(const std::string& text, const std::string& parameter);
+[[nodiscard]] inline Partitioner parse_partitioner(const std::string& text, const std::string& parameter) {
+  return from_string<Partitioner>(text, parameter);
+}
 
 struct PartitionOptions {
   Partitioner method = Partitioner::kMetis;

@@ -9,8 +9,12 @@
 #include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <string_view>
+#include <type_traits>
+#include <variant>
 
 #include "datasets/dataset_path.hpp"
+#include "engine/aggregation.hpp"
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 
@@ -47,11 +51,37 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
 }
 
 void add_reorder_option(CLI::App& cmd, std::string& reorder) {
-  std::string help = "Renumber nodes for memory locality first (exact; outputs stay in your node order; time "
-                     "reported apart):";
-  for (const auto& r : kReorders) help += std::string(" ") + r.name + " (" + r.description + ");";
-  help.back() = '.';
-  cmd.add_option("--reorder", reorder, help)->check(CLI::IsMember(enum_names<Reorder>()))->capture_default_str();
+  cmd.add_option("--reorder", reorder, frontend::reorder_help())
+      ->check(CLI::IsMember(enum_names<Reorder>()))
+      ->capture_default_str();
+}
+
+void add_train_options(CLI::App& cmd, frontend::TrainSettings& settings) {
+  for (const frontend::TrainOption& row : frontend::train_options()) {
+    if (row.cli == nullptr) continue;  // Python only
+    CLI::Option* opt = std::visit(
+        [&](auto* field) {
+          if constexpr (std::is_same_v<decltype(field), bool*>)
+            if (row.flag) return cmd.add_flag(row.cli, *field, row.help);
+          return cmd.add_option(row.cli, *field, row.help);
+        },
+        row.field(settings));
+    switch (row.check) {
+      case frontend::CliCheck::kNone: break;
+      case frontend::CliCheck::kNames: opt->check(CLI::IsMember(row.names())); break;
+      case frontend::CliCheck::kPositive: opt->check(CLI::PositiveNumber); break;
+      case frontend::CliCheck::kGatherChunks: opt->check(CLI::Range(1, engine::kMaxGatherChunks)); break;
+    }
+    if (row.show_default) opt->capture_default_str();
+    if (row.hidden) opt->group("");
+    if (row.given != nullptr) {
+      bool* given = row.given(settings);
+      opt->each([given](const std::string&) { *given = true; });
+    }
+    // The own SpMM's tuning, spelled once for train and bench, follows --spmm.
+    if (std::string_view(row.cli) == "--spmm") add_spmm_tuning_options(cmd, settings.config.model.spmm_tuning);
+  }
+  cmd.get_option("--fault-fail")->excludes("--fault-kill");
 }
 
 void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required) {
@@ -112,15 +142,6 @@ datasets::Dataset load_data(const DataOptions& opts) {
                                 lo);
 }
 
-double metis_sample(const std::string& option, std::int64_t directed_edges) {
-  if (option == "auto") return directed_edges > 20'000'000 ? 0.1 : 1.0;
-  double v = 0;
-  const auto r = std::from_chars(option.data(), option.data() + option.size(), v);
-  if (r.ec != std::errc() || r.ptr != option.data() + option.size() || !(v > 0.0 && v <= 1.0))
-    throw InvalidInput::parameter("--metis-sample", option, "auto or a fraction in (0, 1]");
-  return v;
-}
-
 void write_json(const std::string& path, const nlohmann::json& j) {
   // Invalid UTF-8 from an input (a dataset name) is replaced, not a reason to throw after the work is done.
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
@@ -157,30 +178,6 @@ void JsonOnStdout::release() {
 
 void warn(const std::string& text) { std::fprintf(stderr, "gcnpart: warning: %s\n", escape_text(text).c_str()); }
 
-
-std::int64_t parse_bytes(const std::string& text, const std::string& parameter) {
-  double value = 0;
-  const char* b = text.data();
-  const char* e = b + text.size();
-  const auto r = std::from_chars(b, e, value);
-  const std::string expected = "a byte count such as 24000000000, 24GB, 24GiB or 512MiB";
-  if (r.ec != std::errc() || !(value >= 0) || !std::isfinite(value)) throw InvalidInput::parameter(parameter, text, expected);
-  const std::string unit(r.ptr, e);
-  double mult = 1;
-  if (unit.empty() || unit == "B") mult = 1;
-  else if (unit == "KB" || unit == "kB") mult = 1e3;
-  else if (unit == "MB") mult = 1e6;
-  else if (unit == "GB") mult = 1e9;
-  else if (unit == "TB") mult = 1e12;
-  else if (unit == "KiB") mult = 1024.0;
-  else if (unit == "MiB") mult = 1024.0 * 1024;
-  else if (unit == "GiB") mult = 1024.0 * 1024 * 1024;
-  else if (unit == "TiB") mult = 1024.0 * 1024 * 1024 * 1024;
-  else throw InvalidInput::parameter(parameter, text, expected);
-  // Past 2^62 bytes (4 EiB) the count cannot be a memory size, and the conversion would overflow.
-  if (value * mult > 4.6e18) throw InvalidInput::parameter(parameter, text, "at most 4 EiB (" + expected + ")");
-  return static_cast<std::int64_t>(value * mult);
-}
 
 void print_memory_check(const engine::MemoryCheck& m, const std::string& device_name) {
   if (!m.available) return;

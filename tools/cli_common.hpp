@@ -17,6 +17,7 @@
 #include "base/atomic_file.hpp"
 #include "base/error.hpp"
 #include "base/format.hpp"
+#include "tools/frontend/request.hpp"
 
 namespace gcnpart::cli {
 
@@ -42,6 +43,10 @@ void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required = tru
 /// Adds --reorder (none, degree, rcm, metis) writing the name into `reorder`.
 void add_reorder_option(CLI::App& cmd, std::string& reorder);
 
+/// Adds `gcnpart train`'s options from their table (frontend::train_options), in its order, bound to `settings`:
+/// names, help, defaults and checks as the rows say; the own SpMM's tuning options after --spmm.
+void add_train_options(CLI::App& cmd, frontend::TrainSettings& settings);
+
 /// Adds --spmm-long-row and --spmm-segment (the own SpMM's tuning, defaults as SpmmTuning) to a subcommand.
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning);
 
@@ -49,12 +54,9 @@ void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning);
 /// $GCNPART_DATA (datasets::resolve_dataset_path). @throws InvalidInput (also for an empty DATA) / IoError.
 datasets::Dataset load_data(const DataOptions& opts);
 
-/// "24GB", "24GiB", "1e9" -> bytes. @throws InvalidInput naming the parameter.
-std::int64_t parse_bytes(const std::string& text, const std::string& parameter);
-
-/// The fraction of edges METIS sees: "auto" = all of them below 20 M directed edges, 10 % above (METIS 5.1 needs
-/// ~18x the CSR and minutes on large power-law graphs; the cut is always measured on the full graph).
-double metis_sample(const std::string& option, std::int64_t directed_edges);
+// The option parsing both front-ends share (tools/frontend/request.hpp).
+using frontend::metis_sample;
+using frontend::parse_bytes;
 
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);

@@ -53,17 +53,17 @@ engine::CompareRequest make_request(const CompareOptions& o, const datasets::Dat
   q.parts = o.parts;
   q.layers = o.layers;
   for (const auto& s : o.strategies) q.strategies.push_back(from_string<partition::Strategy>(s, "--strategies"));
-  q.partition.method = partition::parse_partitioner(o.partitioner, "--partitioner");
+  q.partition.method = from_string<partition::Partitioner>(o.partitioner, "--partitioner");
   q.partition.seed = o.partition_seed;
   q.partition.imbalance = o.imbalance;
-  q.partition.objective = o.objective == "vol" ? partition::Objective::kVolume : partition::Objective::kCut;
+  q.partition.objective = from_string<partition::Objective>(o.objective, "--objective");
   q.partition.metis_edge_sample = metis_sample(o.metis_sample, ds.graph.num_edges());
-  q.partition.balance = partition::parse_balance(o.balance, "--balance");
+  q.partition.balance = from_string<partition::Balance>(o.balance, "--balance");
   q.train = o.train;
   q.measure_epochs = o.measure_epochs;
   q.config = o.config;
   q.config.model.precision = from_string<Precision>(o.precision, "--precision");
-  q.backend = o.device == "cuda" ? Backend::kCuda : Backend::kCpu;
+  q.backend = from_string<Backend>(o.device, "--device");
   q.save_plan_dir = o.save_plan;
   q.validate();
   return q;
@@ -159,7 +159,7 @@ void run_compare(const CompareOptions& o) {
   print_notes(report);
   nlohmann::json j = {{"command", "compare"}, {"date", now_iso()}, {"commit", GCNPART_GIT_COMMIT}};
   j.update(report.to_json());
-  if (!o.html.empty()) write_file_atomic(o.html, engine::compare_html(j));
+  if (!o.html.empty()) write_file_atomic(o.html, report::compare_html(j));
   const bool to_stdout = json_to_stdout(o.json);
   if (!o.json.empty() && !to_stdout) write_json(o.json, j);
   if (!o.json.empty() && !to_stdout) std::printf("wrote %s\n", escape_text(o.json).c_str());
@@ -187,7 +187,7 @@ Command register_compare(CLI::App& app) {
                   "least, and prints a 'skipped' row at K > layers)")
       ->delimiter(',')->capture_default_str();
   cmd->add_option("--partitioner", o->partitioner, "How to split the nodes")
-      ->check(CLI::IsMember({"metis", "random", "range"}))->capture_default_str();
+      ->check(CLI::IsMember(enum_names<partition::Partitioner>()))->capture_default_str();
   cmd->add_option("--partition-seed", o->partition_seed, "Partitioner seed")->capture_default_str();
   cmd->add_option("--imbalance", o->imbalance,
                   "Target largest part / mean part for METIS (its ufactor; the weights --balance names). A target, "
@@ -195,12 +195,12 @@ Command register_compare(CLI::App& app) {
                   "1.030049 x mean for 1.03 at K = 8); --balance work then moves nodes until the largest device's "
                   "work is within it or no move helps")
       ->capture_default_str();
-  cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember({"cut", "vol"}))
+  cmd->add_option("--objective", o->objective, "METIS objective")->check(CLI::IsMember(enum_names<partition::Objective>()))
       ->capture_default_str();
   cmd->add_option("--balance", o->balance,
                   "What METIS balances across parts: work (each device's Â entries + 8 x rows, refined per "
                   "strategy; default), nodes, edges (node weight 1 + degree) or both")
-      ->check(CLI::IsMember({"work", "nodes", "edges", "both"}))
+      ->check(CLI::IsMember(enum_names<partition::Balance>()))
       ->capture_default_str();
   cmd->add_option("--metis-sample", o->metis_sample,
                   "Fraction of edges METIS partitions (auto: all below 20 M directed edges, else 0.1)")
@@ -212,7 +212,7 @@ Command register_compare(CLI::App& app) {
   cmd->add_option("--device", o->device,
                   "cpu (K virtual devices) or cuda (single on GPU 0, K devices on GPUs 0..K-1 through NCCL; K above "
                   "the visible GPUs is skipped)")
-      ->check(CLI::IsMember({"cpu", "cuda"}))
+      ->check(CLI::IsMember(enum_names<Backend>()))
       ->capture_default_str();
   cmd->add_option("--precision", o->precision, "fp32, tf32 or bf16 (as gcnpart train; bf16 skips pipeline)")
       ->check(CLI::IsMember(enum_names<Precision>()))

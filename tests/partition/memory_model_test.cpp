@@ -9,7 +9,8 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
-#include "engine/distributed.hpp"
+#include "engine/problem.hpp"
+#include "engine/trainer.hpp"
 #include "engine/resources.hpp"
 #include "engine/trainer.hpp"
 #include "base/error.hpp"

@@ -142,7 +142,7 @@ TEST_CASE("a dataset permuted without its feature rows gives the single-device p
     CHECK(a.features == b.features);
     CHECK(a.labels == b.labels);
     CHECK(a.global_ids == b.global_ids);
-    CHECK(a.graph.col_ids == b.graph.col_ids);
+    CHECK(a.own_graph().graph.col_ids == b.own_graph().graph.col_ids);
     // Without the source, the lean dataset's missing rows are refused, never read, and it is not permuted again.
     CHECK_THROWS_AS((void)engine::single_device_problem(lean, normalize), LogicError);
     Reordering again = locality_order(lean.graph, Reorder::kRcm);

@@ -18,7 +18,9 @@
 #include <set>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "datasets/csr.hpp"
@@ -36,6 +38,7 @@
 #include "partition/fit/cards.hpp"
 #include "partition/strategy.hpp"
 #include "tools/cli_common.hpp"
+#include "tools/frontend/request.hpp"
 #include "tools/report/report_html.hpp"
 
 #ifndef GCNPART_GIT_COMMIT
@@ -266,15 +269,7 @@ Dataset dataset_from_arrays(const std::string& name, std::int64_t num_nodes, con
 // ---- requests
 
 gcnpart::engine::Device parse_device(const std::string& spec) {
-  const auto device = gcnpart::engine::Device::parse(spec, "device");
-  if (device.is_cuda()) {
-    const int n = gcnpart::engine::cuda_device_count();
-    if (device.index >= n)
-      throw InvalidInput::parameter("device", spec,
-                                    n == 0 ? std::string("a visible CUDA device, but none was found: use device='cpu'")
-                                           : "cuda:0..cuda:" + std::to_string(n - 1));
-  }
-  return device;
+  return gcnpart::frontend::parse_device(spec, gcnpart::frontend::Spelling::kPython);
 }
 
 std::string metis_sample_text(Options& o) {
@@ -304,43 +299,44 @@ void read_model(Options& o, gcnpart::engine::GcnConfig& m, bool layers = true) {
       gcnpart::from_string<gcnpart::Precision>(o.value<std::string>("precision", "fp32", "a str"), "precision");
 }
 
-/// What `gcnpart train` asks of the library (tools/cmd_train.cpp's make_request), from keyword arguments.
-gcnpart::engine::TrainRequest train_request(const Dataset& ds, Options& o) {
-  namespace engine = gcnpart::engine;
-  namespace partition = gcnpart::partition;
-  engine::TrainRequest q;
-  read_model(o, q.config.model);
-  o.get("epochs", q.config.epochs, "an int");
-  o.get("early_stopping", q.config.early_stopping, "an int");
-  o.get("normalize_features", q.config.normalize_features, "a bool");
-  o.get("checkpoint_dir", q.config.checkpoint_dir, "a str");
-  o.get("checkpoint_every", q.config.checkpoint_every, "an int");
-  o.get("resume", q.config.resume, "a bool");
-  o.get("load_weights", q.config.load_weights, "a str");
-  if (nb::handle lim = o.raw("memory_limit"); lim.is_valid() && !lim.is_none()) {
-    q.config.memory_limit = nb::isinstance<nb::str>(lim) ? gcnpart::cli::parse_bytes(nb::cast<std::string>(lim), "memory_limit")
-                                                         : o.value<std::int64_t>("memory_limit", 0, "an int or a str such as '24GB'");
+/// Keyword arguments into `s` through the train options' table (tools/frontend/request.hpp): each row's Python
+/// name, converted as its field's type says; None leaves the default.
+void read_train_settings(Options& o, gcnpart::frontend::TrainSettings& s) {
+  namespace frontend = gcnpart::frontend;
+  for (const frontend::TrainOption& row : frontend::train_options()) {
+    if (row.python == nullptr) continue;  // CLI only
+    nb::handle v = o.raw(row.python);
+    if (!v.is_valid() || v.is_none()) continue;
+    const frontend::Target target = row.field(s);
+    const char* expected = row.py_expected != nullptr ? row.py_expected : frontend::python_type_name(target);
+    std::visit(
+        [&](auto* field) {
+          using T = std::remove_pointer_t<decltype(field)>;
+          if constexpr (std::is_same_v<T, std::string>) {
+            if (row.py == frontend::PyValue::kAnyAsText && !nb::isinstance<nb::str>(v)) {
+              *field = nb::cast<std::string>(nb::str(v));
+              return;
+            }
+            std::int64_t bytes = 0;
+            if (row.py == frontend::PyValue::kIntOrText && !nb::isinstance<nb::str>(v) && nb::try_cast(v, bytes)) {
+              *field = std::to_string(bytes);
+              return;
+            }
+          }
+          if (!nb::try_cast<T>(v, *field))
+            throw InvalidInput::parameter(row.python, nb::cast<std::string>(nb::repr(v)), expected);
+        },
+        target);
   }
-  q.config.oom_hint = "To see which cards and strategies fit this graph and model, call gcnpart.fit(ds, layers=" +
-                      std::to_string(q.config.model.layers) + ", hidden=" + std::to_string(q.config.model.hidden) +
-                      ") (and try strategy='halo'|'gather'|'boundary', parts=K)";
-  o.get("runs", q.runs, "an int");
-  q.device = parse_device(o.value<std::string>("device", "cpu", "a str such as 'cpu' or 'cuda:0'"));
-  q.strategy = gcnpart::from_string<partition::Strategy>(o.value<std::string>("strategy", "single", "a str"), "strategy");
-  o.get("parts", q.parts, "an int");
-  q.partition.method = partition::parse_partitioner(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
-  q.partition.metis_edge_sample = gcnpart::cli::metis_sample(metis_sample_text(o), ds.graph.num_edges());
-  q.partition.balance = partition::parse_balance(o.value<std::string>("balance", "work", "a str"), "balance");
-  q.reorder = gcnpart::from_string<gcnpart::Reorder>(
-      o.value<std::string>("reorder", gcnpart::to_string(q.reorder), "'none', 'degree', 'rcm' or 'metis'"), "reorder");
-  const std::string link = o.value<std::string>("link_bench", "auto", "'auto', 'on' or 'off'");
-  if (link != "auto" && link != "on" && link != "off") throw InvalidInput::parameter("link_bench", link, "auto, on or off");
-  q.launch.link = link == "on"    ? engine::LaunchOptions::Link::kAlways
-                  : link == "off" ? engine::LaunchOptions::Link::kNever
-                                  : engine::LaunchOptions::Link::kAuto;
+}
+
+/// What `gcnpart train` asks of the library, from keyword arguments: the CLI's translation
+/// (frontend::make_train_request), parameters spelled as Python spells them.
+gcnpart::engine::TrainRequest train_request(const Dataset& ds, Options& o) {
+  gcnpart::frontend::TrainSettings s;
+  read_train_settings(o, s);
   o.finish();
-  q.validate();
-  return q;
+  return gcnpart::frontend::make_train_request(s, ds.graph.num_edges(), gcnpart::frontend::Spelling::kPython);
 }
 
 /// What `gcnpart compare` asks of the library (tools/cmd_compare.cpp's make_request).
@@ -353,22 +349,22 @@ gcnpart::engine::CompareRequest compare_request(const Dataset& ds, Options& o) {
       [](const partition::StrategyTraits& t) { return t.value != partition::Strategy::kSingle; });
   o.get("strategies", strategies, "a list of strategy names");
   for (const auto& s : strategies) q.strategies.push_back(gcnpart::from_string<partition::Strategy>(s, "strategies"));
-  q.partition.method = partition::parse_partitioner(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
+  q.partition.method =
+      gcnpart::from_string<partition::Partitioner>(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
   o.get("partition_seed", q.partition.seed, "an int");
   o.get("imbalance", q.partition.imbalance, "a float");
-  const std::string objective = o.value<std::string>("objective", "cut", "'cut' or 'vol'");
-  if (objective != "cut" && objective != "vol") throw InvalidInput::parameter("objective", objective, "cut or vol");
-  q.partition.objective = objective == "vol" ? partition::Objective::kVolume : partition::Objective::kCut;
-  q.partition.metis_edge_sample = gcnpart::cli::metis_sample(metis_sample_text(o), ds.graph.num_edges());
-  q.partition.balance = partition::parse_balance(o.value<std::string>("balance", "work", "a str"), "balance");
+  q.partition.objective =
+      gcnpart::from_string<partition::Objective>(o.value<std::string>("objective", "cut", "'cut' or 'vol'"), "objective");
+  q.partition.metis_edge_sample =
+      gcnpart::frontend::metis_sample(metis_sample_text(o), ds.graph.num_edges(), "metis_sample");
+  q.partition.balance =
+      gcnpart::from_string<partition::Balance>(o.value<std::string>("balance", "work", "a str"), "balance");
   o.get("train", q.train, "a bool");
   o.get("epochs", q.config.epochs, "an int");
   o.get("measure_epochs", q.measure_epochs, "an int");
   read_model(o, q.config.model, false);
-  const std::string device = o.value<std::string>("device", "cpu", "'cpu' or 'cuda'");
-  if (device != "cpu" && device != "cuda") throw InvalidInput::parameter("device", device, "cpu or cuda");
-  if (device == "cuda") (void)parse_device("cuda:0");
-  q.backend = device == "cuda" ? gcnpart::Backend::kCuda : gcnpart::Backend::kCpu;
+  q.backend = gcnpart::from_string<gcnpart::Backend>(o.value<std::string>("device", "cpu", "'cpu' or 'cuda'"), "device");
+  if (q.backend == gcnpart::Backend::kCuda) (void)parse_device("cuda:0");
   o.finish();
   q.validate();
   return q;
@@ -417,7 +413,8 @@ gcnpart::partition::FitRequest fit_request(const Dataset* ds, Options& o) {
   m.precision = gcnpart::from_string<gcnpart::Precision>(o.value<std::string>("precision", "fp32", "a str"), "precision");
   m.spmm = gcnpart::from_string<gcnpart::SpmmAlgo>(o.value<std::string>("spmm", "auto", "a str"), "spmm");
   o.get("tf32", req.tf32, "a bool");
-  req.partitioner = partition::parse_partitioner(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
+  req.partitioner =
+      gcnpart::from_string<partition::Partitioner>(o.value<std::string>("partitioner", "metis", "a str"), "partitioner");
   o.get("samples", req.samples, "an int");
   o.get("seed", req.seed, "an int");
   o.finish();
@@ -661,7 +658,7 @@ NB_MODULE(_core, m) {
   m.def("compare_html", [](const std::string& report_json) {
     json j = json::parse(report_json, nullptr, false);
     if (j.is_discarded()) throw InvalidInput::parameter("report", report_json.substr(0, 40), "a JSON document");
-    return engine::compare_html(j);
+    return report::compare_html(j);
   });
   m.def("write_file_atomic", [](const std::string& path, const std::string& text) { gcnpart::write_file_atomic(path, text); },
         "Writes text to path atomically (temporary file, fsync, rename).");

@@ -21,9 +21,3 @@ namespace gcnpart::report {
 
 }  // namespace gcnpart::report
 
-namespace gcnpart::engine {
-// Transitional: the front-ends still call engine::compare_html (tools/cmd_compare.cpp, tools/python/
-// gcnpart_module.cpp); once they call report::compare_html these two lines go.
-using report::compare_html;
-using report::html_escape;
-}  // namespace gcnpart::engine
