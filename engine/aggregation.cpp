@@ -165,6 +165,25 @@ class RangeLongRows {
   Buffer<std::int64_t> prefix_;
 };
 
+/// apply() of an aggregation whose forward and backward are member templates over the rows' storage type
+/// (Derived::forward_rows<T>, Derived::backward_rows<T>, T = float or kernels::Bf16).
+template <class Derived>
+class ByStorageType : public Aggregation {
+ public:
+  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) final {
+    auto& self = static_cast<Derived&>(*this);
+    std::visit(
+        [&](auto rows) {
+          if (pass == Pass::kForward) {
+            self.forward_rows(rows, y, width);
+          } else {
+            self.backward_rows(rows, y, width);
+          }
+        },
+        x);
+  }
+};
+
 /// Single device, drop and halo: Â is the device's own symmetric matrix, so the transpose is Â again.
 /// With SpmmAlgo::kAuto on a GPU, the first call at each width times the own kernel against cuSPARSE (CSR ALG2 and
 /// ALG3) on the real operands and keeps the fastest for the rest of the run (the choice is reported).
@@ -280,7 +299,7 @@ class LocalAggregation final : public Aggregation {
 /// streams, so forward's SpMM of chunk c runs while chunk c + 1 is being all-gathered, and backward's
 /// reduce-scatter of chunk c while chunk c + 1 is being aggregated. No host synchronisation. On CPU devices the
 /// calls are synchronous anyway: one chunk.
-class GatherAggregation final : public Aggregation {
+class GatherAggregation final : public ByStorageType<GatherAggregation> {
  public:
   GatherAggregation(Resources& res, const GatherTable& p, std::int64_t rows, Communicator* comm, SpmmAlgo algo,
                     const AllocationPlan& plan, const kernels::SpmmTuning& tuning, int chunks)
@@ -321,19 +340,8 @@ class GatherAggregation final : public Aggregation {
   GatherAggregation(const GatherAggregation&) = delete;
   GatherAggregation& operator=(const GatherAggregation&) = delete;
 
-  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) override {
-    std::visit(
-        [&](auto rows) {
-          if (pass == Pass::kForward) {
-            forward_rows(rows, y, width);
-          } else {
-            backward_rows(rows, y, width);
-          }
-        },
-        x);
-  }
-
  private:
+  friend ByStorageType<GatherAggregation>;
   /// The table's rows in storage type T: float, or bf16 laid out in table_'s memory (forward's table travels as
   /// bf16: half the all-gather's bytes); the staging block likewise.
   template <class T>
@@ -507,7 +515,7 @@ class GatherAggregation final : public Aggregation {
 /// high-priority second stream ordered by events (no host synchronisation); on CPU devices the calls run in order.
 /// Row ranges of a matrix are views with shifted offsets, so every SpMM is gcnpart's own kernel. On CUDA each range
 /// carries its own long-row list (RangeLongRows; plan buffers boundary_long_* / boundary_t_long_*).
-class BoundaryAggregation final : public Aggregation {
+class BoundaryAggregation final : public ByStorageType<BoundaryAggregation> {
  public:
   BoundaryAggregation(Resources& res, const BoundaryExchange& p, std::int64_t rows, Communicator* comm, const AllocationPlan& plan,
                       const kernels::SpmmTuning& tuning, bool overlap)
@@ -564,19 +572,8 @@ class BoundaryAggregation final : public Aggregation {
   BoundaryAggregation(const BoundaryAggregation&) = delete;
   BoundaryAggregation& operator=(const BoundaryAggregation&) = delete;
 
-  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) override {
-    std::visit(
-        [&](auto rows) {
-          if (pass == Pass::kForward) {
-            forward_rows(rows, y, width);
-          } else {
-            backward_rows(rows, y, width);
-          }
-        },
-        x);
-  }
-
  private:
+  friend ByStorageType<BoundaryAggregation>;
   /// Messages travel in the rows' storage type: bf16 source and outbox rows for bf16 input.
   template <class T>
   void forward_rows(const T* x, float* y, std::int64_t width) {

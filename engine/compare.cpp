@@ -66,7 +66,7 @@ std::vector<partition::Strategy> strategies_of(const CompareRequest& q) {
   if (!q.strategies.empty()) return q.strategies;
   std::vector<partition::Strategy> all;
   for (const auto& t : partition::kStrategies)
-    if (t.value != partition::Strategy::kSingle) all.push_back(t.value);
+    if (!partition::one_device(t.value)) all.push_back(t.value);
   return all;
 }
 
@@ -158,7 +158,7 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   std::map<std::pair<int, bool>, partition::Partition> partitions;
   auto plan_of = [&](partition::Strategy s, int k, int layers) {
     if (!partition::traits(s).splits_nodes) return partition::make_plan(ds.graph, s, k, layers, popt);
-    const std::pair<int, bool> key{k, s == partition::Strategy::kDrop};
+    const std::pair<int, bool> key{k, !partition::traits(s).exact};  // an inexact split (drop) balances its own work
     auto it = partitions.find(key);
     if (it == partitions.end()) {
       partition::PartitionOptions own = popt;
@@ -181,7 +181,7 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
     }
     for (int k : request.parts) {
       for (auto s : strategies) {
-        if (s == partition::Strategy::kSingle) continue;
+        if (partition::one_device(s)) continue;
         // What the engine would refuse (pipeline at K > layers: a stage needs a layer; bf16 pipeline), or more
         // GPUs than there are: a "skipped" row that says why, so no configuration vanishes without a word.
         const auto refusal = partition::strategy_refusal(s, k, layers, cfg.model.precision);

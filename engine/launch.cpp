@@ -187,7 +187,7 @@ TrainReport train_distributed(const datasets::Dataset& ds, const partition::Plan
   for (int r = 0; r < k; ++r)
     if (errors[r]) std::rethrow_exception(errors[r]);
   detail::fill_report(report, results);
-  if (plan.strategy == partition::Strategy::kPipeline) {  // every stage's layers, in layer order
+  if (partition::splits_layers(plan.strategy)) {  // every stage's layers, in layer order
     report.parameters.clear();
     for (const auto& r : results) report.parameters.insert(report.parameters.end(), r.parameters.begin(), r.parameters.end());
   }

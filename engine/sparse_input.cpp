@@ -49,25 +49,25 @@ SparseInput::SparseInput(Resources& res, const AllocationPlan& plan, const HostV
   xtd_vals_ = take_if_planned<float>(res, plan, "xt_values_dropped");
 }
 
+CsrView SparseInput::dropped(const kernels::Context& ctx, const CsrView& m, bool transposed, float* values) const {
+  if (!(last_.p > 0)) return m;
+  kernels::dropout_csr_values_async(ctx, m, transposed, last_, values);
+  CsrView v = m;
+  v.values = values;
+  return v;
+}
+
 void SparseInput::multiply_async(const kernels::Context& ctx, const kernels::Dropout& dropout, const float* w,
                                  float* out, std::int64_t width) {
   last_ = dropout;
-  CsrView xv = x_view_;
-  if (dropout.p > 0) {
-    kernels::dropout_csr_values_async(ctx, x_view_, false, dropout, xd_vals_.data());
-    xv.values = xd_vals_.data();
-  }
+  const CsrView xv = dropped(ctx, x_view_, false, xd_vals_.data());
   kernels::spmm_async(ctx, xv, nullptr, nullptr, kernels::make_view(w, xv.num_cols, width),
                       kernels::make_view(out, xv.num_rows, width), SpmmAlgo::kOwn, tuning_);
 }
 
 void SparseInput::weight_gradient_async(const kernels::Context& ctx, const float* dp, float* dw, std::int64_t width) {
   // dW = dropout(X)^T dP through the stored transpose, with the forward's mask.
-  CsrView xt = xt_view_;
-  if (last_.p > 0) {
-    kernels::dropout_csr_values_async(ctx, xt_view_, true, last_, xtd_vals_.data());
-    xt.values = xtd_vals_.data();
-  }
+  const CsrView xt = dropped(ctx, xt_view_, true, xtd_vals_.data());
   kernels::spmm_async(ctx, xt, nullptr, nullptr, kernels::make_view(dp, xt.num_cols, width),
                       kernels::make_view(dw, xt.num_rows, width), SpmmAlgo::kOwn, tuning_);
 }

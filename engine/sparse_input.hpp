@@ -29,6 +29,9 @@ class SparseInput {
   void weight_gradient_async(const kernels::Context& ctx, const float* dp, float* dw, std::int64_t width);
 
  private:
+  /// m, or (last dropout on) m with its values dropped out into `values` (transposed: m is X^T).
+  [[nodiscard]] CsrView dropped(const kernels::Context& ctx, const CsrView& m, bool transposed, float* values) const;
+
   kernels::SpmmTuning tuning_;
   Buffer<RowOffset> x_offsets_, xt_offsets_;
   Buffer<NodeId> x_cols_, xt_cols_;

@@ -57,8 +57,8 @@ void TrainRequest::validate() const {
   config.validate();
   if (runs < 1) throw InvalidInput::parameter("--runs", std::to_string(runs), ">= 1");
   if (parts < 1) throw InvalidInput::parameter("--parts", std::to_string(parts), ">= 1");
-  if (strategy == partition::Strategy::kSingle && parts != 1)
-    throw InvalidInput::parameter("--parts", std::to_string(parts), "1 with --strategy single");
+  if (partition::one_device(strategy) && parts != 1)
+    throw InvalidInput::parameter("--parts", std::to_string(parts), std::string("1 with --strategy ") + to_string(strategy));
   if (!save_plan.empty() && reorder != Reorder::kNone)
     throw InvalidInput::parameter("--save-plan", save_plan,
                                   "--reorder none alongside (a plan names nodes by id, and a reordered run partitions "
@@ -74,7 +74,7 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   // Reordered data trains in place of the user's (nodes keep their user ids: the same masks, the same model).
   partition::Reordering reordering;
   datasets::Dataset reordered;
-  const bool single = request.strategy == partition::Strategy::kSingle;
+  const bool single = partition::one_device(request.strategy);
   // single: the feature rows stay in the user's order until the problem gathers (and normalises) them.
   const auto features = single ? partition::PermuteFeatures::kLeave : partition::PermuteFeatures::kCopy;
   const datasets::Dataset& ds = partition::reorder_dataset(user_ds, request.reorder, reordering, reordered, features);

@@ -258,7 +258,7 @@ class DeviceLoop {
   }
 
  private:
-  [[nodiscard]] bool pipeline() const noexcept { return strategy_ == partition::Strategy::kPipeline; }
+  [[nodiscard]] bool pipeline() const noexcept { return partition::splits_layers(strategy_); }
   std::vector<CommTally> take_tallies() { return comm_ != nullptr ? comm_->take_tallies() : std::vector<CommTally>{}; }
   [[nodiscard]] std::int64_t bytes_sent() const { return comm_ != nullptr ? comm_->bytes_sent() : std::int64_t{0}; }
   static double mean(double sum, std::int64_t n) { return n > 0 ? sum / static_cast<double>(n) : 0.0; }

@@ -74,6 +74,11 @@ inline constexpr std::array<StrategyTraits, 6> kStrategies{{
   return kStrategies[static_cast<std::size_t>(s)];
 }
 
+/// Whether `s` runs on exactly one device (its parts rule is kOne): the reference every split is compared with.
+[[nodiscard]] constexpr bool one_device(Strategy s) noexcept { return traits(s).parts == PartsRule::kOne; }
+/// Whether `s`'s devices hold layers (stages of the model over the whole graph) rather than parts of the nodes.
+[[nodiscard]] constexpr bool splits_layers(Strategy s) noexcept { return traits(s).parts == PartsRule::kAtMostLayers; }
+
 /// Why a strategy refuses a setting.
 struct StrategyRefusal {
   enum class Kind { kParts, kPrecision } kind;

@@ -32,7 +32,7 @@ struct CompareOptions {
   std::vector<int> layers{2, 3};
   /// Every strategy besides single (the reference row of every layer count).
   std::vector<std::string> strategies = partition::strategy_names_where(
-      [](const partition::StrategyTraits& t) { return t.value != partition::Strategy::kSingle; });
+      [](const partition::StrategyTraits& t) { return !partition::one_device(t.value); });
   std::string partitioner = "metis";
   bool train = false;
   int measure_epochs = 3;

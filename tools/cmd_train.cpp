@@ -143,7 +143,7 @@ void run_train(TrainOptions& options) {
     progress.update(static_cast<std::int64_t>(r) * o.config.epochs + epoch + 1, status);
   });
   progress.finish();
-  if (request.strategy == partition::Strategy::kSingle) print_single(summary, device);
+  if (partition::one_device(request.strategy)) print_single(summary, device);
   else print_distributed(summary, request.launch.mpi ? "rank " : device.is_cuda() ? "cuda:" : "cpu:", o.partitioner);
   if (request.reorder != Reorder::kNone)
     std::printf("reorder      %s: order %.3f s, applying it %.3f s (before training; not in the epoch times)\n",

@@ -282,7 +282,7 @@ engine::TrainRequest make_train_request(TrainSettings& o, std::int64_t num_edges
   if (o.gpus < 0 || (o.gpus == 0 && o.gpus_given))
     throw InvalidInput::parameter("--gpus", std::to_string(o.gpus), ">= 1");
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
-  q.parts = q.strategy == partition::Strategy::kSingle ? 1 : o.parts;
+  q.parts = partition::one_device(q.strategy) ? 1 : o.parts;
   q.partition.method = from_string<partition::Partitioner>(o.partitioner, name("--partitioner"));
   q.partition.metis_edge_sample = metis_sample(o.metis_sample, num_edges, name("--metis-sample"));
   q.partition.balance = from_string<partition::Balance>(o.balance, name("--balance"));

@@ -346,7 +346,7 @@ gcnpart::engine::CompareRequest compare_request(const Dataset& ds, Options& o) {
   o.get("parts", q.parts, "a list of ints");
   o.get("layers", q.layers, "a list of ints");
   std::vector<std::string> strategies = partition::strategy_names_where(
-      [](const partition::StrategyTraits& t) { return t.value != partition::Strategy::kSingle; });
+      [](const partition::StrategyTraits& t) { return !partition::one_device(t.value); });
   o.get("strategies", strategies, "a list of strategy names");
   for (const auto& s : strategies) q.strategies.push_back(gcnpart::from_string<partition::Strategy>(s, "strategies"));
   q.partition.method =
