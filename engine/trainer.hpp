@@ -2,6 +2,7 @@
 // train_step, evaluation, early stopping, checkpoints, timing, memory and communication reporting.
 #pragma once
 
+#include <array>
 #include <atomic>
 #include <cstdint>
 #include <functional>
@@ -16,6 +17,7 @@
 #include "engine/gcn.hpp"
 #include "engine/nccl_communicator.hpp"
 #include "engine/memory.hpp"
+#include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "partition/plan.hpp"
 
@@ -136,6 +138,17 @@ struct LaunchOptions {
   double nccl_timeout_s = kDefaultNcclTimeoutSeconds;
 };
 
+/// LaunchOptions::Link's names (`--link-bench`, Python's link_bench), base/enum_names.hpp.
+struct LinkName {
+  LaunchOptions::Link value;
+  const char* name;
+};
+inline constexpr std::array<LinkName, 3> kLinkModes{{
+    {LaunchOptions::Link::kAuto, "auto"},
+    {LaunchOptions::Link::kAlways, "on"},
+    {LaunchOptions::Link::kNever, "off"},
+}};
+
 /// Called after every epoch: (epoch, train loss, valid loss, valid accuracy).
 using EpochCallback = std::function<void(int, double, double, double)>;
 
@@ -164,3 +177,10 @@ class Cancelled : public Error {
 };
 
 }  // namespace gcnpart::engine
+
+namespace gcnpart {
+template <>
+struct EnumNames<engine::LaunchOptions::Link> {
+  static constexpr const auto& table = engine::kLinkModes;
+};
+}  // namespace gcnpart

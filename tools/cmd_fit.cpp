@@ -301,9 +301,7 @@ void run_fit(const FitOptions& o, bool data_given) {
   req.model = model_of(o);
   req.tf32 = o.tf32;
   req.configs = o.configs;
-  req.partitioner = o.partitioner == "random" ? partition::Partitioner::kRandom
-                    : o.partitioner == "range" ? partition::Partitioner::kRange
-                                               : partition::Partitioner::kMetis;
+  req.partitioner = from_string<partition::Partitioner>(o.partitioner, "--partitioner");
   req.samples = o.samples;
   req.seed = o.seed;
   if (!o.calibration.empty())
@@ -441,8 +439,8 @@ Command register_fit(CLI::App& app) {
   cmd->add_option("--sparse-features-below", o->sparse_below,
                   "Density at or below which input features are kept sparse (the engine's default)")
       ->capture_default_str();
-  cmd->add_option("--partitioner", o->partitioner, "metis, random or range (with DATA)")
-      ->check(CLI::IsMember({"metis", "random", "range"}))
+  cmd->add_option("--partitioner", o->partitioner, or_list(enum_names<partition::Partitioner>()) + " (with DATA)")
+      ->check(CLI::IsMember(enum_names<partition::Partitioner>()))
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "Strategies to price for K > 1")->capture_default_str();
   cmd->add_option("--samples", o->samples,

@@ -281,6 +281,15 @@ engine::TrainRequest make_train_request(TrainSettings& o, std::int64_t num_edges
     throw InvalidInput::parameter(name("--parts"), std::to_string(o.parts), ">= 1 devices");
   if (o.gpus < 0 || (o.gpus == 0 && o.gpus_given))
     throw InvalidInput::parameter("--gpus", std::to_string(o.gpus), ">= 1");
+  // A device count asked for a one-device strategy is refused, not ignored (the CLI and Python agree).
+  if (o.parts_given && o.parts > 1 && partition::one_device(q.strategy)) {
+    const auto any_k = partition::strategy_names_where(
+        [](const partition::StrategyTraits& t) { return !partition::one_device(t.value); });
+    throw InvalidInput::parameter(name("--parts"), std::to_string(o.parts),
+                                  std::string("1 with ") + name("--strategy") + " " + to_string(q.strategy) +
+                                      " (one device); " + name("--strategy") + " " + or_list(any_k) + " to train on " +
+                                      std::to_string(o.parts) + " devices");
+  }
   if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
   q.parts = partition::one_device(q.strategy) ? 1 : o.parts;
   q.partition.method = from_string<partition::Partitioner>(o.partitioner, name("--partitioner"));

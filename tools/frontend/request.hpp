@@ -18,27 +18,6 @@
 #include "engine/train.hpp"
 #include "partition/plan.hpp"
 
-// engine::LaunchOptions::Link's names (`--link-bench`). They belong beside the enum (engine/trainer.hpp); they live
-// here until that header's rewrite lands.
-namespace gcnpart::engine {
-struct LinkName {
-  LaunchOptions::Link value;
-  const char* name;
-};
-inline constexpr std::array<LinkName, 3> kLinkModes{{
-    {LaunchOptions::Link::kAuto, "auto"},
-    {LaunchOptions::Link::kAlways, "on"},
-    {LaunchOptions::Link::kNever, "off"},
-}};
-}  // namespace gcnpart::engine
-
-namespace gcnpart {
-template <>
-struct EnumNames<engine::LaunchOptions::Link> {
-  static constexpr const auto& table = engine::kLinkModes;
-};
-}  // namespace gcnpart
-
 namespace gcnpart::frontend {
 
 /// Which front-end is asking: parameters in messages are spelled as it spells them ("--strategy" / "strategy").

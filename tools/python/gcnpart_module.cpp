@@ -327,6 +327,7 @@ void read_train_settings(Options& o, gcnpart::frontend::TrainSettings& s) {
             throw InvalidInput::parameter(row.python, nb::cast<std::string>(nb::repr(v)), expected);
         },
         target);
+    if (row.given) *row.given(s) = true;  // as CLI11 marks an option it was given
   }
 }
 

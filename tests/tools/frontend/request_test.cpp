@@ -264,3 +264,21 @@ TEST_CASE("a Python-only or CLI-only option stays with its front-end") {
     CHECK(frontend::train_option(cli).python == nullptr);
   CHECK_THROWS_AS((void)frontend::train_option("--no-such-option"), LogicError);
 }
+
+TEST_CASE("a device count for a one-device strategy is refused by both front-ends, naming the strategies that split") {
+  const std::string cli = invalid_message(cli_settings({"--parts", "4"}), Spelling::kCli);
+  CHECK(cli.find("--parts") != std::string::npos);
+  CHECK(cli.find("'4'") != std::string::npos);
+  CHECK(cli.find("--strategy single") != std::string::npos);
+  CHECK(cli.find("halo") != std::string::npos);
+  TrainSettings p;
+  set_python(p, "parts", 4);
+  p.parts_given = true;  // gcnpart_module.cpp marks a keyword it was given
+  const std::string py = invalid_message(p, Spelling::kPython);
+  CHECK(py.find("parts") != std::string::npos);
+  CHECK(py.find("--parts") == std::string::npos);
+  CHECK(py.find("strategy single") != std::string::npos);
+  // One device asked for explicitly, or a multi-device strategy, still trains.
+  CHECK(invalid_message(cli_settings({"--parts", "1"}), Spelling::kCli).empty());
+  CHECK(invalid_message(cli_settings({"--parts", "4", "--strategy", "halo"}), Spelling::kCli).empty());
+}
