@@ -212,6 +212,49 @@ struct NcclBenchReport {
 /// mpirun (joins MPI when launched so). @throws InvalidInput for a bad config or no GPU.
 NcclBenchReport bench_nccl(const NcclBenchConfig& config);
 
+// ------------------------------------------------------------------------------------------------ copy
+
+/// Copies between host and device memory at each size: the host link that offloading streams through (issue 35) and
+/// `gcnpart fit` prices. CUDA: cudaMemcpyAsync on the device's stream between a tracked device buffer and page-locked
+/// (cudaHostAlloc) or pageable host memory, CUDA events around each copy. CPU devices: memcpy between two host
+/// buffers (their "device" memory is host memory), the host clock.
+struct CopyBenchConfig {
+  engine::Device device{Backend::kCuda, 0};
+  std::vector<std::int64_t> bytes{std::int64_t{1} << 20, std::int64_t{64} << 20, std::int64_t{1} << 30};
+  int warmup = 3;
+  int repeats = 20;
+  bool pageable = true;  ///< also from and to pageable host memory (CUDA)
+  /// @throws InvalidInput naming --bytes, --warmup or --repeats.
+  void validate() const;
+};
+
+/// One direction, host memory kind and size.
+struct CopyRun {
+  enum class Direction { kHostToDevice, kDeviceToHost } direction = Direction::kHostToDevice;
+  bool pinned = true;  ///< page-locked host memory, else pageable
+  std::int64_t bytes = 0;
+  Summary time_ms;
+  /// bytes / median time, in GB/s (1e9 B/s).
+  [[nodiscard]] double GBps() const noexcept;
+};
+
+struct CopyBenchReport {
+  CopyBenchConfig config;
+  std::string date, commit;
+  std::string device;  ///< the GPU's name, or "CPU device (memcpy)"
+  std::vector<CopyRun> runs;
+  /// The page-locked bandwidth of the largest size in each direction (0 when not measured): the figures offload
+  /// plans and `fit` read.
+  [[nodiscard]] double host_to_device_GBps() const noexcept;
+  [[nodiscard]] double device_to_host_GBps() const noexcept;
+  [[nodiscard]] nlohmann::json to_json() const;
+};
+
+/// Each size in each direction, page-locked (and pageable) host memory. Synchronises.
+/// @throws InvalidInput for a bad config, NoCudaBuild / DeviceError without a GPU, OutOfMemory when a size does not
+/// fit the device or the host's locked memory.
+CopyBenchReport bench_copy(const CopyBenchConfig& config);
+
 // ------------------------------------------------------------------------------------------------ calibrate
 
 struct CalibrateConfig {

@@ -121,6 +121,8 @@ Command register_cards(CLI::App& app);
 Command register_bench(CLI::App& app);
 /// `gcnpart bench nccl` (tools/cmd_bench_nccl.cpp), a subcommand of `bench`.
 Command register_bench_nccl(CLI::App& bench);
+/// `gcnpart bench copy` (tools/cmd_bench_copy.cpp).
+Command register_bench_copy(CLI::App& bench);
 Command register_compare(CLI::App& app);
 
 }  // namespace gcnpart::cli

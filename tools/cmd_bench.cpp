@@ -243,7 +243,7 @@ void add_shared_options(CLI::App& cmd, BenchOptions& o, const std::vector<std::s
 }  // namespace
 
 Command register_bench(CLI::App& app) {
-  auto* cmd = app.add_subcommand("bench", "Measure the SpMM against cuSPARSE, or the GCN training epoch, on a GPU");
+  auto* cmd = app.add_subcommand("bench", "Measure the SpMM against cuSPARSE, the GCN training epoch, collectives or host <-> device copies");
   cmd->require_subcommand(1);
   auto spmm_opts = std::make_shared<BenchOptions>();
   auto epoch_opts = std::make_shared<BenchOptions>();
@@ -280,10 +280,13 @@ Command register_bench(CLI::App& app) {
   c->add_option("--json", cal_opts->json, "Write the calibration document here")->required();
 
   const Command nccl = register_bench_nccl(*cmd);  // tools/cmd_bench_nccl.cpp
+  const Command copy = register_bench_copy(*cmd);  // tools/cmd_bench_copy.cpp
 
-  return {cmd, [s, c, spmm_opts, epoch_opts, cal_opts, nccl] {
+  return {cmd, [s, c, spmm_opts, epoch_opts, cal_opts, nccl, copy] {
             if (nccl.app->parsed())
               nccl.run();
+            else if (copy.app->parsed())
+              copy.run();
             else if (c->parsed())
               run_bench_calibrate(*cal_opts);
             else if (s->parsed())
