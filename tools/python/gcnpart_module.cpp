@@ -659,7 +659,7 @@ NB_MODULE(_core, m) {
   m.def("compare_html", [](const std::string& report_json) {
     json j = json::parse(report_json, nullptr, false);
     if (j.is_discarded()) throw InvalidInput::parameter("report", report_json.substr(0, 40), "a JSON document");
-    return report::compare_html(j);
+    return gcnpart::report::compare_html(j);
   });
   m.def("write_file_atomic", [](const std::string& path, const std::string& text) { gcnpart::write_file_atomic(path, text); },
         "Writes text to path atomically (temporary file, fsync, rename).");
