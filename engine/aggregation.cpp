@@ -165,12 +165,12 @@ class RangeLongRows {
   Buffer<std::int64_t> prefix_;
 };
 
-/// apply() of an aggregation whose forward and backward are member templates over the rows' storage type
+/// apply_async() of an aggregation whose forward and backward are member templates over the rows' storage type
 /// (Derived::forward_rows<T>, Derived::backward_rows<T>, T = float or kernels::Bf16).
 template <class Derived>
 class ByStorageType : public Aggregation {
  public:
-  void apply(Pass pass, StoredRows x, float* y, std::int64_t width) final {
+  void apply_async(Pass pass, StoredRows x, float* y, std::int64_t width) final {
     auto& self = static_cast<Derived&>(*this);
     std::visit(
         [&](auto rows) {
@@ -202,10 +202,11 @@ class LocalAggregation final : public Aggregation {
                                                                  dinv_col_.data(), w);
   }
   // Â is symmetric: forward and backward are the same product.
-  void apply(Pass, StoredRows x, float* y, std::int64_t width) override {
+  void apply_async(Pass, StoredRows x, float* y, std::int64_t width) override {
     std::visit([&](auto rows) { run(rows, y, width); }, x);
   }
-  bool apply_rounded(Pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width) override {
+  bool apply_rounded_async(Pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch,
+                           std::int64_t width) override {
     run_bf16_out(x, y, scratch, width);
     return true;
   }
@@ -508,7 +509,8 @@ class GatherAggregation final : public ByStorageType<GatherAggregation> {
 /// Boundary: forward packs the own rows that other devices' edges touch, exchanges them (one all-to-all of
 /// per-device blocks) and aggregates from [own rows | received rows]; backward aggregates into [own | received]
 /// with the transposed matrix, sends the received rows' gradients back to their owners and adds them into the own
-/// rows. Messages are the precision's rows (bf16 in forward_bf16); backward's are float32 (they are summed).
+/// rows. Messages are the precision's rows (bf16 when the forward reads bf16 rows); backward's are float32 (they are
+/// summed).
 ///
 /// Own rows are ordered [interior | boundary]: interior rows read own columns only, so they are aggregated from x
 /// itself while the rows travel, and only the boundary rows wait for the exchange. On CUDA the exchange runs on a
@@ -517,8 +519,8 @@ class GatherAggregation final : public ByStorageType<GatherAggregation> {
 /// carries its own long-row list (RangeLongRows; plan buffers boundary_long_* / boundary_t_long_*).
 class BoundaryAggregation final : public ByStorageType<BoundaryAggregation> {
  public:
-  BoundaryAggregation(Resources& res, const BoundaryExchange& p, std::int64_t rows, Communicator* comm, const AllocationPlan& plan,
-                      const kernels::SpmmTuning& tuning, bool overlap)
+  BoundaryAggregation(Resources& res, const BoundaryExchange& p, std::int64_t rows, Communicator* comm,
+                      const AllocationPlan& plan, const kernels::SpmmTuning& tuning, bool overlap)
       : res_(res),
         comm_(comm),
         own_(rows),
@@ -675,7 +677,9 @@ class BoundaryAggregation final : public ByStorageType<BoundaryAggregation> {
 
 }  // namespace
 
-bool Aggregation::apply_rounded(Pass, const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) { return false; }
+bool Aggregation::apply_rounded_async(Pass, const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
+  return false;
+}
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,
                                               SpmmAlgo algo, const AllocationPlan& plan,

@@ -29,24 +29,25 @@ class Aggregation {
  public:
   virtual ~Aggregation() = default;
   /// y (the device's rows x width, float32) = Â x (Pass::kForward; x: rows x width, the device's rows) or Â^T x
-  /// (Pass::kBackward). Asynchronous except for communication.
-  virtual void apply(Pass pass, StoredRows x, float* y, std::int64_t width) = 0;
-  /// apply() of bf16 rows with the output rounded to bf16 as the SpMM stores it (no float rows, no rounding pass);
+  /// (Pass::kBackward), on the device's stream. Does not synchronise, except where a CPU communicator's collective
+  /// does (gather, boundary); the autotuner's first call at a width times candidates and synchronises.
+  virtual void apply_async(Pass pass, StoredRows x, float* y, std::int64_t width) = 0;
+  /// apply_async() of bf16 rows with the output rounded to bf16 as the SpMM stores it (no float rows, no rounding pass);
   /// `scratch`: float rows of y's shape (the long rows' sums until they are rounded). Returns false, doing nothing,
   /// where the aggregation returns float rows only (gather and boundary: the caller rounds them); true for the local
   /// aggregation (one SpMM of the device's own rows).
-  virtual bool apply_rounded(Pass pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
+  virtual bool apply_rounded_async(Pass pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
   /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 
-  /// apply(Pass::kForward / kBackward, ...) for rows of either storage type.
+  /// apply_async(Pass::kForward / kBackward, ...) for rows of either storage type.
   template <class T>
-  void forward(const T* x, float* y, std::int64_t width) {
-    apply(Pass::kForward, StoredRows{x}, y, width);
+  void forward_async(const T* x, float* y, std::int64_t width) {
+    apply_async(Pass::kForward, StoredRows{x}, y, width);
   }
   template <class T>
-  void backward(const T* dy, float* dx, std::int64_t width) {
-    apply(Pass::kBackward, StoredRows{dy}, dx, width);
+  void backward_async(const T* dy, float* dx, std::int64_t width) {
+    apply_async(Pass::kBackward, StoredRows{dy}, dx, width);
   }
 };
 

@@ -158,7 +158,8 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   std::map<std::pair<int, bool>, partition::Partition> partitions;
   auto plan_of = [&](partition::Strategy s, int k, int layers) {
     if (!partition::traits(s).splits_nodes) return partition::make_plan(ds.graph, s, k, layers, popt);
-    const std::pair<int, bool> key{k, !partition::traits(s).exact};  // an inexact split (drop) balances its own work
+    // drop (the inexact split) balances its own subgraph's work, the exact splits the shared one.
+    const std::pair<int, bool> key{k, !partition::traits(s).exact};
     auto it = partitions.find(key);
     if (it == partitions.end()) {
       partition::PartitionOptions own = popt;

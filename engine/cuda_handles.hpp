@@ -11,6 +11,7 @@ typedef struct CUstream_st* cudaStream_t;
 
 namespace gcnpart::engine {
 
+/// Frees device memory with cudaFree (errors ignored).
 struct CudaFreeDeleter {
   void operator()(void* p) const noexcept;
 };
@@ -20,6 +21,7 @@ using DeviceAllocation = std::unique_ptr<void, CudaFreeDeleter>;
 /// `bytes` of device memory on the current device (cudaMalloc). @throws DeviceError, NoCudaBuild.
 DeviceAllocation allocate_device(std::size_t bytes);
 
+/// Destroys a stream with cudaStreamDestroy (errors ignored).
 struct CudaStreamDeleter {
   void operator()(cudaStream_t stream) const noexcept;
 };
@@ -30,6 +32,7 @@ using OwnedStream = std::unique_ptr<CUstream_st, CudaStreamDeleter>;
 /// then scheduled ahead of the kernels they overlap). @throws DeviceError, NoCudaBuild.
 OwnedStream create_stream(bool high_priority);
 
+/// Frees page-locked host memory with cudaFreeHost (errors ignored).
 struct PinnedFreeDeleter {
   void operator()(void* p) const noexcept;
 };

@@ -183,7 +183,8 @@ void GcnModel::upload_problem(const AllocationPlan& plan) {
   if (sparse_ == nullptr && first_ == 0) {
     const std::int64_t f = p.num_features, stored = dims_[0];
     if (config_.bf16()) {
-      bf16_.features = upload_planned(res_, plan, "features", stored_rows<kernels::Bf16>(p.features.data(), cols_, f, stored));
+      bf16_.features =
+          upload_planned(res_, plan, "features", stored_rows<kernels::Bf16>(p.features.data(), cols_, f, stored));
     } else if (stored != f) {
       f32_.features = upload_planned(res_, plan, "features", stored_rows<float>(p.features.data(), cols_, f, stored));
     } else {
@@ -267,11 +268,11 @@ kernels::Dropout GcnModel::layer_dropout(int epoch, int layer, float p) const {
 template <class T>
 void GcnModel::aggregate_rows(Pass pass, const T* x, T* y, std::int64_t rows, std::int64_t width) {
   if constexpr (std::is_same_v<T, float>) {
-    aggregation_->apply(pass, x, y, width);
+    aggregation_->apply_async(pass, x, y, width);
   } else {
     // The SpMM stores bf16 where it can (z32_ then holds only its long rows' sums), else one rounding pass.
-    if (aggregation_->apply_rounded(pass, x, y, z32_.data(), width)) return;
-    aggregation_->apply(pass, x, z32_.data(), width);
+    if (aggregation_->apply_rounded_async(pass, x, y, z32_.data(), width)) return;
+    aggregation_->apply_async(pass, x, z32_.data(), width);
     kernels::convert_to_bf16_async(res_.context(), z32_.data(), rows * width, y);
   }
 }
@@ -285,18 +286,18 @@ void GcnModel::receive_stage_input(Activations<kernels::Bf16>&) {
   GCNPART_EXPECTS(false, "pipeline stages store float32 (partition::check_strategy refuses bf16 pipelines)");
 }
 
-void GcnModel::forward(bool training, int epoch) {
-  if (config_.bf16()) return forward_as<kernels::Bf16>(training, epoch);
-  forward_as<float>(training, epoch);
+void GcnModel::forward_async(bool training, int epoch) {
+  if (config_.bf16()) return forward_stored_async<kernels::Bf16>(training, epoch);
+  forward_stored_async<float>(training, epoch);
 }
 
 void GcnModel::backward_async() {
-  if (config_.bf16()) return backward_as<kernels::Bf16>();
-  backward_as<float>();
+  if (config_.bf16()) return backward_stored_async<kernels::Bf16>();
+  backward_stored_async<float>();
 }
 
 template <class T>
-void GcnModel::forward_as(bool training, int epoch) {
+void GcnModel::forward_stored_async(bool training, int epoch) {
   constexpr bool kFloat = std::is_same_v<T, float>;
   Activations<T>& a = activations<T>();
   const Context& ctx = res_.context();
@@ -326,7 +327,7 @@ void GcnModel::forward_as(bool training, int epoch) {
       float* xw = float_scratch<T>();
       sparse_->multiply_async(ctx, layer_dropout(epoch, 0, p), params_->master_weights(0), xw, ly.out);
       if constexpr (!kFloat) kernels::convert_to_bf16_async(ctx, xw, cols_ * ly.out, a.intermediate.data());
-      aggregation_->forward(a.intermediate.data(), z, ly.out);
+      aggregation_->forward_async(a.intermediate.data(), z, ly.out);
     } else if (ly.aggregate_first) {
       aggregate_rows<T>(Pass::kForward, x, a.aggregated[l].data(), rows_, ly.in);
       kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(a.aggregated[l].data(), rows_, ly.in),
@@ -335,7 +336,7 @@ void GcnModel::forward_as(bool training, int epoch) {
       kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(x, cols_, ly.in),
                           kernels::make_view(w, ly.in, ly.out), 0.0f,
                           kernels::make_view(a.intermediate.data(), cols_, ly.out));
-      aggregation_->forward(a.intermediate.data(), z, ly.out);
+      aggregation_->forward_async(a.intermediate.data(), z, ly.out);
     }
     const float* b = params_->bias(l);
     if (last) {
@@ -368,7 +369,7 @@ void GcnModel::loss_gradient_async(T* g) {
 }
 
 template <class T>
-void GcnModel::backward_as() {
+void GcnModel::backward_stored_async() {
   constexpr bool kFloat = std::is_same_v<T, float>;
   Activations<T>& a = activations<T>();
   const Context& ctx = res_.context();
@@ -405,7 +406,7 @@ void GcnModel::backward_as() {
     } else if (l == 0 && sparse_ != nullptr) {
       // Z = Â (X W), X sparse: dP = Â G in float rows, dW = dropout(X)^T dP.
       float* dp = float_scratch<T>();
-      aggregation_->backward(static_cast<const T*>(g), dp, ly.out);
+      aggregation_->backward_async(static_cast<const T*>(g), dp, ly.out);
       sparse_->weight_gradient_async(ctx, dp, dw, ly.out);
     } else {
       // Z = Â (X W): dP = Â^T G = Â G; dW = X^T dP; dX = dP W^T.
@@ -436,7 +437,7 @@ void GcnModel::backward_as() {
 double GcnModel::forward_backward(int epoch) {
   res_.activate();
   stage_step_scalars(epoch, step_ + 1);
-  forward(true, epoch);
+  forward_async(true, epoch);
   backward_async();
   if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
   float loss = 0;
@@ -446,7 +447,7 @@ double GcnModel::forward_backward(int epoch) {
 }
 
 void GcnModel::enqueue_step() {
-  forward(true, last_epoch_);
+  forward_async(true, last_epoch_);
   backward_async();
   if (comm_ != nullptr) comm_->allreduce_sum(res_.context(), scalar_f_.data(), 1);
   // The step being taken (train_step counts it when it is done), with its staged corrections (a replay reads its
@@ -472,7 +473,7 @@ double GcnModel::train_step(int epoch) {
 EvalResult GcnModel::evaluate() {
   res_.activate();
   const Context& ctx = res_.context();
-  forward(false, 0);
+  forward_async(false, 0);
   const auto logits = kernels::make_view(logits_.data(), rows_, model_dims_.back(), dims_.back());
   if (last_ == config_.layers) {
     for (int s = 0; s < 3; ++s) {

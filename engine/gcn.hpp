@@ -85,6 +85,9 @@ struct EvalResult {
   std::int64_t correct[3] = {0, 0, 0};  ///< train, valid, test
 };
 
+/// One device's GCN: its problem's rows on the device, the parameters (ModelParameters), activations in the
+/// precision's storage type (Activations<T>), the aggregation, and how steps run (StepExecution). Not thread-safe;
+/// one per device and thread.
 class GcnModel {
  public:
   /// Uploads the problem and allocates weights, optimiser state and activations through the device's tracked
@@ -153,9 +156,9 @@ class GcnModel {
   /// The precision's forward (dropout as in training for `epoch` when `training`) and backward (loss, gradients,
   /// their all-reduce), one template for every storage type. No host synchronisation.
   template <class T>
-  void forward_as(bool training, int epoch);
+  void forward_stored_async(bool training, int epoch);
   template <class T>
-  void backward_as();
+  void backward_stored_async();
   /// Â x (Pass::kBackward: Â^T x) of T rows into T rows y (rows x width): float straight from the aggregation;
   /// bf16 rounded by the SpMM where the aggregation can, else float rows in z32_ and one rounding pass.
   template <class T>
@@ -167,7 +170,8 @@ class GcnModel {
   /// output to the next; backward's gradients the other way.
   void receive_stage_input(Activations<float>& a);
   void receive_stage_input(Activations<kernels::Bf16>& a);
-  void forward(bool training, int epoch);
+  /// The precision's forward / backward (forward_stored_async<float> or <kernels::Bf16>); no host synchronisation.
+  void forward_async(bool training, int epoch);
   void backward_async();
   /// The loss pass: the output bias, the training rows' softmax cross-entropy into scalar_f_, dZ of the logits as T
   /// (zeros in other rows and padding columns) and the output bias gradient.

@@ -65,7 +65,7 @@ NcclCommunicator::NcclCommunicator(const NcclId& id, int rank, int size, int dev
     scratch_ = allocate_device(sizeof(float));
     if (size_ > 1) connect_up_front(connect);
   } catch (...) {
-    ncclCommAbort(comm_);  // the destructor does not run for a constructor that throws
+    if (comm_ != nullptr) ncclCommAbort(comm_);  // the destructor does not run for a constructor that throws
     comm_ = nullptr;
     throw;
   }
@@ -81,7 +81,9 @@ void NcclCommunicator::connect_up_front(NcclConnect connect) {
   const DeviceAllocation owned_buffer = allocate_device(kLargeFloats * sizeof(float));
   cudaStream_t stream = owned_stream.get();
   auto* buffer = static_cast<float*>(owned_buffer.get());
-  {
+  // A failed call aborts the communicator here, while the stream and buffer still exist: freeing the buffer first
+  // (cudaFree synchronises the device) would wait on collectives that only the abort releases.
+  try {
     const auto k = static_cast<std::size_t>(size_);
     if (connect.collectives) {
       for (const std::size_t n : {std::size_t{1}, kLargeFloats / k}) {
@@ -100,6 +102,10 @@ void NcclCommunicator::connect_up_front(NcclConnect connect) {
       GCNPART_NCCL_TRY(ncclGroupEnd());
     }
     GCNPART_CUDA_TRY(cudaStreamSynchronize(stream));
+  } catch (...) {
+    ncclCommAbort(comm_);
+    comm_ = nullptr;
+    throw;
   }
 }
 

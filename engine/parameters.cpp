@@ -106,7 +106,7 @@ std::vector<float> ModelParameters::download(const Buffer<float>& flat_buffer) {
   return flat;
 }
 
-void ModelParameters::upload(Buffer<float>& flat_buffer, const std::vector<float>& values) {
+void ModelParameters::upload_async(Buffer<float>& flat_buffer, const std::vector<float>& values) {
   kernels::copy_async(res_.context(), flat_buffer.data(), values.data(), flat_buffer.bytes());
 }
 
@@ -185,9 +185,9 @@ void ModelParameters::set_state(const ModelState& s) {
       throw InvalidInput::parameter("checkpoint", std::to_string(v->size()) + " values",
                                     std::to_string(expected) + " (the model's parameter count)");
   const std::vector<float> params = expand(s.params), m = expand(s.adam_m), v = expand(s.adam_v);
-  upload(params_, params);
-  upload(adam_m_, m);
-  upload(adam_v_, v);
+  upload_async(params_, params);
+  upload_async(adam_m_, m);
+  upload_async(adam_v_, v);
   refresh_bf16_async();
   sync();
 }
@@ -211,7 +211,7 @@ void ModelParameters::set_parameters(const std::vector<std::vector<float>>& para
     compacted.insert(compacted.end(), params[t + 1].begin(), params[t + 1].end());
   }
   const std::vector<float> flat = expand(compacted);
-  upload(params_, flat);
+  upload_async(params_, flat);
   refresh_bf16_async();
   sync();
 }

@@ -55,12 +55,15 @@ class ModelParameters {
   ModelParameters(const ModelParameters&) = delete;
   ModelParameters& operator=(const ModelParameters&) = delete;
 
+  /// Shapes and offsets of layer l (every layer of the model, held here or not).
   [[nodiscard]] const LayerShape& layer(int l) const { return layers_[static_cast<std::size_t>(l)]; }
   [[nodiscard]] std::int64_t count() const noexcept { return count_; }  ///< stored values held here
   /// W of layer l as the GEMMs read it: float, or the bf16 copy (T = kernels::Bf16; only with bf16_copy).
   template <class T>
   [[nodiscard]] const T* weights(int l) const;
+  /// b of layer l (float in every precision).
   [[nodiscard]] const float* bias(int l) const { return params_.data() + layer(l).b_offset; }
+  /// dW and db of layer l in the flat gradient buffer (float).
   [[nodiscard]] float* weight_gradient(int l) { return grads_.data() + layer(l).w_offset; }
   [[nodiscard]] float* bias_gradient(int l) { return grads_.data() + layer(l).b_offset; }
   [[nodiscard]] float* gradients_flat() { return grads_.data(); }  ///< count() values: the all-reduce's buffer
@@ -73,7 +76,7 @@ class ModelParameters {
                   const float* corrections_at);
 
   /// Host copies, as the model's tensors (W0, b0, W1, b1, ... of the layers held here, without the padding).
-  /// Synchronise the resources' stream.
+  /// Synchronise (through the communicator when there is one). @throws DeviceError.
   [[nodiscard]] std::vector<std::vector<float>> parameters() { return unflatten(params_); }
   [[nodiscard]] std::vector<std::vector<float>> gradients() { return unflatten(grads_); }
   /// @throws InvalidInput on a shape mismatch.
@@ -86,10 +89,10 @@ class ModelParameters {
  private:
   void initialise(const AllocationPlan& plan, const ParameterLayout& layout);
   void sync();
-  void refresh_bf16_async();
+  void refresh_bf16_async();  ///< on the resources' stream, as every call here
   [[nodiscard]] std::vector<std::vector<float>> unflatten(const Buffer<float>& flat);
   [[nodiscard]] std::vector<float> download(const Buffer<float>& flat);
-  void upload(Buffer<float>& flat, const std::vector<float>& values);
+  void upload_async(Buffer<float>& flat, const std::vector<float>& values);
   [[nodiscard]] std::vector<float> compact(const std::vector<float>& stored) const;
   [[nodiscard]] std::vector<float> expand(const std::vector<float>& compacted) const;
   [[nodiscard]] std::int64_t model_count() const;
@@ -103,5 +106,10 @@ class ModelParameters {
   Buffer<float> params_, grads_, adam_m_, adam_v_;
   Buffer<kernels::Bf16> bf16_;  ///< the bf16 copy of params_ (bf16 storage), refreshed after every change
 };
+
+template <>
+const float* ModelParameters::weights<float>(int l) const;
+template <>
+const kernels::Bf16* ModelParameters::weights<kernels::Bf16>(int l) const;
 
 }  // namespace gcnpart::engine

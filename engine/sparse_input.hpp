@@ -13,6 +13,8 @@
 
 namespace gcnpart::engine {
 
+/// The first layer's sparse input on one device: X and X^T on the device (the plan's x_* / xt_* buffers) and the
+/// dropout of the last forward, which the weight gradient reuses.
 class SparseInput {
  public:
   /// Uploads the non-zeros of `features` (rows x num_features, row-major) and of their transpose into the plan's

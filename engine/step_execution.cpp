@@ -74,6 +74,7 @@ bool StepExecution::run(const std::function<void()>& enqueue, const std::functio
 }
 
 void StepExecution::capture(const std::function<void()>& enqueue) {
+  GCNPART_EXPECTS(arena_ != nullptr, "StepExecution::capture follows a run() that returned true");
   // The eager step just measured is done (synchronised), every workspace released: serve the same requests from
   // one block, with no parent allocation while capturing.
   std::string why;

@@ -14,6 +14,8 @@
 
 namespace gcnpart::engine {
 
+/// The execution mode of a model's training steps: owns the cuBLAS workspace a capture needs, the StackArena and the
+/// captured graph, and says which mode runs and why (status()).
 class StepExecution {
  public:
   /// The plan holds `cublas_graph_workspace` exactly where a step can be captured (one CUDA device, no

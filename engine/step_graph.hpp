@@ -1,7 +1,8 @@
 // A training step captured once as a CUDA Graph and replayed every epoch: one launch instead of one per kernel
 // (about 35 for two layers), which is most of an epoch on small graphs. Two pieces: StackArena, the workspace
 // allocator that gives a step's scratch buffers the same addresses every time (a graph bakes its addresses in), and
-// StepGraph, the capture and the executable graph. engine::GcnModel decides when to use them (GcnConfig::cuda_graph).
+// StepGraph, the capture and the executable graph. engine::StepExecution (step_execution.hpp) decides when to use them for
+// GcnModel (GcnConfig::cuda_graph).
 #pragma once
 
 #include <cstddef>

@@ -8,7 +8,6 @@
 #include "engine/problem.hpp"
 #include "engine/trainer.hpp"
 #include "engine/gcn.hpp"
-#include "engine/problem.hpp"
 #include "engine/report_json.hpp"
 #include "base/error.hpp"
 

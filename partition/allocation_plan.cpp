@@ -167,9 +167,10 @@ std::vector<Allocation> allocation_plan(const DeviceShape& s, const ModelSpec& m
     add(name + "_prefix", what + " long-row entry sums", C::kGraph, capacity + ranges, kOffsetBytes);
   };
 
-  // Data (GcnModel's constructor, in its order). Later pipeline stages never read the input features.
-  // bf16 (GcnModel::allocate_bf16_activations): sparse feature values, logits, the SpMM outputs (z32) and
-  // everything of the weights stay float32; features, layer inputs, aggregated inputs, the X W / dP scratch (t16)
+  // Data (GcnModel's constructor with ModelParameters, SparseInput and GcnModel::Activations<T>, by name). Later
+  // pipeline stages never read the input features.
+  // bf16 (GcnModel::Activations<kernels::Bf16>): sparse feature values, logits, the SpMM outputs (z32) and
+  // everything of the weights stay float32; features, layer inputs, aggregated inputs, the X W / dP scratch
   // and the activation gradients are bf16.
   if (sparse) {
     add("x_offsets", "feature CSR offsets", C::kFeatures, r + 1, kOffsetBytes);

@@ -14,7 +14,6 @@
 #include "engine/mpi_communicator.hpp"
 #include "engine/resources.hpp"
 #include "engine/train.hpp"
-#include "engine/trainer.hpp"
 #include "base/error.hpp"
 #include "base/progress.hpp"
 #include "tools/cli_common.hpp"

@@ -337,7 +337,7 @@ TrainConfig bf16_ten_epochs(int layers, std::int64_t hidden) {
 /// order of the SpMMs and of the gradient all-reduce differs, but a float sum that differs in its last bit can
 /// flip the bf16 rounding (2^-9 relative) of a stored activation near a tie, so bf16 runs spread far more than the
 /// fp32 ones (1e-7). 3 devices give the gather table an odd block: its bf16 all-gather pads every block by one
-/// element when block x width is odd (GatherAggregation::forward_bf16), here at the output layer (width =
+/// element when block x width is odd (GatherAggregation::forward_odd_bf16), here at the output layer (width =
 /// classes, odd).
 void check_bf16_strategies(const datasets::Dataset& ds, int layers, std::int64_t hidden) {
   const auto cfg = bf16_ten_epochs(layers, hidden);
