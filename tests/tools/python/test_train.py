@@ -95,7 +95,16 @@ def test_an_exception_in_the_progress_callback_stops_training_and_propagates():
     assert time.monotonic() - t0 < 60
 
 
-def test_ctrl_c_during_training_raises_keyboard_interrupt_and_the_engine_stays_usable():
+@pytest.fixture
+def sigint_raises():
+    """Python's own SIGINT handler for the test: a process started in the background by a non-interactive shell
+    inherits SIGINT ignored, and Python then installs no handler, so the Ctrl-C these tests send would be lost."""
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    yield
+    signal.signal(signal.SIGINT, previous)
+
+
+def test_ctrl_c_during_training_raises_keyboard_interrupt_and_the_engine_stays_usable(sigint_raises):
     ds = gcnpart.load("demo")
     seen = []
 
@@ -113,7 +122,7 @@ def test_ctrl_c_during_training_raises_keyboard_interrupt_and_the_engine_stays_u
     assert len(r.train_loss) == 3
 
 
-def test_ctrl_c_stops_a_multi_device_strategy_too():
+def test_ctrl_c_stops_a_multi_device_strategy_too(sigint_raises):
     ds = gcnpart.load("demo")
     threading.Timer(1.0, os.kill, (os.getpid(), signal.SIGINT)).start()
     t0 = time.monotonic()
