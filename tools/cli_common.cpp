@@ -3,15 +3,19 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <string_view>
 #include <type_traits>
 #include <variant>
+#include <vector>
 
 #include "datasets/dataset_path.hpp"
 #include "engine/aggregation.hpp"
@@ -147,14 +151,34 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   const std::string text = j.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   if (path == "-") {
     std::cout << text << std::flush;
+    // A full disk or a closed pipe behind stdout is an error, not a report that was never written (exit 0).
+    if (!std::cout.good()) {
+      std::cout.clear();
+      throw IoError("standard output (--json -)", "writing the JSON report failed (" + std::string(std::strerror(errno)) +
+                                                      ")");
+    }
     return;
   }
   write_file_atomic(path, text);
 }
 
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
-  for (const auto& [parameter, path] : outputs)
-    if (!path->empty()) check_output_path(*path, parameter);
+  // Two outputs on one path would leave only the last one written: refused before any work.
+  std::vector<std::pair<const char*, std::filesystem::path>> seen;
+  for (const auto& [parameter, path] : outputs) {
+    if (path->empty()) continue;
+    check_output_path(*path, parameter);
+    if (json_to_stdout(*path)) continue;
+    std::error_code ec;
+    const std::filesystem::path absolute = std::filesystem::absolute(*path).lexically_normal();
+    const std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, ec);  // through symbolic links
+    const std::filesystem::path& key = ec ? absolute : resolved;
+    for (const auto& [other, other_key] : seen)
+      if (other_key == key)
+        throw InvalidInput::parameter(parameter, *path, std::string("a path other than ") + other + "'s (" +
+                                                           other + " writes the same file)");
+    seen.emplace_back(parameter, key);
+  }
 }
 
 JsonOnStdout::JsonOnStdout(const std::string& json_path) {

@@ -119,4 +119,14 @@ grep -q $'\033' info.out && fail "an escape sequence reached the terminal"
 grep -qF 'evil\x1b[2J' info.out || fail "the name was not shown escaped: $(head -2 info.out)"
 ok "no-op options warn; escape sequences in names are shown escaped"
 
+# Issue 37: two outputs on one path are refused before any work; a write error on stdout is not exit 0.
+"$bin" -q train demo --epochs 1 --save same.out --json same.out > /dev/null 2> same.err; rc=$?
+[ $rc -ne 0 ] && grep -q -- "--json" same.err && grep -q -- "--save" same.err && [ ! -e same.out ] ||
+  fail "--save X --json X: exit $rc, $(cat same.err)"
+"$bin" -q compare demo --parts 2 --layers 2 --strategies halo --json ./r.out --html r.out > /dev/null 2> same2.err; rc=$?
+[ $rc -ne 0 ] && grep -q -- "--html" same2.err || fail "--json ./X --html X: exit $rc, $(cat same2.err)"
+"$bin" -q info demo --json - > /dev/full 2> stdout-full.err; rc=$?
+[ $rc -eq 4 ] && grep -q "standard output" stdout-full.err || fail "--json - > /dev/full: exit $rc, $(cat stdout-full.err)"
+ok "two outputs on one path are refused; --json - into a full device exits 4"
+
 echo "$passed passed, 0 failed"
