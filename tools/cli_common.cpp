@@ -162,6 +162,16 @@ void write_json(const std::string& path, const nlohmann::json& j) {
   write_file_atomic(path, text);
 }
 
+namespace {
+/// Where a path leads: absolute, normalised, through symbolic links as far as they exist.
+std::filesystem::path resolved_path(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path absolute = std::filesystem::absolute(path, ec).lexically_normal();
+  const std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, ec);
+  return ec ? absolute : resolved;
+}
+}  // namespace
+
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
   // Two outputs on one path would leave only the last one written: refused before any work.
   std::vector<std::pair<const char*, std::filesystem::path>> seen;
@@ -169,15 +179,39 @@ void check_outputs(std::initializer_list<std::pair<const char*, const std::strin
     if (path->empty()) continue;
     check_output_path(*path, parameter);
     if (json_to_stdout(*path)) continue;
-    std::error_code ec;
-    const std::filesystem::path absolute = std::filesystem::absolute(*path).lexically_normal();
-    const std::filesystem::path resolved = std::filesystem::weakly_canonical(absolute, ec);  // through symbolic links
-    const std::filesystem::path& key = ec ? absolute : resolved;
+    const std::filesystem::path key = resolved_path(*path);
     for (const auto& [other, other_key] : seen)
       if (other_key == key)
         throw InvalidInput::parameter(parameter, *path, std::string("a path other than ") + other + "'s (" +
                                                            other + " writes the same file)");
     seen.emplace_back(parameter, key);
+  }
+}
+
+void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs, const DataOptions& data) {
+  check_outputs(outputs);
+  if (data.path.empty() || data.path == "demo") return;
+  std::string data_dir = data.data_dir;
+  if (const char* env = std::getenv("GCNPART_DATA"); data_dir.empty() && env != nullptr) data_dir = env;
+  std::string input;
+  try {
+    input = datasets::resolve_dataset_path(data.path, data_dir);
+  } catch (const Error&) {
+    return;  // the loader reports a DATA it cannot find, in its own words
+  }
+  std::error_code ec;
+  if (!std::filesystem::exists(input, ec)) return;
+  const std::filesystem::path in = resolved_path(input);
+  const bool folder = std::filesystem::is_directory(in, ec);
+  for (const auto& [parameter, path] : outputs) {
+    if (path->empty() || json_to_stdout(*path)) continue;
+    const std::filesystem::path out = resolved_path(*path);
+    const auto [mismatch, rest] = std::mismatch(in.begin(), in.end(), out.begin(), out.end());
+    (void)rest;
+    if (out == in || (folder && mismatch == in.end()))
+      throw InvalidInput::parameter(parameter, *path,
+                                    std::string("a path that is not ") + (folder ? "inside " : "") + "the input DATA (" +
+                                        in.string() + "): it would replace the data");
   }
 }
 

@@ -64,6 +64,9 @@ void write_json(const std::string& path, const nlohmann::json& j);
 /// Checks output paths before any work (a long run must not end with its results lost to a typo). Empty paths
 /// are skipped. @throws IoError naming the option.
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs);
+/// check_outputs, and also refuses an output that resolves to the input DATA's file or lies inside its folder (an
+/// OGB directory): it would replace the data. @throws InvalidInput naming the option, the path and the input.
+void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs, const DataOptions& data);
 
 /// True for "-" and /dev/stdout: the JSON goes to stdout, so nothing else may.
 [[nodiscard]] inline bool json_to_stdout(const std::string& path) { return path == "-" || path == "/dev/stdout"; }

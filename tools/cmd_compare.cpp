@@ -142,7 +142,7 @@ void print_notes(const engine::CompareReport& report) {
 }
 
 void run_compare(const CompareOptions& o) {
-  check_outputs({{"--json", &o.json}, {"--html", &o.html}});
+  check_outputs({{"--json", &o.json}, {"--html", &o.html}}, o.data);
   if (!o.save_plan.empty()) check_output_folder(o.save_plan, "--save-plan");
   check_distinct(o.strategies, "--strategies");
   if (o.device == "cpu" && o.precision == "tf32") warn("--precision tf32 has no effect on the CPU (fp32 GEMMs there)");

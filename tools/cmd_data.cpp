@@ -70,7 +70,7 @@ Command register_info(CLI::App& app) {
   add_data_options(*cmd, *opts);
   cmd->add_option("--json", *json, "Also write the figures as JSON to this file ('-' for stdout)");
   return {cmd, [opts, json] {
-            check_outputs({{"--json", json.get()}});
+            check_outputs({{"--json", json.get()}}, *opts);
             const auto t0 = std::chrono::steady_clock::now();
             const auto ds = load_data(*opts);
             const auto j = dataset_summary(ds, seconds_since(t0));
@@ -88,7 +88,7 @@ Command register_convert(CLI::App& app) {
   cmd->add_option("OUT", *out, "Output .gcsr file (written atomically)")->required();
   cmd->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
   return {cmd, [opts, out, json] {
-            check_outputs({{"OUT", out.get()}, {"--json", json.get()}});
+            check_outputs({{"OUT", out.get()}, {"--json", json.get()}}, *opts);
             JsonOnStdout json_only(*json);
             const auto t0 = std::chrono::steady_clock::now();
             const auto ds = load_data(*opts);

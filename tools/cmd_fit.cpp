@@ -281,7 +281,7 @@ void check_fit_options(const FitOptions& o, const CLI::App& cmd) {
   if (train_given && (o.train_nodes < 1 || (o.nodes > 0 && o.train_nodes > o.nodes)))
     throw InvalidInput::parameter("--train-nodes", std::to_string(o.train_nodes),
                                   "1.." + std::to_string(o.nodes) + " (at most --nodes)");
-  check_outputs({{"--json", &o.json}});
+  check_outputs({{"--json", &o.json}}, o.data);
 }
 
 void run_fit(const FitOptions& o, bool data_given) {

@@ -117,7 +117,8 @@ void run_train(TrainOptions& options) {
   const std::string device_name = device_label(device, o.device);
   // Everything the run will write, checked before the data is even loaded.
   check_outputs({{"--json", &o.json}, {"--save", &o.save}, {"--save-plan", &o.save_plan},
-                 {"--save-parts", &o.save_parts}});
+                 {"--save-parts", &o.save_parts}},
+                options.data);
   if (!o.config.checkpoint_dir.empty()) check_output_folder(o.config.checkpoint_dir, "--checkpoint");
   o.config.validate();  // --checkpoint without --checkpoint-every, --resume without --checkpoint, model options
   JsonOnStdout json_only(o.json);

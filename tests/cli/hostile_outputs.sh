@@ -3,6 +3,7 @@
 # line; the first failure ends the script. Usage: hostile_outputs.sh GCNPART_BINARY
 set -uo pipefail
 bin=$1
+here=$(cd "$(dirname "$0")" && pwd)
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 cd "$tmp" || exit 1
@@ -128,5 +129,19 @@ ok "no-op options warn; escape sequences in names are shown escaped"
 "$bin" -q info demo --json - > /dev/full 2> stdout-full.err; rc=$?
 [ $rc -eq 4 ] && grep -q "standard output" stdout-full.err || fail "--json - > /dev/full: exit $rc, $(cat stdout-full.err)"
 ok "two outputs on one path are refused; --json - into a full device exits 4"
+
+# Issue 37: an output on the input's path, or inside an input dataset folder, is refused before any work.
+printf '0 1\n1 2\n2 0\n' > g.txt
+cp g.txt g.keep
+"$bin" -q info g.txt --json g.txt > /dev/null 2> in1.err; rc=$?
+[ $rc -ne 0 ] && cmp -s g.txt g.keep && grep -q "input DATA" in1.err || fail "info X --json X: exit $rc, $(cat in1.err)"
+"$bin" -q convert g.txt ./g.txt > /dev/null 2> in2.err; rc=$?
+[ $rc -ne 0 ] && cmp -s g.txt g.keep || fail "convert X X: exit $rc, $(cat in2.err)"
+mkdir -p ogbset && cp -r "$here/../data/ogb/tiny/." ogbset/ 2> /dev/null
+if [ -d ogbset/raw ]; then
+  "$bin" -q info ogbset --json ogbset/raw/summary.json > /dev/null 2> in3.err; rc=$?
+  [ $rc -ne 0 ] && [ ! -e ogbset/raw/summary.json ] || fail "--json inside the dataset folder: exit $rc, $(cat in3.err)"
+fi
+ok "outputs on an input file or inside an input folder are refused, the input untouched"
 
 echo "$passed passed, 0 failed"
