@@ -98,7 +98,10 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
   idx_t metis_options[METIS_NOPTIONS];
   METIS_SetDefaultOptions(metis_options);
   metis_options[METIS_OPTION_SEED] = static_cast<idx_t>(options.seed & 0x7fffffffu);
-  metis_options[METIS_OPTION_UFACTOR] = static_cast<idx_t>(std::lround(1000.0 * (options.imbalance - 1.0)));
+  // METIS refuses a ufactor of 0 (METIS_ERROR_INPUT): --imbalance 1.0, in the documented range 1..3, asks for as
+  // tight a balance as METIS allows, 1.001.
+  metis_options[METIS_OPTION_UFACTOR] =
+      std::max<idx_t>(1, static_cast<idx_t>(std::lround(1000.0 * (options.imbalance - 1.0))));
   metis_options[METIS_OPTION_OBJTYPE] = options.objective == Objective::kVolume ? METIS_OBJTYPE_VOL : METIS_OBJTYPE_CUT;
   metis_options[METIS_OPTION_NUMBERING] = 0;
   metis_options[METIS_OPTION_NITER] = options.metis_iterations;

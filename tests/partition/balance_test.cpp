@@ -91,6 +91,14 @@ TEST_CASE("work balance is the default, selectable by name, and deterministic fo
   CHECK(work <= 1.05);
 }
 
+TEST_CASE("the tightest documented imbalance, 1.0, partitions (METIS is asked for its tightest, 1.001)") {
+  const Csr g = datasets::generate_rmat({.scale = 11, .edge_factor = 8, .seed = 5}).graph;
+  for (const Balance b : {Balance::kNodes, Balance::kWork}) {
+    const Partition p = partition_graph(g, 4, {.imbalance = 1.0, .balance = b});
+    CHECK(p.part_of.size() == static_cast<std::size_t>(g.num_nodes));
+  }
+}
+
 // The large graphs run in the release suite (ci preset); under AddressSanitizer (dev preset) their debug-build
 // refinement takes many minutes of CI's two cores, and the small cases above cover the same code.
 #ifdef GCNPART_SANITIZED
