@@ -1,10 +1,24 @@
 #include "base/format.hpp"
 
+#include <charconv>
 #include <cmath>
+#include <system_error>
 #include <cstdio>
 #include <ctime>
 
 namespace gcnpart {
+
+std::string format_fixed(double v, int decimals) {
+  char buf[512];  // 1.8e308 in fixed notation takes 309 digits
+  const auto r = std::to_chars(buf, buf + sizeof buf, v, std::chars_format::fixed, decimals < 0 ? 0 : decimals);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?");
+}
+
+std::string format_shortest(double v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?");
+}
 
 std::string with_commas(std::int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v);
@@ -19,9 +33,7 @@ std::string human_bytes(double bytes) {
     bytes /= 1024.0;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
+  return format_fixed(bytes, u == 0 ? 0 : 2) + " " + units[u];
 }
 
 std::string now_iso() {

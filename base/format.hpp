@@ -6,6 +6,15 @@
 
 namespace gcnpart {
 
+// Numbers written into files and reports are formatted without the C locale (std::to_chars): a host program that
+// set a decimal-comma locale (a Python session, say) must not turn "560.0" into "560,0" in an SVG or a report.
+
+/// `v` with `decimals` digits after a '.' ("%.*f" in the C locale, whatever the process's locale). Infinities and
+/// NaN as "inf", "-inf", "nan".
+[[nodiscard]] std::string format_fixed(double v, int decimals);
+/// The shortest text that reads back as `v` ("0.01", "1e+30"; '.' whatever the locale).
+[[nodiscard]] std::string format_shortest(double v);
+
 /// "1,234,567" (a minus sign in front of negative numbers).
 [[nodiscard]] std::string with_commas(std::int64_t v);
 /// "12.34 MiB": binary units, two decimals above bytes.

@@ -1,4 +1,5 @@
 #include "engine/memory.hpp"
+#include "base/format.hpp"
 
 #if GCNPART_HAVE_CUDA
 #include <cuda_runtime_api.h>
@@ -26,9 +27,7 @@ std::string format_bytes(double bytes) {
     bytes /= 1024.0;
     ++u;
   }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, u == 0 ? "%.0f %s" : "%.2f %s", bytes, units[u]);
-  return buf;
+  return format_fixed(bytes, u == 0 ? 0 : 2) + " " + units[u];  // '.' whatever the locale
 }
 
 TrackingMemoryResource::TrackingMemoryResource(MemorySpace space, int device, std::string name,

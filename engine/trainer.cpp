@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "base/format.hpp"
 #include "engine/detail/device_run.hpp"
 #include "engine/link_benchmark.hpp"
 
@@ -90,11 +91,7 @@ struct LoopState {
 };
 
 /// "1e+30", "0.01": a value as a person would type it, not std::to_string's fixed notation.
-std::string shortest(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%g", v);
-  return buf;
-}
+std::string shortest(double v) { return format_shortest(v); }
 
 /// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
 LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {

@@ -745,20 +745,11 @@ std::string FitOption::label() const {
   return s;
 }
 
-std::string format_ms(double seconds) {
-  char b[32];
-  std::snprintf(b, sizeof b, seconds < 0.01 ? "%.3f ms" : "%.1f ms", 1e3 * seconds);
-  return b;
-}
-std::string format_pct(double fraction, int digits) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.*f %%", digits, 100 * fraction);
-  return b;
-}
+// '.' whatever the locale (base/format.hpp).
+std::string format_ms(double seconds) { return format_fixed(1e3 * seconds, seconds < 0.01 ? 3 : 1) + " ms"; }
+std::string format_pct(double fraction, int digits) { return format_fixed(100 * fraction, digits) + " %"; }
 std::string format_gib(double bytes) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.2f GiB", bytes / (kMiB * 1024));
-  return bytes >= kMiB * 1024 ? std::string(b) : human_bytes(bytes);
+  return bytes >= kMiB * 1024 ? format_fixed(bytes / (kMiB * 1024), 2) + " GiB" : human_bytes(bytes);
 }
 
 FitReport advise(const FitRequest& request) {

@@ -5,6 +5,8 @@
 // still render, with a note where something was not measured.
 #include "tools/report/report_html.hpp"
 
+#include "base/format.hpp"
+
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -76,7 +78,7 @@ std::string text(const json& j, const char* key) {
   if (f == nullptr) return {};
   if (f->is_string()) return f->get<std::string>();
   if (f->is_number_integer()) return std::to_string(f->get<std::int64_t>());
-  if (f->is_number()) return std::to_string(f->get<double>());
+  if (f->is_number()) return format_fixed(f->get<double>(), 6);  // std::to_string's digits, without the locale
   if (f->is_boolean()) return f->get<bool>() ? "true" : "false";
   return {};
 }
@@ -254,11 +256,7 @@ std::vector<double> peaks(const Row& r) {
 
 const char* const kNone = "\xe2\x80\x94";  // em dash: not measured
 
-std::string fixed(double v, int decimals) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-  return buf;
-}
+std::string fixed(double v, int decimals) { return format_fixed(v, decimals); }  // '.' whatever the locale
 
 std::string trim_zeros(std::string s) {
   if (s.find('.') == std::string::npos) return s;
