@@ -68,6 +68,15 @@ HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes,
   return out;
 }
 
+void check_trainable(const datasets::Dataset& ds) {
+  if (!ds.has_features())
+    throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no node features", "0 features",
+                       "features (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
+  if (!ds.has_labels() || ds.num_classes < 2)
+    throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no labels", std::to_string(ds.num_classes),
+                       "at least 2 classes");
+}
+
 const OwnGraph& LocalProblem::own_graph() const {
   const auto* g = std::get_if<OwnGraph>(&structure);
   GCNPART_EXPECTS(g != nullptr, "the problem aggregates over its own local graph (single, drop, halo)");
@@ -94,12 +103,7 @@ LocalProblem single_problem(const datasets::Dataset& ds, bool normalize_features
   GCNPART_EXPECTS(features_from == nullptr || (features_from->num_nodes() == ds.num_nodes() &&
                                                features_from->num_features == ds.num_features),
                   "single_device_problem: the user's dataset has the reordered one's nodes and features");
-  if (!ds.has_features())
-    throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no node features", "0 features",
-                       "features (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
-  if (!ds.has_labels() || ds.num_classes < 2)
-    throw InvalidInput(InputLocation{ds.name, 0, 0}, "dataset has no labels", std::to_string(ds.num_classes),
-                       "at least 2 classes");
+  check_trainable(ds);
   LocalProblem p;
   p.name = ds.name;
   OwnGraph g;

@@ -85,6 +85,10 @@ datasets::Csr with_self_loops(const datasets::Csr& g);
 /// zero).
 HostVector<float> feature_rows(const datasets::Dataset& ds, const NodeId* nodes, std::int64_t count, bool normalize);
 
+/// What every strategy needs of a dataset before it trains: features and labels of at least 2 classes. Front-ends
+/// call it before they print anything about the run. @throws InvalidInput naming the dataset and what is missing.
+void check_trainable(const datasets::Dataset& ds);
+
 /// The whole dataset as one device's problem. @throws InvalidInput if the dataset has no features or labels,
 /// or lacks a train split.
 LocalProblem single_device_problem(const datasets::Dataset& ds, bool normalize_features);

@@ -6,6 +6,7 @@
 #include <ctime>
 #include <memory>
 #include <sstream>
+#include <utility>
 
 #include "engine/compare.hpp"
 #include "engine/problem.hpp"
@@ -150,8 +151,11 @@ void run_compare(const CompareOptions& o) {
   const auto ds = load_data(o.data);
   const engine::CompareRequest request = make_request(o, ds);
   Progress progress("compare", engine::compare_configurations(request));
-  print_header();
+  // The header comes with the first row: an error before any row (no GPU, a bad option the engine refuses) is then
+  // the last thing printed, not followed by a table that never fills.
+  bool header = false;
   const auto report = engine::compare(ds, request, [&](const nlohmann::json& row, std::int64_t done, std::int64_t) {
+    if (!std::exchange(header, true)) print_header();
     print_row(row);
     progress.update(done);
   });

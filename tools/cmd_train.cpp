@@ -126,6 +126,7 @@ void run_train(TrainOptions& options) {
   o.data = options.data.path;
   o.mpi = engine::launched_under_mpi();
   const engine::TrainRequest request = frontend::make_train_request(o, ds.graph.num_edges(), frontend::Spelling::kCli);
+  engine::check_trainable(ds);  // before the run's first line: an error is the last thing printed
   warn_no_ops(o, device);
   const bool root = !request.launch.mpi || engine::mpi_rank() == 0;
   if (!root) std::freopen("/dev/null", "w", stdout);

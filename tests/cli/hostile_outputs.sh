@@ -144,4 +144,14 @@ if [ -d ogbset/raw ]; then
 fi
 ok "outputs on an input file or inside an input folder are refused, the input untouched"
 
+# Issue 37: an error is the last thing printed (no run line before it, no table header after it).
+"$bin" train g.txt --epochs 1 > first.out 2> first.err; rc=$?
+[ $rc -ne 0 ] && [ ! -s first.out ] && [ "$(wc -l < first.err)" -eq 1 ] && grep -q "no node features" first.err ||
+  fail "train on a structure-only graph: exit $rc, stdout '$(cat first.out)', stderr '$(cat first.err)'"
+if ! nvidia-smi -L > /dev/null 2>&1; then
+  "$bin" compare demo --device cuda --parts 2 --layers 2 > first2.out 2> first2.err; rc=$?
+  [ $rc -ne 0 ] && [ ! -s first2.out ] || fail "compare --device cuda without a GPU: exit $rc, stdout '$(cat first2.out)'"
+fi
+ok "an error is the only line: no run line before it, no table header after it"
+
 echo "$passed passed, 0 failed"
