@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -100,6 +101,27 @@ void save_checkpoint(const std::string& path, const Checkpoint& c) {
   f.commit();
 }
 
+namespace {
+/// The index of the first value of `v` that is not finite (NaN or infinite), or -1.
+template <class T>
+std::int64_t first_non_finite(const std::vector<T>& v) {
+  for (std::size_t i = 0; i < v.size(); ++i)
+    if (!std::isfinite(v[i])) return static_cast<std::int64_t>(i);
+  return -1;
+}
+
+/// A file's values are trusted only when finite: a NaN written into a weight file or a checkpoint would be trained
+/// around and saved again. @throws InvalidInput naming the file, what, the index and the value.
+template <class T>
+void expect_finite(const std::string& path, const std::vector<T>& v, const std::string& what) {
+  const std::int64_t i = first_non_finite(v);
+  if (i < 0) return;
+  throw InvalidInput(InputLocation{path, 0, 0}, "non-finite value in the " + what,
+                     std::to_string(v[static_cast<std::size_t>(i)]) + " at index " + std::to_string(i),
+                     "finite values (the file is damaged or was edited)");
+}
+}  // namespace
+
 Checkpoint load_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path, "cannot open checkpoint");
@@ -124,6 +146,17 @@ Checkpoint load_checkpoint(const std::string& path) {
   c.model.adam_v = get_vector<float>(in, path, size, "Adam second moments");
   c.train_loss = get_vector<double>(in, path, size, "training losses");
   c.valid_loss = get_vector<double>(in, path, size, "validation losses");
+  expect_finite(path, c.model.params, "parameters");
+  expect_finite(path, c.model.adam_m, "Adam first moments");
+  expect_finite(path, c.model.adam_v, "Adam second moments");
+  for (std::size_t i = 0; i < c.model.adam_v.size(); ++i)
+    if (c.model.adam_v[i] < 0)
+      throw InvalidInput(InputLocation{path, 0, 0}, "negative Adam second moment",
+                         std::to_string(c.model.adam_v[i]) + " at index " + std::to_string(i), ">= 0 (squares)");
+  expect_finite(path, c.train_loss, "training losses");
+  expect_finite(path, c.valid_loss, "validation losses");
+  if (std::isnan(c.best_valid))  // +inf before the first evaluation is legitimate
+    throw InvalidInput(InputLocation{path, 0, 0}, "NaN best validation loss", "nan", "a number or +inf");
   return c;
 }
 
@@ -172,6 +205,7 @@ std::vector<std::vector<float>> load_weights(const std::string& path, const std:
       std::vector<float> p(static_cast<std::size_t>(count));
       if (!in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(count * sizeof(float))))
         fail("truncated tensor of layer " + std::to_string(l), "end of file", std::to_string(count) + " floats");
+      expect_finite(path, p, std::string(params.size() % 2 == 0 ? "weights" : "bias") + " of layer " + std::to_string(l));
       params.push_back(std::move(p));
     }
   }

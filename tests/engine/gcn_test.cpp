@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include <limits>
+
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -252,6 +254,39 @@ TEST_CASE("saved weights load back bit for bit and refuse a model of other width
   CHECK(load_weights(dir.file("w.bin"), dims) == params);
   CHECK_THROWS_AS(load_weights(dir.file("w.bin"), {5, 8, 3}), InvalidInput);
   CHECK_THROWS_AS(load_weights(dir.file("missing.bin"), dims), IoError);
+}
+
+TEST_CASE("a NaN or infinity in saved weights or a checkpoint is refused on load, naming the tensor and index") {
+  testing::TempDir dir;
+  const std::vector<std::int64_t> dims{2, 2};
+  std::vector<std::vector<float>> params{{0.5f, 1.0f, -1.0f, 2.0f}, {0.0f, 0.0f}};
+  params[0][3] = std::numeric_limits<float>::quiet_NaN();
+  save_weights(dir.file("nan.bin"), dims, params);
+  CHECK_THROWS_WITH_AS(load_weights(dir.file("nan.bin"), dims), doctest::Contains("weights of layer 0"), InvalidInput);
+  CHECK_THROWS_WITH_AS(load_weights(dir.file("nan.bin"), dims), doctest::Contains("index 3"), InvalidInput);
+  params[0][3] = 1.0f;
+  params[1][1] = std::numeric_limits<float>::infinity();
+  save_weights(dir.file("inf.bin"), dims, params);
+  CHECK_THROWS_WITH_AS(load_weights(dir.file("inf.bin"), dims), doctest::Contains("bias of layer 0"), InvalidInput);
+
+  Checkpoint c;
+  c.dims = dims;
+  c.next_epoch = 3;
+  c.model.step = 3;
+  c.model.params = {1, 2, 3, 4, 5, 6};
+  c.model.adam_m = {0, 0, 0, 0, 0, 0};
+  c.model.adam_v = {0, 0, 0, 0, 0, 0};
+  c.train_loss = {1.0, 0.9, 0.8};
+  c.best_valid = std::numeric_limits<double>::infinity();  // before any evaluation: legitimate
+  save_checkpoint(dir.file("ok.gckpt"), c);
+  CHECK(load_checkpoint(dir.file("ok.gckpt")).model.params == c.model.params);
+  c.model.adam_m[2] = std::numeric_limits<float>::quiet_NaN();
+  save_checkpoint(dir.file("nan.gckpt"), c);
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("nan.gckpt")), doctest::Contains("Adam first moments"), InvalidInput);
+  c.model.adam_m[2] = 0;
+  c.model.adam_v[0] = -1;
+  save_checkpoint(dir.file("neg.gckpt"), c);
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("neg.gckpt")), doctest::Contains("second moment"), InvalidInput);
 }
 
 TEST_CASE("training reduces the loss and is deterministic for a seed on the CPU") {
