@@ -26,6 +26,7 @@
 #include "datasets/csr.hpp"
 #include "datasets/dataset.hpp"
 #include "datasets/generators.hpp"
+#include "datasets/loaders.hpp"
 #include "engine/compare.hpp"
 #include "engine/report_json.hpp"
 #include "engine/resources.hpp"
@@ -261,8 +262,16 @@ Dataset dataset_from_arrays(const std::string& name, std::int64_t num_nodes, con
     }
     ds.num_classes = static_cast<std::int32_t>(classes);
   }
-  for (const auto& [split, ids] : splits) ds.splits[split] = narrow_ids(ids, num_nodes, "splits['" + split + "']");
+  for (const auto& [split, ids] : splits) {
+    // The engine trains, evaluates and reports train / valid / test; another name would fail only later, in train().
+    if (split != "train" && split != "valid" && split != "test")
+      throw InvalidInput::parameter("splits", "'" + split + "'", "'train', 'valid' ('val') or 'test'");
+    ds.splits[split] = narrow_ids(ids, num_nodes, "splits['" + split + "']");
+  }
   ds.validate();
+  // The file loaders' check, so that arrays meet the same rules: a node twice in a split or in two splits (leakage),
+  // more classes than nodes.
+  gcnpart::datasets::check_splits_and_labels(ds);
   return ds;
 }
 

@@ -129,3 +129,13 @@ def test_dlpack_objects_are_read_like_arrays():
     ref = gcnpart.Dataset.from_arrays(ei, x=x, y=y)
     np.testing.assert_array_equal(ds.edge_index, ref.edge_index)
     np.testing.assert_array_equal(ds.x, x)
+
+
+def test_arrays_meet_the_file_loaders_rules_leakage_duplicates_and_split_names():
+    ei, x, y = small()
+    with pytest.raises(gcnpart.InvalidInput, match="leakage"):
+        gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits={"train": [0, 1], "test": [1, 2]})
+    with pytest.raises(gcnpart.InvalidInput, match="twice"):
+        gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits={"train": [0, 0, 1]})
+    with pytest.raises(gcnpart.InvalidInput, match="training"):
+        gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits={"training": [0, 1]})
