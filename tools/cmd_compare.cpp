@@ -126,15 +126,24 @@ void print_row(const nlohmann::json& r) {
 
 /// What the table's columns mean where a reader could misread them: printed once, after the rows.
 void print_notes(const engine::CompareReport& report) {
-  bool gather = false, multi = false;
+  bool gather = false, multi = false, drop = false, trained = false;
   for (const auto& r : report.rows) {
     if (r.contains("status")) continue;
     gather = gather || r["strategy"] == "gather";
+    drop = drop || r["strategy"] == "drop";
     multi = multi || r["parts"].get<int>() > 1;
+    trained = trained || r.contains("train");
   }
   std::printf("columns: repl = nodes held by all devices / nodes; halo/dev = halo nodes per device (mean, rounded); "
               "peak/dev = largest peak over the devices; sent/ep all = bytes all devices send per epoch; comm ms, "
-              "wait ms = the largest over the devices\n");
+              "wait ms = the largest over the devices; work imb p/m = the largest device's work / the mean, "
+              "predicted by the plan / measured (compute time)\n");
+  if (drop && multi)
+    std::printf("drop: its edge cut can differ from the exact strategies' because drop balances the work of its own "
+                "subgraph, a partition of its own; theirs is shared\n");
+  if (!trained)
+    std::printf("test acc: '-' without --train (add --train to train each configuration to convergence and report "
+                "its test accuracy)\n");
   if (gather)
     std::printf("gather: repl counts the rows a device computes (its own, 1.00); its table of K x largest-part rows "
                 "is memory, counted in peak/dev (category gather_table)\n");
