@@ -46,3 +46,22 @@ TEST_CASE("an unknown, ambiguous or empty dataset name says where it looked or w
   CHECK_THROWS_AS(resolve_dataset_path("", dir.path.string()), InvalidInput);
   CHECK_THROWS_WITH_AS(resolve_dataset_path("x", dir.file("missing")), doctest::Contains("is not a folder"), IoError);
 }
+
+TEST_CASE("dataset names match case-insensitively, and a near miss is offered as 'did you mean'") {
+  gcnpart::testing::TempDir dir;
+  std::filesystem::create_directories(dir.file("cora/raw"));
+  touch(dir.file("snap/email-Enron.txt.gz"));
+  CHECK(resolve_dataset_path("Cora", dir.path.string()) == dir.file("cora"));  // PyG's spelling
+  CHECK(resolve_dataset_path("EMAIL-ENRON", dir.path.string()) == dir.file("snap/email-Enron.txt.gz"));
+  CHECK_THROWS_WITH_AS(resolve_dataset_path("coar", dir.path.string()), doctest::Contains("did you mean 'cora'?"),
+                       IoError);
+  CHECK_THROWS_WITH_AS(resolve_dataset_path("email-enorn", dir.path.string()),
+                       doctest::Contains("did you mean 'email-Enron'?"), IoError);
+  // Nothing near: no suggestion.
+  try {
+    (void)resolve_dataset_path("xyzzy", dir.path.string());
+    FAIL("xyzzy resolved");
+  } catch (const IoError& e) {
+    CHECK(std::string(e.what()).find("did you mean") == std::string::npos);
+  }
+}
