@@ -290,7 +290,13 @@ engine::TrainRequest make_train_request(TrainSettings& o, std::int64_t num_edges
                                       " (one device); " + name("--strategy") + " " + or_list(any_k) + " to train on " +
                                       std::to_string(o.parts) + " devices");
   }
-  if (o.parts == 0) o.parts = o.gpus > 0 ? o.gpus : 1;
+  // --gpus counts GPUs: on CPU devices it says nothing (the CLI warns), so the count comes from --parts alone.
+  if (o.parts == 0) o.parts = o.gpus > 0 && q.device.is_cuda() ? o.gpus : 0;
+  if (o.parts == 0 && !partition::one_device(q.strategy))
+    throw InvalidInput::parameter(name("--parts"), "not given",
+                                  std::string("a device count for ") + name("--strategy") + " " +
+                                      to_string(q.strategy) + ": " + name("--parts") + " K (virtual CPU devices or " +
+                                      "GPUs), or " + name("--gpus") + " K with --device cuda");
   q.parts = partition::one_device(q.strategy) ? 1 : o.parts;
   q.partition.method = from_string<partition::Partitioner>(o.partitioner, name("--partitioner"));
   q.partition.metis_edge_sample = metis_sample(o.metis_sample, num_edges, name("--metis-sample"));

@@ -282,3 +282,13 @@ TEST_CASE("a device count for a one-device strategy is refused by both front-end
   CHECK(invalid_message(cli_settings({"--parts", "1"}), Spelling::kCli).empty());
   CHECK(invalid_message(cli_settings({"--parts", "4", "--strategy", "halo"}), Spelling::kCli).empty());
 }
+
+TEST_CASE("a multi-device strategy without a device count is refused; --gpus counts only GPUs") {
+  const std::string none = invalid_message(cli_settings({"--strategy", "halo"}), Spelling::kCli);
+  CHECK(none.find("--parts") != std::string::npos);
+  CHECK(none.find("--strategy halo") != std::string::npos);
+  // --gpus with CPU devices (the default) does not become the device count (the CLI warns that it has no effect).
+  CHECK(invalid_message(cli_settings({"--strategy", "gather", "--gpus", "3"}), Spelling::kCli).find("--parts") !=
+        std::string::npos);
+  CHECK(invalid_message(cli_settings({"--strategy", "gather", "--parts", "3"}), Spelling::kCli).empty());
+}
