@@ -1,14 +1,18 @@
 #include "datasets/loaders.hpp"
 
+#include <sys/resource.h>
+
 #include <unistd.h>
 #include <zlib.h>
 
 #include <algorithm>
 #include <array>
+#include <charconv>
 #include <bit>
 #include <cctype>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <map>
 #include <optional>
@@ -117,7 +121,8 @@ class HostBudget {
     throw OutOfMemory(where.to_string() + ": loading needs more host memory than allowed: about " +
                       human_bytes(bytes) + " for " + std::to_string(count) + " " + what_ + ", the budget is " +
                       human_bytes(static_cast<double>(limit_)) +
-                      " (--max-host-memory; default 3/4 of the physical memory)");
+                      " (--max-host-memory; default 3/4 of the tightest of the physical memory, ulimit -v and the "
+                      "cgroup's memory.max)");
   }
   /// The same while records are read: cheap enough to call on every record (checks every 65536th).
   void check_growth(const TextReader& r, std::int64_t count, std::int64_t bytes_per_record) const {
@@ -1044,11 +1049,36 @@ Dataset load_dataset(const std::string& path, const LoadOptions& options) {
   return ds;
 }
 
-std::int64_t default_max_host_bytes() {
+namespace {
+/// The byte count in a cgroup limit file ("max" or an unreadable file: none, 0).
+std::int64_t cgroup_limit(const char* path) {
+  std::ifstream in(path);
+  std::string text;
+  if (!(in >> text) || text == "max") return 0;
+  std::int64_t v = 0;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  // cgroup v1 writes a huge page-aligned number for "no limit".
+  return r.ec == std::errc() && v > 0 && v < (std::int64_t{1} << 60) ? v : 0;
+}
+}  // namespace
+
+std::int64_t host_memory_limit() {
   const long pages = ::sysconf(_SC_PHYS_PAGES);
   const long page = ::sysconf(_SC_PAGESIZE);
-  const std::int64_t physical = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
-  return std::max<std::int64_t>(physical / 4 * 3, std::int64_t{256} << 20);
+  std::int64_t limit = pages > 0 && page > 0 ? static_cast<std::int64_t>(pages) * page : 0;
+  auto tighten = [&](std::int64_t v) {
+    if (v > 0 && (limit == 0 || v < limit)) limit = v;
+  };
+  struct rlimit as {};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    tighten(static_cast<std::int64_t>(std::min<rlim_t>(as.rlim_cur, std::numeric_limits<std::int64_t>::max())));
+  tighten(cgroup_limit("/sys/fs/cgroup/memory.max"));                    // cgroup v2
+  tighten(cgroup_limit("/sys/fs/cgroup/memory/memory.limit_in_bytes"));  // cgroup v1
+  return limit;
+}
+
+std::int64_t default_max_host_bytes() {
+  return std::max<std::int64_t>(host_memory_limit() / 4 * 3, std::int64_t{256} << 20);
 }
 
 void check_splits_and_labels(const Dataset& ds) {

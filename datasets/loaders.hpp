@@ -26,7 +26,10 @@ struct LoadOptions {
   std::int64_t max_host_bytes = 0;
 };
 
-/// The default host-memory budget: 3/4 of the physical memory (sysconf), at least 256 MiB.
+/// The host memory this process may use: the tightest of the physical memory (sysconf), the address-space limit
+/// (RLIMIT_AS, `ulimit -v`) and the cgroup's limit (v2 memory.max, v1 memory.limit_in_bytes); 0 when unknown.
+[[nodiscard]] std::int64_t host_memory_limit();
+/// The default host-memory budget: 3/4 of host_memory_limit(), at least 256 MiB.
 [[nodiscard]] std::int64_t default_max_host_bytes();
 
 /// Guess the format from the path (directory with raw/ -> OGB; .txt[.gz]/.edges -> SNAP; .graph/.metis -> METIS;

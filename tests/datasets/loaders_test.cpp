@@ -2,6 +2,7 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -776,4 +777,27 @@ TEST_CASE("a pipe with a telling extension loads as a stream; one without is ref
   const auto bare = tmp.file("edges");
   REQUIRE(::mkfifo(bare.c_str(), 0600) == 0);
   CHECK(gcnpart::testing::contains(load_error(bare), "cannot tell the format of a pipe"));
+}
+
+TEST_CASE("the default host budget follows the tightest of physical memory, ulimit -v and the cgroup's limit") {
+  struct rlimit saved {};
+  REQUIRE(::getrlimit(RLIMIT_AS, &saved) == 0);
+  const std::int64_t before = gcnpart::datasets::host_memory_limit();
+  CHECK(before > 0);
+  CHECK(gcnpart::datasets::default_max_host_bytes() >= std::min<std::int64_t>(before / 4 * 3, std::int64_t{256} << 20));
+  // A soft address-space limit below the machine's memory becomes the limit (and is raised back afterwards). Not under
+  // AddressSanitizer, whose shadow memory needs an unlimited address space.
+#ifndef GCNPART_SANITIZED
+  const rlim_t cap = static_cast<rlim_t>(std::min<std::int64_t>(before / 2, std::int64_t{64} << 30));
+  if (saved.rlim_cur == RLIM_INFINITY || saved.rlim_cur > cap) {
+    struct rlimit lower = saved;
+    lower.rlim_cur = cap;
+    REQUIRE(::setrlimit(RLIMIT_AS, &lower) == 0);
+    const std::int64_t limited = gcnpart::datasets::host_memory_limit();
+    const std::int64_t budget = gcnpart::datasets::default_max_host_bytes();
+    REQUIRE(::setrlimit(RLIMIT_AS, &saved) == 0);
+    CHECK(limited == static_cast<std::int64_t>(cap));
+    CHECK(budget == std::max<std::int64_t>(static_cast<std::int64_t>(cap) / 4 * 3, std::int64_t{256} << 20));
+  }
+#endif
 }
