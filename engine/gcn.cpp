@@ -8,6 +8,8 @@
 #include <type_traits>
 
 #include "base/error.hpp"
+#include "base/format.hpp"
+#include "partition/memory_model.hpp"
 #include "base/host_vector.hpp"
 #include "base/philox.hpp"
 #include "partition/strategy.hpp"
@@ -134,7 +136,9 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   // model sums too; the plan also decides which optional buffers exist.
   const partition::DeviceShape shape = device_shape(problem);
   const partition::ModelSpec spec = model_spec(problem, config_, stage_, comm_ != nullptr);
-  const AllocationPlan plan = partition::allocation_plan(shape, spec, ctx.is_cuda() ? Backend::kCuda : Backend::kCpu);
+  const Backend backend = ctx.is_cuda() ? Backend::kCuda : Backend::kCpu;
+  const AllocationPlan plan = partition::allocation_plan(shape, spec, backend);
+  refuse_beyond_cap(partition::estimate_device_memory(shape, spec, backend).peak);
   if (partition::uses_sparse_input(shape, spec))
     sparse_ = std::make_unique<SparseInput>(res_, plan, problem.features, cols_, problem.num_features,
                                             config_.spmm_tuning);
@@ -174,6 +178,23 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
 }
 
 GcnModel::~GcnModel() = default;
+
+void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
+  // CPU only: there the memory model is exact (the same plan, no driver); on a GPU the allocator's cap decides.
+  if (res_.context().is_cuda()) return;
+  const MemoryStats now = res_.memory().stats();
+  if (now.limit <= 0 || now.current + peak <= now.limit) return;
+  std::string msg = "out of memory on " + res_.memory().name() + ": the model needs " +
+                    human_bytes(static_cast<double>(peak)) + " (" + std::to_string(peak) + " bytes, the memory model's tracked peak of this device) with " +
+                    human_bytes(static_cast<double>(now.current)) + " in use, limit " +
+                    human_bytes(static_cast<double>(now.limit)) +
+                    (res_.context().is_cuda() ? " (--memory-limit)"
+                                              : " (--memory-limit; on CPU devices by default 3/4 of the host memory "
+                                                "the process may use, shared by its devices)") +
+                    "; refused before allocating";
+  if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
+  throw OutOfMemory(msg);
+}
 
 void GcnModel::upload_problem(const AllocationPlan& plan) {
   const LocalProblem& p = problem_;

@@ -191,6 +191,10 @@ class GcnModel {
   [[nodiscard]] std::uint64_t dropout_key(int epoch, int layer) const;
   void sync();
   void upload_problem(const AllocationPlan& plan);
+  /// Refuses a model whose predicted tracked peak (partition::estimate_device_memory, exact on the CPU) does not fit a
+  /// CPU device's cap beside what is in use, before anything is allocated. @throws OutOfMemory with the bytes, the cap
+  /// and the hint.
+  void refuse_beyond_cap(std::int64_t peak) const;
   /// Adam's settings (learning rate; betas and epsilon at their defaults), shared by the step and its staged corrections.
   [[nodiscard]] kernels::AdamParams adam_params() const {
     kernels::AdamParams ap;

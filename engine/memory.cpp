@@ -189,6 +189,11 @@ void TrackingMemoryResource::set_limit(std::int64_t limit_bytes) {
   stats_.limit = limit_bytes;
 }
 
+std::string TrackingMemoryResource::oom_hint() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return oom_hint_;
+}
+
 void TrackingMemoryResource::set_oom_hint(std::string hint) {
   std::lock_guard<std::mutex> lock(mutex_);
   oom_hint_ = std::move(hint);

@@ -85,6 +85,7 @@ class TrackingMemoryResource final : public Allocator {
   void set_limit(std::int64_t limit_bytes);
   /// A hint appended to out-of-memory messages (e.g. what `gcnpart fit` suggests).
   void set_oom_hint(std::string hint);
+  [[nodiscard]] std::string oom_hint() const;
   /// Frees the cached device blocks.
   void release_cache() noexcept;
   [[nodiscard]] const std::string& name() const noexcept { return name_; }

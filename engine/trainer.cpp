@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "base/error.hpp"
+#include "datasets/loaders.hpp"
 #include "base/format.hpp"
 #include "engine/detail/device_run.hpp"
 #include "engine/link_benchmark.hpp"
@@ -146,6 +147,15 @@ void inject_fault(const FaultInjection& fault, int rank, int epoch) {
 }
 
 
+/// The cap of a device's tracked memory: --memory-limit, else on CPU devices the host budget shared by the K devices
+/// (datasets::default_max_host_bytes: 3/4 of the tightest of the physical memory, ulimit -v and the cgroup's limit).
+/// A model too large for the host is then refused with its bytes when its buffers are allocated, before the first
+/// epoch, instead of growing until the kernel kills the process.
+std::int64_t device_memory_cap(const TrainConfig& config, const Device& device, int parts) {
+  if (config.memory_limit > 0 || device.is_cuda()) return config.memory_limit;
+  return datasets::default_max_host_bytes() / std::max(1, parts);
+}
+
 /// One device's run of the loop: set-up (resources, model, weights, resumed state), epochs, the final evaluation
 /// and memory figures, then the link benchmark.
 class DeviceLoop {
@@ -160,7 +170,7 @@ class DeviceLoop {
         comm_(comm),
         mine_(mine),
         rank_(comm != nullptr ? comm->rank() : 0),
-        res_(device, config.memory_limit),
+        res_(device, device_memory_cap(config, device, parts)),
         ctx_(res_.context()) {  // handles now: library_bytes() measures them apart from the run
     if (!config_.oom_hint.empty()) res_.memory().set_oom_hint(config_.oom_hint);
     GcnConfig model_config = config_.model;

@@ -154,4 +154,16 @@ if ! nvidia-smi -L > /dev/null 2>&1; then
 fi
 ok "an error is the only line: no run line before it, no table header after it"
 
+# Issue 37: a model too large for the host is refused before training, from the memory model, with its bytes (exit 5,
+# within seconds), also under ulimit -v (not for a sanitized binary: AddressSanitizer needs its address space).
+start=$(date +%s)
+"$bin" train demo --hidden 1000000 --epochs 2 > big.out 2> big.err; rc=$?
+[ $rc -eq 5 ] && grep -q "refused before allocating" big.err && grep -q "bytes" big.err &&
+  [ $(( $(date +%s) - start )) -le 5 ] || fail "train --hidden 1000000: exit $rc, $(cat big.err)"
+if ! ldd "$bin" 2> /dev/null | grep -q libasan; then
+  (ulimit -v 3000000; "$bin" train demo --hidden 1000000 --epochs 2 > big2.out 2> big2.err); rc=$?
+  [ $rc -eq 5 ] && grep -q "refused before allocating" big2.err || fail "under ulimit -v: exit $rc, $(cat big2.err)"
+fi
+ok "a model too large for the host is refused before training with its bytes (exit 5), under ulimit -v too"
+
 echo "$passed passed, 0 failed"
