@@ -20,6 +20,12 @@ std::string format_shortest(double v) {
   return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?");
 }
 
+std::string format_shortest(float v) {
+  char buf[64];
+  const auto r = std::to_chars(buf, buf + sizeof buf, v);
+  return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string("?");
+}
+
 std::string with_commas(std::int64_t v) {
   std::string s = std::to_string(v < 0 ? -v : v);
   for (int i = static_cast<int>(s.size()) - 3; i > 0; i -= 3) s.insert(static_cast<std::size_t>(i), ",");

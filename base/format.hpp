@@ -14,6 +14,8 @@ namespace gcnpart {
 [[nodiscard]] std::string format_fixed(double v, int decimals);
 /// The shortest text that reads back as `v` ("0.01", "1e+30"; '.' whatever the locale).
 [[nodiscard]] std::string format_shortest(double v);
+/// The same for a float: the shortest text that reads back as the float (1e30f -> "1e+30", not its double digits).
+[[nodiscard]] std::string format_shortest(float v);
 
 /// "1,234,567" (a minus sign in front of negative numbers).
 [[nodiscard]] std::string with_commas(std::int64_t v);

@@ -184,14 +184,12 @@ void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
   if (res_.context().is_cuda()) return;
   const MemoryStats now = res_.memory().stats();
   if (now.limit <= 0 || now.current + peak <= now.limit) return;
-  std::string msg = "out of memory on " + res_.memory().name() + ": the model needs " +
-                    human_bytes(static_cast<double>(peak)) + " (" + std::to_string(peak) + " bytes, the memory model's tracked peak of this device) with " +
-                    human_bytes(static_cast<double>(now.current)) + " in use, limit " +
-                    human_bytes(static_cast<double>(now.limit)) +
-                    (res_.context().is_cuda() ? " (--memory-limit)"
-                                              : " (--memory-limit; on CPU devices by default 3/4 of the host memory "
-                                                "the process may use, shared by its devices)") +
-                    "; refused before allocating";
+  std::string msg = "out of memory on " + res_.memory().name() + ": asked " + human_bytes(static_cast<double>(peak)) +
+                    " (" + std::to_string(peak) + " bytes) for the model, the memory model's tracked peak of this " +
+                    "device, refused before allocating; in use " + human_bytes(static_cast<double>(now.current)) +
+                    ", limit " + human_bytes(static_cast<double>(now.limit)) +
+                    " (--memory-limit; on CPU devices by default 3/4 of the host memory the process may use, shared " +
+                    "by its devices)";
   if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
   throw OutOfMemory(msg);
 }

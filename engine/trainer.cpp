@@ -92,7 +92,7 @@ struct LoopState {
 };
 
 /// "1e+30", "0.01": a value as a person would type it, not std::to_string's fixed notation.
-std::string shortest(double v) { return format_shortest(v); }
+std::string shortest(float v) { return format_shortest(v); }
 
 /// Loads the checkpoint generation DIR/checkpoint.latest names into the model and the loop's state.
 LoopState resume_from_checkpoint(const TrainConfig& config, int rank, int parts, GcnModel& model) {

@@ -19,6 +19,8 @@ TEST_CASE("format_fixed writes a '.' and the asked decimals, rounding as printf 
   CHECK(format_fixed(std::numeric_limits<double>::max(), 1).size() == 311);  // 309 digits, '.', one decimal
   CHECK(format_shortest(0.01) == "0.01");
   CHECK(format_shortest(1e30) == "1e+30");
+  CHECK(format_shortest(1e30f) == "1e+30");  // the float's shortest digits, not its double's
+  CHECK(format_shortest(0.01f) == "0.01");
   CHECK(human_bytes(1536) == "1.50 KiB");
 }
 
