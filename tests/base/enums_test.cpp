@@ -2,30 +2,15 @@
 
 #include <doctest/doctest.h>
 
+#include "enum_round_trip.hpp"
+
 #include <string>
 
 using namespace gcnpart;
 
 namespace {
 
-template <class Enum>
-void check_round_trip(const char* parameter) {
-  const auto names = enum_names<Enum>();
-  REQUIRE(!names.empty());
-  for (const auto& row : EnumNames<Enum>::table) {
-    CHECK(std::string(to_string(row.value)) == row.name);
-    CHECK(from_string<Enum>(row.name, parameter) == row.value);
-  }
-  try {
-    (void)from_string<Enum>("no-such-name", parameter);
-    FAIL("from_string accepted an unknown name");
-  } catch (const InvalidInput& e) {
-    const std::string what = e.what();
-    CHECK(what.find(parameter) != std::string::npos);
-    CHECK(what.find("no-such-name") != std::string::npos);
-    CHECK(e.expected() == or_list(names));  // every valid name is listed
-  }
-}
+using gcnpart::testing::check_round_trip;
 
 }  // namespace
 

@@ -2,6 +2,8 @@
 
 #include <doctest/doctest.h>
 
+#include "enum_round_trip.hpp"
+
 #include <algorithm>
 #include <set>
 #include <string>
@@ -15,26 +17,7 @@ using frontend::TrainSettings;
 
 namespace {
 
-template <class Enum>
-void check_round_trip(const char* parameter) {
-  const auto names = enum_names<Enum>();
-  REQUIRE(!names.empty());
-  std::set<std::string> distinct(names.begin(), names.end());
-  CHECK(distinct.size() == names.size());
-  for (const auto& row : EnumNames<Enum>::table) {
-    CHECK(std::string(to_string(row.value)) == row.name);
-    CHECK(from_string<Enum>(row.name, parameter) == row.value);
-  }
-  try {
-    (void)from_string<Enum>("no-such-name", parameter);
-    FAIL("from_string accepted an unknown name");
-  } catch (const InvalidInput& e) {
-    const std::string what = e.what();
-    CHECK(what.find(parameter) != std::string::npos);
-    CHECK(what.find("no-such-name") != std::string::npos);
-    CHECK(e.expected() == or_list(names));
-  }
-}
+using gcnpart::testing::check_round_trip;
 
 /// The CLI's path: `gcnpart train` arguments parsed by CLI11 with the options the table registers.
 TrainSettings cli_settings(std::vector<std::string> args) {
