@@ -172,6 +172,18 @@ std::filesystem::path resolved_path(const std::string& path) {
 }
 }  // namespace
 
+std::vector<std::int64_t> parse_byte_list(const std::string& list, const std::string& parameter) {
+  std::vector<std::int64_t> out;
+  std::size_t begin = 0;
+  while (begin <= list.size()) {
+    const std::size_t end = std::min(list.find(',', begin), list.size());
+    if (end > begin) out.push_back(parse_bytes(list.substr(begin, end - begin), parameter));
+    begin = end + 1;
+  }
+  if (out.empty()) throw InvalidInput::parameter(parameter, list, "at least one size");
+  return out;
+}
+
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs) {
   // Two outputs on one path would leave only the last one written: refused before any work.
   std::vector<std::pair<const char*, std::filesystem::path>> seen;

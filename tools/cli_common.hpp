@@ -61,6 +61,10 @@ using frontend::parse_bytes;
 /// Writes `j` to `path` atomically (pretty-printed); "-" writes to stdout.
 void write_json(const std::string& path, const nlohmann::json& j);
 
+/// A comma-separated list of byte counts ("1MiB,64MiB,1GiB"), each parsed by parse_bytes. @throws InvalidInput
+/// naming `parameter` for a bad item or an empty list.
+std::vector<std::int64_t> parse_byte_list(const std::string& list, const std::string& parameter);
+
 /// Checks output paths before any work (a long run must not end with its results lost to a typo). Empty paths
 /// are skipped. @throws IoError naming the option.
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs);

@@ -26,9 +26,7 @@ void run_bench_copy(const BenchCopyOptions& o) {
   // Every argument is checked before a GPU is touched.
   bench::CopyBenchConfig config;
   config.device = engine::Device::parse(o.device);
-  config.bytes.clear();
-  std::stringstream in(o.bytes);
-  for (std::string item; std::getline(in, item, ',');) config.bytes.push_back(parse_bytes(item, "--bytes"));
+  config.bytes = parse_byte_list(o.bytes, "--bytes");
   config.warmup = o.warmup;
   config.repeats = o.repeats;
   config.pageable = !o.no_pageable;

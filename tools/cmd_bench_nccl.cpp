@@ -31,15 +31,10 @@ engine::CollectiveKind parse_kind(const std::string& name) {
 }
 
 std::vector<std::int64_t> parse_sizes(const std::string& list) {
-  std::vector<std::int64_t> out;
-  std::stringstream in(list);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    const std::int64_t b = parse_bytes(item, "--bytes");
-    if (b <= 0 || b % 4 != 0) throw InvalidInput::parameter("--bytes", item, "a positive multiple of 4 bytes");
-    out.push_back(b);
-  }
-  if (out.empty()) throw InvalidInput::parameter("--bytes", list, "at least one size");
+  std::vector<std::int64_t> out = parse_byte_list(list, "--bytes");
+  for (const std::int64_t b : out)
+    if (b <= 0 || b % 4 != 0)
+      throw InvalidInput::parameter("--bytes", std::to_string(b), "a positive multiple of 4 bytes");
   return out;
 }
 
