@@ -132,4 +132,24 @@ struct EnumNames<CudaGraphMode> {
 };
 static_assert(table_in_enum_order<CudaGraphMode>());
 
+/// Where a single device keeps what its training step saves (`--offload`): kAuto streams layers through host memory
+/// (engine/streamed_layers.hpp) only when the resident plan does not fit the device, kOff never (a model that does
+/// not fit is refused), kHost always.
+enum class OffloadMode { kAuto, kOff, kHost };
+
+struct OffloadModeName {
+  OffloadMode value;
+  const char* name;
+};
+inline constexpr std::array<OffloadModeName, 3> kOffloadModes{{
+    {OffloadMode::kAuto, "auto"},
+    {OffloadMode::kOff, "off"},
+    {OffloadMode::kHost, "host"},
+}};
+template <>
+struct EnumNames<OffloadMode> {
+  static constexpr const auto& table = kOffloadModes;
+};
+static_assert(table_in_enum_order<OffloadMode>());
+
 }  // namespace gcnpart

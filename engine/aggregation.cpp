@@ -192,7 +192,7 @@ class LocalAggregation final : public Aggregation {
   LocalAggregation(Resources& res, const OwnGraph& g, std::int64_t num_cols, SpmmAlgo algo, const AllocationPlan& plan,
                    const std::vector<std::int64_t>& widths, const kernels::SpmmTuning& tuning)
       : res_(res), graph_(res, plan, "graph_offsets", "graph_columns", g.graph, num_cols, "graph_long"), algo_(algo),
-        tuning_(tuning) {
+        tuning_(tuning), host_offsets_(g.graph.row_offsets.data()) {
     dinv_row_ = upload_planned(res, plan, "dinv_rows", g.dinv_row);
     dinv_col_ = upload_planned(res, plan, "dinv_cols", g.dinv_col);
     if (algo == SpmmAlgo::kCusparse && res.context().is_cuda())
@@ -211,7 +211,41 @@ class LocalAggregation final : public Aggregation {
     return true;
   }
 
+  void apply_rows_async(Pass, StoredRows x, float* y, std::int64_t width, std::int64_t begin,
+                        std::int64_t end) override {
+    const CsrView a = rows_of(begin, end);
+    std::visit(
+        [&](auto rows) {
+          using Elem = std::remove_const_t<std::remove_pointer_t<decltype(rows)>>;
+          if constexpr (std::is_same_v<Elem, float>) {
+            kernels::spmm_async(res_.context(), a, dinv_row_.data() + begin, dinv_col_.data(),
+                                kernels::make_view(rows, graph_.view.num_cols, width),
+                                kernels::make_view(y, end - begin, width), SpmmAlgo::kOwn, tuning_);
+          } else {
+            kernels::spmm_bf16_async(res_.context(), a, dinv_row_.data() + begin, dinv_col_.data(),
+                                     kernels::make_view(rows, graph_.view.num_cols, width),
+                                     kernels::make_view(y, end - begin, width), tuning_);
+          }
+        },
+        x);
+  }
+  void apply_rows_rounded_async(Pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width,
+                                std::int64_t begin, std::int64_t end) override {
+    kernels::spmm_bf16_async(res_.context(), rows_of(begin, end), dinv_row_.data() + begin, dinv_col_.data(),
+                             kernels::make_view(x, graph_.view.num_cols, width),
+                             kernels::make_view(y, end - begin, width),
+                             kernels::make_view(scratch, end - begin, width), tuning_);
+  }
+
  private:
+  /// Rows [begin, end) as a matrix of their own: offsets stay absolute into the columns, the exact entry count from
+  /// the host's offsets, no long-row list (the own SpMM lists the range's long rows per product).
+  [[nodiscard]] CsrView rows_of(std::int64_t begin, std::int64_t end) const {
+    GCNPART_EXPECTS(0 <= begin && begin <= end && end <= graph_.view.num_rows, "a row range within the matrix");
+    return CsrView{end - begin, graph_.view.num_cols, graph_.view.row_offsets + begin, graph_.view.col_ids, nullptr,
+                   host_offsets_[end] - host_offsets_[begin]};
+  }
+
   void run(const kernels::Bf16* x, float* y, std::int64_t width) {
     kernels::spmm_bf16_async(res_.context(), graph_.view, dinv_row_.data(), dinv_col_.data(),
                              kernels::make_view(x, graph_.view.num_cols, width),
@@ -282,6 +316,7 @@ class LocalAggregation final : public Aggregation {
   Buffer<float> dinv_row_, dinv_col_;
   SpmmAlgo algo_;
   kernels::SpmmTuning tuning_;
+  const RowOffset* host_offsets_;  ///< the graph's offsets on the host (the problem outlives the aggregation)
   std::map<std::int64_t, std::unique_ptr<kernels::CusparseSpmm>> cusparse_;
   std::map<std::int64_t, std::string> tuned_;
 
@@ -679,6 +714,15 @@ class BoundaryAggregation final : public ByStorageType<BoundaryAggregation> {
 
 bool Aggregation::apply_rounded_async(Pass, const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t) {
   return false;
+}
+
+void Aggregation::apply_rows_async(Pass, StoredRows, float*, std::int64_t, std::int64_t, std::int64_t) {
+  GCNPART_EXPECTS(false, "row ranges of an aggregation are computed only on one device's own graph");
+}
+
+void Aggregation::apply_rows_rounded_async(Pass, const kernels::Bf16*, kernels::Bf16*, float*, std::int64_t,
+                                           std::int64_t, std::int64_t) {
+  GCNPART_EXPECTS(false, "row ranges of an aggregation are computed only on one device's own graph");
 }
 
 std::unique_ptr<Aggregation> make_aggregation(Resources& res, const LocalProblem& problem, Communicator* comm,

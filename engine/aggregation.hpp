@@ -37,6 +37,17 @@ class Aggregation {
   /// where the aggregation returns float rows only (gather and boundary: the caller rounds them); true for the local
   /// aggregation (one SpMM of the device's own rows).
   virtual bool apply_rounded_async(Pass pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch, std::int64_t width);
+  /// Rows [begin, end) of apply_async(): y holds end - begin rows of width `width`, x all of the device's columns
+  /// (the streamed executor's parts, engine/streamed_layers.hpp). Always the own kernel; the row range's entries and
+  /// scales are its own, so each row's sum is the one the whole product computes (up to the order in which a long
+  /// row's segments are added). Only the local aggregation (one device's own Â) has row ranges.
+  /// @throws a contract error for other aggregations or a range outside the rows.
+  virtual void apply_rows_async(Pass pass, StoredRows x, float* y, std::int64_t width, std::int64_t begin,
+                                std::int64_t end);
+  /// apply_rows_async() of bf16 rows with the output rounded to bf16 as the SpMM stores it; scratch: float rows of
+  /// y's shape.
+  virtual void apply_rows_rounded_async(Pass pass, const kernels::Bf16* x, kernels::Bf16* y, float* scratch,
+                                        std::int64_t width, std::int64_t begin, std::int64_t end);
   /// Which SpMM the autotuner picked per width ("own", "cusparse-alg2", ...); empty when not tuned.
   [[nodiscard]] virtual std::map<std::int64_t, std::string> spmm_choices() const { return {}; }
 

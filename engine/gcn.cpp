@@ -13,6 +13,8 @@
 #include "base/host_vector.hpp"
 #include "base/philox.hpp"
 #include "partition/strategy.hpp"
+#include "partition/streamed_plan.hpp"
+#include "datasets/loaders.hpp"
 
 namespace gcnpart::engine {
 
@@ -137,12 +139,14 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   const partition::DeviceShape shape = device_shape(problem);
   const partition::ModelSpec spec = model_spec(problem, config_, stage_, comm_ != nullptr);
   const Backend backend = ctx.is_cuda() ? Backend::kCuda : Backend::kCpu;
-  const AllocationPlan plan = partition::allocation_plan(shape, spec, backend);
-  refuse_beyond_cap(partition::estimate_device_memory(shape, spec, backend).peak);
-  if (partition::uses_sparse_input(shape, spec))
+  const std::int64_t resident_peak = partition::estimate_device_memory(shape, spec, backend).peak;
+  const std::unique_ptr<partition::StreamedPlan> streamed = choose_streamed_plan(shape, spec, backend, resident_peak);
+  if (streamed == nullptr) refuse_beyond_cap(resident_peak);
+  const AllocationPlan plan = streamed != nullptr ? streamed->device : partition::allocation_plan(shape, spec, backend);
+  if (streamed == nullptr && partition::uses_sparse_input(shape, spec))
     sparse_ = std::make_unique<SparseInput>(res_, plan, problem.features, cols_, problem.num_features,
                                             config_.spmm_tuning);
-  upload_problem(plan);
+  upload_problem(plan, streamed == nullptr);
   ParameterLayout layout;
   layout.dims = dims_;
   layout.model_dims = model_dims_;
@@ -153,27 +157,36 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   layout.weight_decay_all_layers = config_.weight_decay_all_layers;
   layout.bf16_copy = config_.bf16();
   params_ = std::make_unique<ModelParameters>(res_, plan, layout, comm_);
-  if (config_.bf16()) {
-    allocate_activations(bf16_, plan);
-    z32_ = take<float>(res_, plan, "z32");
-  } else {
-    allocate_activations(f32_, plan);
+  if (streamed == nullptr) {
+    if (config_.bf16()) {
+      allocate_activations(bf16_, plan);
+      z32_ = take<float>(res_, plan, "z32");
+    } else {
+      allocate_activations(f32_, plan);
+    }
   }
   logits_ = take_if_planned<float>(res_, plan, "logits");
   positive_.resize(static_cast<std::size_t>(L + 1));
-  for (int l = 0; l <= L; ++l)
-    positive_[l] = take_if_planned<std::uint8_t>(res_, plan, "positive[" + std::to_string(l) + "]");
+  if (streamed == nullptr)
+    for (int l = 0; l <= L; ++l)
+      positive_[l] = take_if_planned<std::uint8_t>(res_, plan, "positive[" + std::to_string(l) + "]");
   scalar_f_ = take<float>(res_, plan, "loss_scalars");
   scalar_i_ = take<std::int64_t>(res_, plan, "accuracy_counters");
   step_scalars_ = take<std::uint64_t>(res_, plan, "step_scalars");
   staged_scalars_.assign(static_cast<std::size_t>(step_scalars_.size()), 0);
   static_assert(kMaxLayers == 64, "the allocation plan's step_scalars holds 64 keys and one slot");
+  // A streamed step synchronises between phases' copies on its own: no captured graph; its SpMMs are the own
+  // kernel's row ranges.
+  if (streamed != nullptr) config_.cuda_graph = CudaGraphMode::kOff;
   execution_ = std::make_unique<StepExecution>(res_, plan, config_.cuda_graph, comm_ != nullptr || stages_ > 1);
 
   std::vector<std::int64_t> widths = partition::aggregation_widths(spec);
-  if (config_.bf16()) widths.clear();  // bf16 SpMMs are always the own kernel: no cuSPARSE plans
-  aggregation_ = make_aggregation(res_, problem, comm_, config_.spmm, plan, widths, config_.spmm_tuning,
-                                  config_.gather_chunks, config_.boundary_overlap);
+  if (config_.bf16() || streamed != nullptr) widths.clear();  // own kernel only: no cuSPARSE plans
+  aggregation_ = make_aggregation(res_, problem, comm_, streamed != nullptr ? SpmmAlgo::kOwn : config_.spmm, plan,
+                                  widths, config_.spmm_tuning, config_.gather_chunks, config_.boundary_overlap);
+  if (streamed != nullptr)
+    streamed_ = std::make_unique<StreamedLayers>(res_, problem, *streamed, dims_, config_.bf16(), *aggregation_,
+                                                 *params_);
   sync();
 }
 
@@ -189,17 +202,75 @@ void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
                     "device, refused before allocating; in use " + human_bytes(static_cast<double>(now.current)) +
                     ", limit " + human_bytes(static_cast<double>(now.limit)) +
                     " (--memory-limit; on CPU devices by default 3/4 of the host memory the process may use, shared " +
-                    "by its devices)";
+                    "by its devices)" + offload_note_;
   if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
   throw OutOfMemory(msg);
 }
 
-void GcnModel::upload_problem(const AllocationPlan& plan) {
+std::unique_ptr<partition::StreamedPlan> GcnModel::choose_streamed_plan(const partition::DeviceShape& shape,
+                                                                       const partition::ModelSpec& spec,
+                                                                       Backend backend,
+                                                                       std::int64_t resident_peak) {
+  const OffloadMode mode = config_.offload;
+  if (mode == OffloadMode::kOff) return nullptr;
+  if (comm_ != nullptr || stages_ > 1 || !partition::streams(shape, spec)) {
+    if (mode == OffloadMode::kHost)
+      throw InvalidInput::parameter("--offload", "host",
+                                    "the single strategy (one device holding every layer streams its rows through "
+                                    "host memory; multi-device strategies keep theirs resident)");
+    return nullptr;
+  }
+  // The device's budget: what its cap leaves, else (a GPU without --memory-limit) what the driver has free.
+  const MemoryStats now = res_.memory().stats();
+  std::int64_t budget = -1;
+  if (now.limit > 0) {
+    budget = now.limit - now.current;
+  } else if (res_.context().is_cuda()) {
+    budget = res_.driver_free_bytes();
+  }
+  if (mode == OffloadMode::kAuto && (budget < 0 || resident_peak <= budget)) return nullptr;
+  if (budget < 0) budget = resident_peak;
+  auto plan = std::make_unique<partition::StreamedPlan>(partition::streamed_plan(
+      shape, spec, backend, budget, config_.offload_part_rows, mode == OffloadMode::kHost));
+  const std::int64_t peak = partition::estimate_plan_memory(plan->device, backend).peak;
+  if (peak > budget) {
+    const std::string streamed = "streamed through host memory it needs " +
+                                 human_bytes(static_cast<double>(peak)) + " (" + std::to_string(peak) + " bytes: " +
+                                 std::to_string(plan->parts) + " parts of " + std::to_string(plan->part_rows) +
+                                 " rows; the graph, the weights, the logits and one " +
+                                 std::to_string(plan->operand_width) + "-wide SpMM operand stay on the device)";
+    if (mode == OffloadMode::kAuto) {  // the resident refusal (or the allocator's error on a GPU) says it all
+      offload_note_ = "; " + streamed;
+      return nullptr;
+    }
+    const MemoryStats now_stats = res_.memory().stats();
+    std::string msg = "out of memory on " + res_.memory().name() + ": asked " +
+                      human_bytes(static_cast<double>(peak)) + " (" + std::to_string(peak) +
+                      " bytes) for the model with --offload host, refused before allocating (" + streamed +
+                      "; resident " + human_bytes(static_cast<double>(resident_peak)) + "); in use " +
+                      human_bytes(static_cast<double>(now_stats.current)) + ", limit " +
+                      human_bytes(static_cast<double>(now_stats.limit > 0 ? now_stats.limit : budget)) +
+                      (now_stats.limit > 0 ? " (--memory-limit)" : " (free on the device)");
+    if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
+    throw OutOfMemory(msg);
+  }
+  // The host keeps the host-tier matrices (on a CPU device beside the device's own share of the same memory).
+  const std::int64_t host_budget = datasets::default_max_host_bytes();
+  if (plan->host_bytes > host_budget)
+    throw OutOfMemory("out of host memory: streaming the model through host memory needs " +
+                      human_bytes(static_cast<double>(plan->host_bytes)) + " (" + std::to_string(plan->host_bytes) +
+                      " bytes) of host memory for its saved matrices, refused before allocating; the host allows " +
+                      human_bytes(static_cast<double>(host_budget)) +
+                      " (3/4 of the tightest of RAM, ulimit -v and the cgroup's limit)");
+  return plan;
+}
+
+void GcnModel::upload_problem(const AllocationPlan& plan, bool features) {
   const LocalProblem& p = problem_;
   // Dense input features, rows widened to the stored width (zero columns) when the feature count is not a whole
   // number of vectors; bf16 rounded on the host (the float copy never reaches the device). Later pipeline stages
   // never read them.
-  if (sparse_ == nullptr && first_ == 0) {
+  if (features && sparse_ == nullptr && first_ == 0) {
     const std::int64_t f = p.num_features, stored = dims_[0];
     if (config_.bf16()) {
       bf16_.features =
@@ -306,13 +377,33 @@ void GcnModel::receive_stage_input(Activations<kernels::Bf16>&) {
 }
 
 void GcnModel::forward_async(bool training, int epoch) {
+  if (streamed_ != nullptr) return streamed_forward_async(training, epoch);
   if (config_.bf16()) return forward_stored_async<kernels::Bf16>(training, epoch);
   forward_stored_async<float>(training, epoch);
 }
 
 void GcnModel::backward_async() {
+  if (streamed_ != nullptr) return streamed_backward_async();
   if (config_.bf16()) return backward_stored_async<kernels::Bf16>();
   backward_stored_async<float>();
+}
+
+void GcnModel::streamed_forward_async(bool training, int epoch) {
+  last_epoch_ = epoch;
+  streamed_->forward_async(
+      training, [this, epoch](int layer, float p) { return layer_dropout(epoch, layer, p); }, config_.dropout,
+      logits_.data());
+}
+
+void GcnModel::streamed_backward_async() {
+  if (config_.bf16()) {
+    loss_gradient_async<kernels::Bf16>(static_cast<kernels::Bf16*>(streamed_->grad_logits()));
+  } else {
+    loss_gradient_async<float>(static_cast<float*>(streamed_->grad_logits()));
+  }
+  const int epoch = last_epoch_;
+  streamed_->backward_async([this, epoch](int layer, float p) { return layer_dropout(epoch, layer, p); },
+                            config_.dropout);
 }
 
 template <class T>

@@ -17,6 +17,7 @@
 #include "engine/resources.hpp"
 #include "engine/sparse_input.hpp"
 #include "engine/step_execution.hpp"
+#include "engine/streamed_layers.hpp"
 #include "kernels/ops.hpp"
 
 namespace gcnpart::engine {
@@ -59,6 +60,12 @@ struct GcnConfig {
   int pipeline_stages = 1;
   /// Captured training steps (engine/step_graph.hpp).
   CudaGraphMode cuda_graph = CudaGraphMode::kAuto;
+  /// Streaming through host memory (`--offload`, engine/streamed_layers.hpp): kAuto when the resident plan does not
+  /// fit the device's memory (its --memory-limit, or on a GPU its free memory), kHost always, kOff never. One device
+  /// holding every layer only (the single strategy).
+  OffloadMode offload = OffloadMode::kAuto;
+  /// Rows per streamed part (`--offload-part-rows`); 0: chosen by the plan (partition::streamed_plan).
+  std::int64_t offload_part_rows = 0;
 
   /// bf16 storage (Precision::kBf16).
   [[nodiscard]] bool bf16() const noexcept { return traits(precision).bf16_storage; }
@@ -135,6 +142,9 @@ class GcnModel {
   /// Whether train_step replays a CUDA Graph: "on (N nodes, workspace B bytes)", "pending" (before the capture),
   /// "off" (not asked for), "off: CPU device", "off: a multi-device strategy" or "off: <why the capture failed>".
   [[nodiscard]] const std::string& cuda_graph_status() const noexcept { return execution_->status(); }
+  /// The streamed plan this model trains under (null: resident), with the bytes its steps moved.
+  [[nodiscard]] const StreamedLayers* streamed() const noexcept { return streamed_.get(); }
+  [[nodiscard]] StreamedLayers* streamed() noexcept { return streamed_.get(); }
   /// Steps replayed from the captured graph so far.
   [[nodiscard]] std::int64_t cuda_graph_replays() const noexcept { return execution_->replays(); }
 
@@ -190,11 +200,21 @@ class GcnModel {
   [[nodiscard]] kernels::Dropout layer_dropout(int epoch, int layer, float p) const;
   [[nodiscard]] std::uint64_t dropout_key(int epoch, int layer) const;
   void sync();
-  void upload_problem(const AllocationPlan& plan);
+  /// features: also the dense features (not when they stream).
+  void upload_problem(const AllocationPlan& plan, bool features);
   /// Refuses a model whose predicted tracked peak (partition::estimate_device_memory, exact on the CPU) does not fit a
   /// CPU device's cap beside what is in use, before anything is allocated. @throws OutOfMemory with the bytes, the cap
   /// and the hint.
   void refuse_beyond_cap(std::int64_t peak) const;
+  /// Whether this model streams (config offload, the resident peak against the cap) and, if so, its plan.
+  /// @throws OutOfMemory when neither the resident nor the streamed plan fits, with both plans' bytes.
+  [[nodiscard]] std::unique_ptr<partition::StreamedPlan> choose_streamed_plan(const partition::DeviceShape& shape,
+                                                                             const partition::ModelSpec& spec,
+                                                                             Backend backend,
+                                                                             std::int64_t resident_peak);
+  /// The streamed forward and backward (training: the loss in between). No host synchronisation.
+  void streamed_forward_async(bool training, int epoch);
+  void streamed_backward_async();
   /// Adam's settings (learning rate; betas and epsilon at their defaults), shared by the step and its staged corrections.
   [[nodiscard]] kernels::AdamParams adam_params() const {
     kernels::AdamParams ap;
@@ -236,6 +256,8 @@ class GcnModel {
   Buffer<std::uint64_t> step_scalars_;
   std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
   std::unique_ptr<Aggregation> aggregation_;
+  std::unique_ptr<StreamedLayers> streamed_;  ///< set: activations stream through host memory by row parts
+  std::string offload_note_;  ///< why streaming was not chosen either (added to a refusal)
   std::unique_ptr<StepExecution> execution_;  ///< last: destroyed first (it synchronises before buffers go)
 };
 

@@ -117,6 +117,14 @@ std::int64_t Resources::driver_used_bytes() const {
   return static_cast<std::int64_t>(total_b - free_b);
 }
 
+std::int64_t Resources::driver_free_bytes() const {
+  if (!device_.is_cuda()) return 0;
+  std::size_t free_b = 0, total_b = 0;
+  activate();
+  GCNPART_CUDA_TRY(cudaMemGetInfo(&free_b, &total_b));
+  return static_cast<std::int64_t>(free_b);
+}
+
 #else  // a CPU-only build: no CUDA device exists, and Resources refuses to stand for one
 
 int cuda_device_count() noexcept { return 0; }
@@ -133,6 +141,7 @@ const kernels::Context& Resources::context() { return ctx_; }
 void Resources::activate() const {}
 void Resources::synchronize() { kernels::synchronize(context()); }
 std::int64_t Resources::driver_used_bytes() const { return 0; }
+std::int64_t Resources::driver_free_bytes() const { return 0; }
 
 #endif
 

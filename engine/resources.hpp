@@ -63,6 +63,8 @@ class Resources {
   void synchronize();
   /// Device memory in use as the driver reports it (cudaMemGetInfo total - free); 0 for CPU.
   [[nodiscard]] std::int64_t driver_used_bytes() const;
+  /// Device memory free as the driver reports it (cudaMemGetInfo); 0 for CPU.
+  [[nodiscard]] std::int64_t driver_free_bytes() const;
   /// CUDA: driver_used_bytes() when this object was built, its CUDA context created (the context and whatever
   /// else was on the device then); 0 for CPU.
   [[nodiscard]] std::int64_t used_at_construction() const noexcept { return used_at_construction_; }

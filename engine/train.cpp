@@ -175,6 +175,24 @@ nlohmann::json TrainSummary::to_json() const {
   for (const auto& [w, c] : first.spmm_choices) choices[std::to_string(w)] = c;
   j["spmm_choices"] = choices;
   j["cuda_graph"] = first.cuda_graph;  // "on (...)", "off", "off: <why>"; run 1, device 0
+  {
+    const OffloadReport& o = first.offload;
+    j["offload"] = {{"mode", o.mode},
+                    {"streamed", o.streamed},
+                    {"part_rows", o.part_rows},
+                    {"parts", o.parts},
+                    {"host_bytes", o.host_bytes},
+                    {"on_host", o.on_host},
+                    {"on_device", o.on_device},
+                    {"step_h2d_bytes", o.step_h2d_bytes},
+                    {"step_d2h_bytes", o.step_d2h_bytes},
+                    {"plan_step_h2d_bytes", o.plan_h2d_bytes},
+                    {"plan_step_d2h_bytes", o.plan_d2h_bytes},
+                    {"h2d_GBps", o.h2d_GBps},
+                    {"d2h_GBps", o.d2h_GBps},
+                    {"compute_ms", o.compute_ms},
+                    {"lower_bound_ms", o.lower_bound_ms}};
+  }
   // Run 1 at the top level, as one report: losses, epoch times and the per-device figures.
   j["train_loss"] = first.train_loss;
   j["valid_loss"] = first.valid_loss;

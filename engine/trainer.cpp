@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <tuple>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -231,6 +232,36 @@ class DeviceLoop {
     report.parameters = std::move(params);
     report.spmm_choices = model_->spmm_choices();
     report.cuda_graph = model_->cuda_graph_status();
+    report_offload(report.offload);
+  }
+
+  /// The streamed plan and its measured figures (after every other figure: the kernels-only step below leaves the
+  /// saved activations and gradients meaningless, the weights untouched).
+  void report_offload(OffloadReport& o) {
+    o.mode = to_string(config_.model.offload);
+    StreamedLayers* s = model_->streamed();
+    if (s == nullptr) return;
+    const partition::StreamedPlan& plan = s->plan();
+    o.streamed = true;
+    o.part_rows = plan.part_rows;
+    o.parts = plan.parts;
+    o.host_bytes = plan.host_bytes;
+    for (const auto& m : plan.matrices) (m.tier == partition::Tier::kHost ? o.on_host : o.on_device).push_back(m.name);
+    o.plan_h2d_bytes = plan.step_h2d_bytes;
+    o.plan_d2h_bytes = plan.step_d2h_bytes;
+    o.step_h2d_bytes = s->stats().step_h2d_bytes;
+    o.step_d2h_bytes = s->stats().step_d2h_bytes;
+    if (!device_.is_cuda()) return;
+    std::tie(o.h2d_GBps, o.d2h_GBps) = s->measure_copy_bandwidth();
+    s->skip_copies(true);
+    const int epoch = std::max(0, config_.epochs - 1);
+    (void)model_->forward_backward(epoch);  // warm-up
+    const auto t0 = std::chrono::steady_clock::now();
+    (void)model_->forward_backward(epoch);
+    o.compute_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    s->skip_copies(false);
+    auto copy_ms = [](std::int64_t bytes, double gbps) { return gbps > 0 ? static_cast<double>(bytes) / gbps * 1e-6 : 0.0; };
+    o.lower_bound_ms = std::max({o.compute_ms, copy_ms(o.step_h2d_bytes, o.h2d_GBps), copy_ms(o.step_d2h_bytes, o.d2h_GBps)});
   }
 
   /// The link: after everything above is measured, so that its buffers and calls change none of it.

@@ -85,6 +85,22 @@ struct LinkReport {
   [[nodiscard]] double same_ratio() const noexcept;
 };
 
+/// How a single device streamed its layers through host memory (`--offload`; engine/streamed_layers.hpp).
+struct OffloadReport {
+  bool streamed = false;            ///< false: the model was resident
+  std::string mode;                 ///< --offload as given: auto, host (off never streams)
+  std::int64_t part_rows = 0, parts = 0;
+  std::int64_t host_bytes = 0;      ///< host memory of the saved matrices (page-locked on a GPU)
+  std::vector<std::string> on_host, on_device;  ///< the saved matrices by tier
+  std::int64_t step_h2d_bytes = 0, step_d2h_bytes = 0;  ///< per training step, as measured (issued copies)
+  std::int64_t plan_h2d_bytes = 0, plan_d2h_bytes = 0;  ///< per training step, as the plan predicts
+  double h2d_GBps = 0, d2h_GBps = 0;  ///< page-locked copy bandwidth measured after training (GPU; 0: not measured)
+  double compute_ms = 0;  ///< a training step's forward and backward with the host copies left out (GPU; 0: not measured)
+  /// max(compute, step_h2d / h2d bandwidth, step_d2h / d2h bandwidth): no schedule of this plan's copies and kernels
+  /// is faster (the two directions use separate copy engines). 0: not measured.
+  double lower_bound_ms = 0;
+};
+
 /// One training run on K >= 1 devices (single is K = 1 without communication). The one report type of every
 /// strategy and launch mode; per-device vectors have K entries.
 struct TrainReport {
@@ -101,6 +117,7 @@ struct TrainReport {
   std::vector<std::vector<float>> parameters;    ///< final weights (W0, b0, W1, b1, ...; all layers)
   std::map<std::int64_t, std::string> spmm_choices;  ///< autotuned SpMM per width (GPU; device 0)
   std::string cuda_graph;  ///< GcnModel::cuda_graph_status of device 0 after training
+  OffloadReport offload;   ///< device 0 (the single strategy)
   // Per device:
   std::vector<MemoryStats> memory;                 ///< tracked memory over the run
   std::vector<std::int64_t> bytes_sent;            ///< whole run

@@ -47,9 +47,13 @@ std::vector<SpmmCall> spmm_calls_per_epoch(const ModelSpec& m) {
 }
 
 MemoryEstimate estimate_device_memory(const DeviceShape& s, const ModelSpec& m, Backend backend) {
-  const std::vector<Allocation> plan = allocation_plan(s, m, backend);
-  MemoryEstimate e;
+  MemoryEstimate e = estimate_plan_memory(allocation_plan(s, m, backend), backend);
   e.sparse_input = uses_sparse_input(s, m);
+  return e;
+}
+
+MemoryEstimate estimate_plan_memory(const std::vector<Allocation>& plan, Backend backend) {
+  MemoryEstimate e;
   std::set<std::int64_t> distinct_sizes;
   for (const Allocation& a : plan) {
     const std::int64_t bytes = a.bytes();

@@ -49,6 +49,8 @@ struct MemoryEstimate {
 /// persistent entries plus the largest transient one). Exact for the CPU backend when the shape's counts are exact; on CUDA the CUB temporary sizes and the cuSPARSE buffer are estimates (a few KiB).
 /// @throws InvalidInput for negative counts or a bad model.
 MemoryEstimate estimate_device_memory(const DeviceShape& shape, const ModelSpec& model, Backend backend);
+/// The same sum over any list of allocations (allocation_plan's, or a streamed plan's device list).
+MemoryEstimate estimate_plan_memory(const std::vector<Allocation>& plan, Backend backend);
 
 /// Bytes one device sends in one training epoch (forward, backward, gradient all-reduce), counted as the engine's
 /// communicators count them: a ring all-reduce of B bytes sends 2 B (k-1)/k, an all-gather or reduce-scatter of a

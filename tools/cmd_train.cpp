@@ -74,6 +74,25 @@ void print_single(const engine::TrainSummary& s, const engine::Device& device) {
     std::printf("spmm         %s (autotuned)\n", c.c_str());
   }
   if (device.is_cuda()) std::printf("cuda graph   %s\n", first.cuda_graph.c_str());
+  if (const engine::OffloadReport& o = first.offload; o.streamed) {
+    std::string host, dev;
+    for (const auto& n : o.on_host) host += (host.empty() ? "" : ", ") + n;
+    for (const auto& n : o.on_device) dev += (dev.empty() ? "" : ", ") + n;
+    std::printf("offload      streamed through host memory (--offload %s): %lld parts of %lld rows; %s on the host "
+                "(%s), on the device: %s\n",
+                o.mode.c_str(), static_cast<long long>(o.parts), static_cast<long long>(o.part_rows),
+                human_bytes(static_cast<double>(o.host_bytes)).c_str(), host.empty() ? "none" : host.c_str(),
+                dev.empty() ? "none" : dev.c_str());
+    std::printf("             per step %s host->device, %s device->host",
+                human_bytes(static_cast<double>(o.step_h2d_bytes)).c_str(),
+                human_bytes(static_cast<double>(o.step_d2h_bytes)).c_str());
+    if (o.lower_bound_ms > 0)
+      std::printf("; copies at %.1f / %.1f GB/s, kernels alone %.1f ms: lower bound %.1f ms per step (the epoch "
+                  "takes %.2f x)",
+                  o.h2d_GBps, o.d2h_GBps, o.compute_ms, o.lower_bound_ms,
+                  s.epoch_median_seconds * 1e3 / o.lower_bound_ms);
+    std::printf("\n");
+  }
   if (device.is_cuda()) {
     std::printf("driver view  %s in use on the device at most (cudaMemGetInfo, includes CUDA context and "
                 "libraries)\n",

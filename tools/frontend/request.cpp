@@ -97,6 +97,20 @@ std::vector<TrainOption> make_train_options() {
       "Refuse device allocations past this many bytes (e.g. 24GB) to emulate a smaller card",
       [](S& s) -> Target { return &s.memory_limit; });
   t.back().py = PyValue::kIntOrText, t.back().py_expected = "an int or a str such as '24GB'";
+  {
+    auto& r = row("--offload", "offload",
+                  "Stream the layers through host memory by row parts when the model does not fit the device "
+                  "(exact: the same losses): auto = only when the resident model does not fit (--memory-limit, or "
+                  "the GPU's free memory); host = always, every saved activation in host memory; off = never "
+                  "(refuse a model that does not fit). The single strategy only",
+                  [](S& s) -> Target { return &s.offload; });
+    r.show_default = true, r.check = CliCheck::kNames, r.names = names_of<OffloadMode>;
+    r.py_expected = "'auto', 'off' or 'host'";
+  }
+  row("--offload-part-rows", "offload_part_rows",
+      "Rows per streamed part with --offload (0: chosen from the device's memory)",
+      [](S& s) -> Target { return &s.config.model.offload_part_rows; })
+      .show_default = true;
   row("--save", nullptr, "Save the trained weights (run 1) to this file", [](S& s) -> Target { return &s.save; });
   row("--checkpoint", "checkpoint_dir",
       "Folder for training checkpoints (model, Adam state, losses), written atomically; needs --checkpoint-every (or "
@@ -237,6 +251,14 @@ engine::TrainRequest make_train_request(TrainSettings& o, std::int64_t num_edges
   if (o.tf32) o.precision = "tf32";
   config.model.precision = from_string<Precision>(o.precision, name("--precision"));
   config.model.cuda_graph = from_string<CudaGraphMode>(o.cuda_graph, name("--cuda-graph"));
+  config.model.offload = from_string<OffloadMode>(o.offload, name("--offload"));
+  if (config.model.offload_part_rows < 0)
+    throw InvalidInput::parameter(name("--offload-part-rows"), std::to_string(config.model.offload_part_rows),
+                                  ">= 0 (0: chosen from the device's memory)");
+  if (config.model.offload == OffloadMode::kHost && o.strategy != "single")
+    throw InvalidInput::parameter(name("--offload"), "host",
+                                  "--strategy single (one device streams its rows through host memory; the "
+                                  "multi-device strategies keep theirs resident), not --strategy " + o.strategy);
   // The CLI says early why "on" cannot be; Python leaves it to the model, which refuses it naming --cuda-graph.
   if (spelling == Spelling::kCli && config.model.cuda_graph == CudaGraphMode::kOn &&
       (!engine::Device::parse(o.device).is_cuda() || o.strategy != "single"))

@@ -29,7 +29,7 @@ struct TrainSettings {
   engine::TrainConfig config;  ///< the typed knobs (model, epochs, checkpoints, ...), filled in place
   int runs = 1;
   std::string device = "cpu";
-  std::string spmm = "auto", precision = "fp32", cuda_graph = "auto";
+  std::string spmm = "auto", precision = "fp32", cuda_graph = "auto", offload = "auto";
   bool tf32 = false;  ///< CLI --tf32, the same as --precision tf32
   bool no_normalize = false;  ///< CLI --no-normalize (Python: config.normalize_features)
   std::string memory_limit;   ///< empty: none; else parse_bytes' forms ("24GB", "1e9")

@@ -1,0 +1,72 @@
+// The streamed (offloaded) plan of one device: what engine::StreamedLayers keeps on the device, what it keeps in
+// page-locked host memory and streams through the device by row parts, and the bytes that cross the host link per
+// epoch. A model whose resident plan (allocation_plan) does not fit the device trains under this plan, exactly: the
+// rows are cut into contiguous parts of `part_rows`; per layer one matrix (the SpMM operand: X W, the layer's input,
+// the backward's G or G W^T) is held whole on the device and every other row-wise product runs part by part, with
+// the parts' inputs uploaded and outputs downloaded on copy streams while the previous part computes. The matrices
+// saved for backward (layer inputs, aggregated inputs, positive masks, activation gradients) each live on the device
+// or on the host, whichever the device budget allows, most-used first. Like allocation_plan, the engine allocates by
+// this list and the memory model sums it, so `fit` prices exactly what `train --offload` allocates.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "partition/allocation_plan.hpp"
+
+namespace gcnpart::partition {
+
+/// Where a saved matrix of the streamed plan lives.
+enum class Tier { kDevice, kHost };
+
+/// One matrix of rows x row_bytes that the streamed plan saves between phases of a step.
+struct StreamedMatrix {
+  std::string name;  ///< "features", "inputs[1]", "positive[2]", "aggregated[0]", "grad[0]" (the device buffer's name)
+  std::string what;
+  MemoryCategory category = MemoryCategory::kActivations;
+  std::int64_t rows = 0;
+  std::int64_t width = 0;  ///< elements per row (positive masks: bytes)
+  int element_bytes = 4;
+  /// Whole-matrix passes of one training step (forward + backward) and of one evaluation: reads and writes.
+  int step_passes = 0;
+  int eval_passes = 0;
+  Tier tier = Tier::kHost;
+
+  [[nodiscard]] std::int64_t bytes() const noexcept { return rows * width * element_bytes; }
+};
+
+/// The streamed plan of one device.
+struct StreamedPlan {
+  std::int64_t part_rows = 0;  ///< rows per part (the last part may be shorter)
+  std::int64_t parts = 0;
+  std::int64_t operand_width = 0;  ///< the resident SpMM operand's width (the widest aggregation)
+  std::vector<StreamedMatrix> matrices;
+  /// Every device allocation (the same entry type as allocation_plan: persistent first, then transients), the
+  /// device-tier matrices among them by their names.
+  std::vector<Allocation> device;
+  std::int64_t host_bytes = 0;       ///< page-locked host memory: the host-tier matrices
+  std::int64_t step_h2d_bytes = 0;   ///< host -> device bytes of one training step
+  std::int64_t step_d2h_bytes = 0;   ///< device -> host bytes of one training step
+  std::int64_t eval_h2d_bytes = 0;   ///< of one evaluation (forward without dropout)
+  std::int64_t eval_d2h_bytes = 0;
+
+  [[nodiscard]] const StreamedMatrix* find(const std::string& name) const;
+  [[nodiscard]] bool on_device(const std::string& name) const;
+};
+
+/// Whether a model can train under a streamed plan: one device holding every layer (no pipeline stage, no
+/// gather table or boundary exchange), dense input features (the plan keeps them dense).
+[[nodiscard]] bool streams(const DeviceShape& shape, const ModelSpec& model);
+
+/// The streamed plan of a device of `shape` training `model` (dense features: model.sparse_features_below is
+/// ignored) whose tracked memory may reach `device_budget` bytes. part_rows > 0: that many rows per part; 0: chosen
+/// (about 1/16 of the budget for the parts' buffers, at least 1,024 rows, at most all). Saved matrices go to the
+/// device by passes per byte while the plan's peak stays within the budget; the rest live on the host.
+/// The returned plan may exceed the budget (the resident minimum alone may): check with estimate_plan_memory.
+/// @throws InvalidInput for a bad model or shape, a negative part_rows, or a model that cannot stream (streams()).
+/// all_host: every saved matrix on the host whatever the budget (`--offload host`).
+StreamedPlan streamed_plan(const DeviceShape& shape, const ModelSpec& model, Backend backend,
+                           std::int64_t device_budget, std::int64_t part_rows = 0, bool all_host = false);
+
+}  // namespace gcnpart::partition
