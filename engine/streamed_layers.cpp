@@ -89,7 +89,8 @@ StreamedLayers::StreamedLayers(Resources& res, const LocalProblem& problem, cons
     s->data = s->device.data();
     saved_.push_back(std::move(s));
   }
-  operand_ = take_bytes(res_, plan_.device, "stream_operand");
+  for (int k = 0; k < 2; ++k)
+    if (plan_.operand_widths[k] > 0) operand_[k] = take_bytes(res_, plan_.device, indexed("stream_operand", k));
   part_float_ = take_bytes(res_, plan_.device, "part_float");
   for (int i = 0; i < 2; ++i) part_scratch_[i] = take_bytes(res_, plan_.device, indexed("part_scratch", i));
   for (int slot = 0; slot < 3; ++slot)
@@ -237,9 +238,10 @@ void StreamedLayers::for_each_part(const std::vector<Source>& in, const std::vec
   }
 }
 
-const std::uint8_t* StreamedLayers::whole_on_device(const Saved& s, std::int64_t row_bytes) {
+const std::uint8_t* StreamedLayers::whole_on_device(const Saved& s, std::int64_t row_bytes, int layer) {
   if (!s.on_host()) return s.data;
-  if (skip_copies_) return operand_.data();
+  std::uint8_t* target = operand(layer);
+  if (skip_copies_) return target;
   const kernels::Context& ctx = res_.context();
   const bool cuda = ctx.is_cuda();
   if (cuda) {  // the operand's last readers are done before it is overwritten
@@ -247,13 +249,13 @@ const std::uint8_t* StreamedLayers::whole_on_device(const Saved& s, std::int64_t
     operand_free_->make_wait(up_ctx_.stream);
   }
   const auto bytes = static_cast<std::size_t>(rows_ * row_bytes);
-  kernels::copy_async(up_ctx_, operand_.data(), s.data, bytes);
+  kernels::copy_async(up_ctx_, target, s.data, bytes);
   stats_.h2d_bytes += static_cast<std::int64_t>(bytes);
   if (cuda) {
     operand_free_->record(up_ctx_.stream);
     operand_free_->make_wait(ctx.stream);
   }
-  return operand_.data();
+  return target;
 }
 
 template <class T>
@@ -330,23 +332,26 @@ std::pair<double, double> StreamedLayers::measure_copy_bandwidth() {
 template <class T>
 void StreamedLayers::forward_stored_async(bool training, const DropoutOf& dropout, float p, float* logits) {
   const kernels::Context& ctx = res_.context();
+  const partition::StreamedFlow& flow = plan_.flow;
   const int L = static_cast<int>(dims_.size()) - 1;
-  T* operand = as<T>(operand_.data());
   for (int l = 0; l < L; ++l) {
     const LayerShape& ly = params_.layer(l);
     const std::int64_t in = dims_[l], out = dims_[l + 1];
     const bool last = l == L - 1;
     const T* w = params_.weights<T>(l);
     const float* bias = params_.bias(l);
-    Saved& src = l == 0 ? saved("features") : saved(indexed("inputs", l));
+    T* own = as<T>(operand(l));
     const auto in_bytes = static_cast<std::int64_t>(in * sizeof(T));
-    // Sinks of the epilogue: the next layer's input and (training) its positive mask; agg-first training layers
-    // also save their aggregated input (first).
+    // Sinks of the epilogue: the aggregated input (training, layers that aggregate first), the next layer's input
+    // (unless it goes straight into the next layer's operand) and, in training, its positive mask.
     std::vector<Sink> sinks;
     const bool save_aggregated = training && ly.aggregate_first;
     if (save_aggregated) sinks.push_back({&saved(indexed("aggregated", l)), in_bytes});
+    const bool direct_next = !last && flow.direct_input[l + 1];
     const std::size_t next_at = sinks.size();
-    if (!last) sinks.push_back({&saved(indexed("inputs", l + 1)), static_cast<std::int64_t>(out * sizeof(T))});
+    if (!last && !direct_next)
+      sinks.push_back({&saved(indexed("inputs", l + 1)), static_cast<std::int64_t>(out * sizeof(T))});
+    const std::size_t positive_at = sinks.size();
     if (!last && training) sinks.push_back({&saved(indexed("positive", l + 1)), mask_width(out)});
     auto epilogue = [&](std::int64_t begin, std::int64_t end, float* z, std::uint8_t* const* out_rows) {
       const std::int64_t rows = end - begin;
@@ -356,13 +361,14 @@ void StreamedLayers::forward_stored_async(bool training, const DropoutOf& dropou
                                           kernels::make_view(z, rows, out));
         return;
       }
+      T* next = direct_next ? as<T>(operand(l + 1)) + begin * out : as<T>(out_rows[next_at]);
       kernels::bias_act_dropout_async(ctx, kernels::make_view(z, rows, out), bias, true,
-                                      part_dropout(dropout, l + 1, p, begin),
-                                      kernels::make_view(as<T>(out_rows[next_at]), rows, out),
-                                      training ? out_rows[next_at + 1] : nullptr);
+                                      part_dropout(dropout, l + 1, p, begin), kernels::make_view(next, rows, out),
+                                      training ? out_rows[positive_at] : nullptr);
     };
     if (!ly.aggregate_first) {
       // X W by parts into the operand, then Â (X W) by parts.
+      Saved& src = l == 0 ? saved("features") : saved(indexed("inputs", l));
       for_each_part({Source{&src, in_bytes}}, {}, [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows,
                                                       std::uint8_t* const*) {
         const std::int64_t rows = end - begin;
@@ -374,29 +380,28 @@ void StreamedLayers::forward_stored_async(bool training, const DropoutOf& dropou
           h = dropped;
         }
         kernels::gemm_async(ctx, false, false, 1.0f, kernels::make_view(h, rows, in), kernels::make_view(w, in, out),
-                            0.0f, kernels::make_view(operand + begin * out, rows, out));
+                            0.0f, kernels::make_view(own + begin * out, rows, out));
       });
       for_each_part({}, sinks, [&](std::int64_t begin, std::int64_t end, std::uint8_t* const*,
                                    std::uint8_t* const* out_rows) {
         float* z = last ? logits + begin * out : as<float>(part_float_.data());
-        aggregation_.apply_rows_async(Pass::kForward, StoredRows{static_cast<const T*>(operand)}, z, out, begin, end);
+        aggregation_.apply_rows_async(Pass::kForward, StoredRows{static_cast<const T*>(own)}, z, out, begin, end);
         epilogue(begin, end, z, out_rows);
       });
       continue;
     }
-    // Â H whole on the device (dropped-out features, or the layer's input), then by parts Â H, (Â H) W, epilogue.
-    const T* aggregated_from = nullptr;
+    // Â H whole on the device (the dropped-out features, the layer's input as the previous epilogue wrote it, or
+    // uploaded), then by parts Â H, (Â H) W and the epilogue.
+    const T* aggregated_from = own;
     if (l == 0 && p > 0) {
-      for_each_part({Source{&src, in_bytes}}, {}, [&](std::int64_t begin, std::int64_t end,
-                                                      std::uint8_t* const* in_rows, std::uint8_t* const*) {
+      for_each_part({Source{&saved("features"), in_bytes}}, {}, [&](std::int64_t begin, std::int64_t end,
+                                                                    std::uint8_t* const* in_rows, std::uint8_t* const*) {
         const std::int64_t rows = end - begin;
         kernels::dropout_async(ctx, kernels::make_view(as<T>(static_cast<const std::uint8_t*>(in_rows[0])), rows, in),
-                               part_dropout(dropout, 0, p, begin),
-                               kernels::make_view(operand + begin * in, rows, in));
+                               part_dropout(dropout, 0, p, begin), kernels::make_view(own + begin * in, rows, in));
       });
-      aggregated_from = operand;
-    } else {
-      aggregated_from = as<T>(whole_on_device(src, in_bytes));
+    } else if (l == 0 || !flow.direct_input[l]) {
+      aggregated_from = as<T>(whole_on_device(l == 0 ? saved("features") : saved(indexed("inputs", l)), in_bytes, l));
     }
     for_each_part({}, sinks, [&](std::int64_t begin, std::int64_t end, std::uint8_t* const*,
                                  std::uint8_t* const* out_rows) {
@@ -414,18 +419,33 @@ void StreamedLayers::forward_stored_async(bool training, const DropoutOf& dropou
 template <class T>
 void StreamedLayers::backward_stored_async(const DropoutOf& dropout, float p) {
   const kernels::Context& ctx = res_.context();
+  const partition::StreamedFlow& flow = plan_.flow;
   const int L = static_cast<int>(dims_.size()) - 1;
-  T* operand = as<T>(operand_.data());
+  // Layer j's first backward pass on a part: dW_j (+)= (Â X)^T G; for j > 0, G W_j^T into its operand's rows.
+  auto first_pass = [&](int j, std::int64_t begin, std::int64_t end, const T* g, const T* a) {
+    const std::int64_t rows = end - begin, in = dims_[j], out = dims_[j + 1];
+    kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(a, rows, in), kernels::make_view(g, rows, out),
+                        begin == 0 ? 0.0f : 1.0f, kernels::make_view(params_.weight_gradient(j), in, out));
+    if (j > 0)
+      kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(g, rows, out),
+                          kernels::make_view(params_.weights<T>(j), in, out), 0.0f,
+                          kernels::make_view(as<T>(operand(j)) + begin * in, rows, in));
+  };
+  bool first_pass_done = false;  // layer l's first pass ran in layer l + 1's loop (a fused gradient)
   for (int l = L - 1; l >= 0; --l) {
     const LayerShape& ly = params_.layer(l);
     const std::int64_t in = dims_[l], out = dims_[l + 1];
     const T* w = params_.weights<T>(l);
     float* dw = params_.weight_gradient(l);
-    Saved& g_saved = l == L - 1 ? saved("grad_logits") : saved(indexed("grad", (L - 2 - l) % 2));
     const auto in_bytes = static_cast<std::int64_t>(in * sizeof(T));
     const auto out_bytes = static_cast<std::int64_t>(out * sizeof(T));
+    // The gradient of layer l's input: stored for layer l - 1, or handed to its first pass on the same part.
+    const bool fuse = l > 0 && flow.fused_gradient[l];
     std::vector<Sink> sinks;
-    if (l > 0) sinks.push_back({&saved(indexed("grad", (L - 1 - l) % 2)), in_bytes});
+    if (l > 0 && !fuse) sinks.push_back({&saved(indexed("grad", (L - 1 - l) % 2)), in_bytes});
+    auto gradient_rows = [&](std::uint8_t* const* out_rows) {
+      return fuse ? as<T>(part_scratch_[0].data()) : as<T>(out_rows[0]);
+    };
     // dZ of layer l - 1 from d(its output): ReLU and dropout backward from the positive mask, in place, with the
     // part's column sums added to layer l - 1's bias gradient.
     auto relu_backward = [&](std::int64_t begin, std::int64_t end, T* g_next, const std::uint8_t* positive) {
@@ -436,11 +456,17 @@ void StreamedLayers::backward_stored_async(const DropoutOf& dropout, float p) {
                                                view, as<float>(bias_partial_.data()), positive);
       add_bias_partial(params_.bias_gradient(l - 1), in, begin == 0);
     };
+    Saved* aggregated_below = fuse ? &saved(indexed("aggregated", l - 1)) : nullptr;
     if (!ly.aggregate_first) {
       // Z = Â (X W): dP = Â G (G whole on the device); dW = X^T dP; dX = dP W^T.
-      const T* g = as<T>(whole_on_device(g_saved, out_bytes));
+      const T* g = l == L - 1 ? as<T>(static_cast<const std::uint8_t*>(saved("grad_logits").data))
+                              : as<T>(whole_on_device(saved(indexed("grad", (L - 2 - l) % 2)), out_bytes, l));
       Saved& h_saved = l == 0 ? saved("features") : saved(indexed("inputs", l));
+      // Sources: the layer's input, the aggregated input of layer l - 1 (fused), its positive mask (the mask-sized
+      // slot last).
       std::vector<Source> sources{{&h_saved, in_bytes}};
+      if (fuse) sources.push_back({aggregated_below, static_cast<std::int64_t>(dims_[l - 1] * sizeof(T))});
+      const std::size_t positive_at = sources.size();
       if (l > 0) sources.push_back({&saved(indexed("positive", l)), mask_width(in)});
       for_each_part(sources, sinks, [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows,
                                         std::uint8_t* const* out_rows) {
@@ -458,35 +484,37 @@ void StreamedLayers::backward_stored_async(const DropoutOf& dropout, float p) {
                             kernels::make_view(static_cast<const T*>(dp), rows, out), begin == 0 ? 0.0f : 1.0f,
                             kernels::make_view(dw, in, out));
         if (l == 0) return;
-        T* g_next = as<T>(out_rows[0]);
+        T* g_next = gradient_rows(out_rows);
         kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(static_cast<const T*>(dp), rows, out),
                             kernels::make_view(w, in, out), 0.0f, kernels::make_view(g_next, rows, in));
-        relu_backward(begin, end, g_next, in_rows[1]);
+        relu_backward(begin, end, g_next, in_rows[positive_at]);
+        if (fuse) first_pass(l - 1, begin, end, g_next, as<T>(static_cast<const std::uint8_t*>(in_rows[1])));
       });
+      first_pass_done = fuse;
       continue;
     }
     // Z = (Â X) W: dW = (Â X)^T G by parts; dX = Â (G W^T), G W^T whole in the operand.
-    for_each_part({Source{&g_saved, out_bytes}, Source{&saved(indexed("aggregated", l)), in_bytes}}, {},
-                  [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows, std::uint8_t* const*) {
-                    const std::int64_t rows = end - begin;
-                    const T* g = as<T>(static_cast<const std::uint8_t*>(in_rows[0]));
-                    const T* a = as<T>(static_cast<const std::uint8_t*>(in_rows[1]));
-                    kernels::gemm_async(ctx, true, false, 1.0f, kernels::make_view(a, rows, in),
-                                        kernels::make_view(g, rows, out), begin == 0 ? 0.0f : 1.0f,
-                                        kernels::make_view(dw, in, out));
-                    if (l > 0)
-                      kernels::gemm_async(ctx, false, true, 1.0f, kernels::make_view(g, rows, out),
-                                          kernels::make_view(w, in, out), 0.0f,
-                                          kernels::make_view(operand + begin * in, rows, in));
-                  });
+    if (!first_pass_done) {
+      Saved& g_saved = l == L - 1 ? saved("grad_logits") : saved(indexed("grad", (L - 2 - l) % 2));
+      for_each_part({Source{&g_saved, out_bytes}, Source{&saved(indexed("aggregated", l)), in_bytes}}, {},
+                    [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows, std::uint8_t* const*) {
+                      first_pass(l, begin, end, as<T>(static_cast<const std::uint8_t*>(in_rows[0])),
+                                 as<T>(static_cast<const std::uint8_t*>(in_rows[1])));
+                    });
+    }
+    first_pass_done = false;
     if (l == 0) continue;
-    for_each_part({Source{&saved(indexed("positive", l)), mask_width(in)}}, sinks,
-                  [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows,
-                      std::uint8_t* const* out_rows) {
-                    T* g_next = as<T>(out_rows[0]);
-                    aggregate_part<T>(Pass::kBackward, static_cast<const T*>(operand), g_next, in, begin, end);
-                    relu_backward(begin, end, g_next, in_rows[0]);
-                  });
+    std::vector<Source> sources{{&saved(indexed("positive", l)), mask_width(in)}};
+    if (fuse) sources.push_back({aggregated_below, static_cast<std::int64_t>(dims_[l - 1] * sizeof(T))});
+    const T* u = as<T>(operand(l));
+    for_each_part(sources, sinks, [&](std::int64_t begin, std::int64_t end, std::uint8_t* const* in_rows,
+                                      std::uint8_t* const* out_rows) {
+      T* g_next = gradient_rows(out_rows);
+      aggregate_part<T>(Pass::kBackward, u, g_next, in, begin, end);
+      relu_backward(begin, end, g_next, in_rows[0]);
+      if (fuse) first_pass(l - 1, begin, end, g_next, as<T>(static_cast<const std::uint8_t*>(in_rows[1])));
+    });
+    first_pass_done = fuse;
   }
 }
 

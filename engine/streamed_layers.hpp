@@ -86,8 +86,11 @@ class StreamedLayers {
   void backward_stored_async(const DropoutOf& dropout, float p);
   /// Runs body over every part, its sources' rows on the device and its sinks' rows writable (up to 3 each).
   void for_each_part(const std::vector<Source>& in, const std::vector<Sink>& out, const PartBody& body);
-  /// The whole of a host-tier matrix (row_bytes per row) uploaded into the operand; a device-tier one as it is.
-  const std::uint8_t* whole_on_device(const Saved& s, std::int64_t row_bytes);
+  /// The whole of a host-tier matrix (row_bytes per row) uploaded into layer `layer`'s operand; a device-tier one as
+  /// it is.
+  const std::uint8_t* whole_on_device(const Saved& s, std::int64_t row_bytes, int layer);
+  /// Layer `layer`'s SpMM operand (partition::StreamedFlow::operand_of).
+  [[nodiscard]] std::uint8_t* operand(int layer) noexcept { return operand_[plan_.flow.operand_of(layer)].data(); }
   /// Â (or Â^T) of T rows x for rows [begin, end) into T rows y (bf16: rounded by the SpMM, part_float the scratch).
   template <class T>
   void aggregate_part(Pass pass, const T* x, T* y, std::int64_t width, std::int64_t begin, std::int64_t end);
@@ -105,7 +108,7 @@ class StreamedLayers {
   ModelParameters& params_;
   std::int64_t rows_;
   std::vector<std::unique_ptr<Saved>> saved_;
-  Buffer<std::uint8_t> operand_, part_float_, part_scratch_[2], bias_partial_;
+  Buffer<std::uint8_t> operand_[2], part_float_, part_scratch_[2], bias_partial_;
   Buffer<std::uint8_t> stage_in_[3][2], stage_out_[3][2];
   // CUDA: the copy streams and the events that order them with the compute stream.
   OwnedStream up_stream_, down_stream_;

@@ -181,6 +181,7 @@ nlohmann::json TrainSummary::to_json() const {
                     {"streamed", o.streamed},
                     {"part_rows", o.part_rows},
                     {"parts", o.parts},
+                    {"operands", o.operands},
                     {"host_bytes", o.host_bytes},
                     {"on_host", o.on_host},
                     {"on_device", o.on_device},

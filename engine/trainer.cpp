@@ -245,6 +245,7 @@ class DeviceLoop {
     o.streamed = true;
     o.part_rows = plan.part_rows;
     o.parts = plan.parts;
+    o.operands = plan.flow.two_operands ? 2 : 1;
     o.host_bytes = plan.host_bytes;
     for (const auto& m : plan.matrices) (m.tier == partition::Tier::kHost ? o.on_host : o.on_device).push_back(m.name);
     o.plan_h2d_bytes = plan.step_h2d_bytes;

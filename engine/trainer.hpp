@@ -90,6 +90,7 @@ struct OffloadReport {
   bool streamed = false;            ///< false: the model was resident
   std::string mode;                 ///< --offload as given: auto, host (off never streams)
   std::int64_t part_rows = 0, parts = 0;
+  int operands = 0;                 ///< whole SpMM operands on the device (2: each layer's input written straight in)
   std::int64_t host_bytes = 0;      ///< host memory of the saved matrices (page-locked on a GPU)
   std::vector<std::string> on_host, on_device;  ///< the saved matrices by tier
   std::int64_t step_h2d_bytes = 0, step_d2h_bytes = 0;  ///< per training step, as measured (issued copies)

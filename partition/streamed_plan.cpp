@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <optional>
 
 #include "base/error.hpp"
 #include "partition/memory_model.hpp"
@@ -12,8 +13,6 @@ namespace {
 
 constexpr int kFloatBytes = 4;
 constexpr std::int64_t kMinPartRows = 1024;
-/// The parts' buffers take about this share of the device budget when the part size is chosen.
-constexpr std::int64_t kPartShare = 16;
 
 std::string indexed(const char* name, std::int64_t i) { return std::string(name) + "[" + std::to_string(i) + "]"; }
 std::int64_t mask_width(std::int64_t w) { return (w + 3) / 4; }
@@ -35,34 +34,56 @@ bool streams(const DeviceShape& s, const ModelSpec& m) {
   return !s.gather && !s.boundary && s.parts <= 1 && m.stages == 1;
 }
 
-StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend backend, std::int64_t budget,
-                           std::int64_t part_rows, bool all_host) {
-  model.validate();
-  if (part_rows < 0) throw InvalidInput::parameter("--offload-part-rows", std::to_string(part_rows), ">= 0");
-  if (!streams(s, model))
-    throw InvalidInput::parameter("--offload", "host",
-                                  "a single-device run (offload streams one device's rows; pipeline, gather and "
-                                  "boundary devices do not stream)");
-  ModelSpec m = model;
-  m.sparse_features_below = 0;  // dense features: they stream by rows like every other matrix
-  m.spmm = SpmmAlgo::kOwn;      // the own kernel runs on row ranges (no whole-matrix cuSPARSE plan)
-  m.cuda_graph = CudaGraphMode::kOff;
+StreamedFlow streamed_flow(const std::vector<std::int64_t>& d, bool two_operands) {
+  const int L = static_cast<int>(d.size()) - 1;
+  StreamedFlow f;
+  f.two_operands = two_operands;
+  f.direct_input.assign(static_cast<std::size_t>(L), false);
+  f.fused_gradient.assign(static_cast<std::size_t>(L), false);
+  f.stored_input.assign(static_cast<std::size_t>(L), true);
+  for (int l = 1; l < L; ++l) {
+    f.direct_input[l] = two_operands && aggregates_first(d, l);
+    f.stored_input[l] = !f.direct_input[l];
+    f.fused_gradient[l] = aggregates_first(d, l - 1) &&
+                          (l - 1 == 0 || two_operands || (l == L - 1 && !aggregates_first(d, l)));
+  }
+  return f;
+}
+
+namespace {
+
+/// The plan with every saved matrix on the host, for one or two operands.
+struct Draft {
+  StreamedPlan plan;
+  std::vector<std::int64_t> moved;  ///< per matrix: bytes of one training step when on the host
+  std::vector<std::int64_t> eval_h2d, eval_d2h, step_h2d, step_d2h;
+  std::vector<Allocation> base, transients;
+};
+
+Draft draft_plan(const DeviceShape& s, const ModelSpec& m, Backend backend, std::int64_t budget, std::int64_t part_rows,
+                 bool two_operands, std::int64_t part_share) {
   const auto d = m.stored_dims();
   const int L = m.layers;
   const std::int64_t n = s.rows;
   const int act = traits(m.precision).storage_bytes;
   const std::int64_t widest = *std::max_element(d.begin(), d.end());
+  Draft dr;
+  StreamedPlan& plan = dr.plan;
+  plan.flow = streamed_flow(d, two_operands);
+  const StreamedFlow& flow = plan.flow;
+  for (int l = 0; l < L; ++l) {
+    std::int64_t& w = plan.operand_widths[flow.operand_of(l)];
+    w = std::max(w, aggregates_first(d, l) ? d[l] : d[l + 1]);
+  }
+  plan.operand_width = std::max(plan.operand_widths[0], plan.operand_widths[1]);
 
-  StreamedPlan plan;
-  for (int l = 0; l < L; ++l)
-    plan.operand_width = std::max(plan.operand_width, aggregates_first(d, l) ? d[l] : d[l + 1]);
-
-  // The saved matrices and their traffic when they live on the host (engine/streamed_layers.cpp's phases): the
+  // The saved matrices and their traffic when they live on the host (engine/streamed_layers.cpp's passes): the
   // features are read by the forward and, where layer 0 multiplies first, by the backward (dropout is recomputed);
-  // layer l's input is written by layer l - 1 and read by layer l, again in backward where layer l multiplies first;
-  // positive masks and aggregated inputs are written in forward and read in backward; the activation gradient of
-  // layer l's input (width d[l]) is written by layer l's backward and read by layer l - 1's.
-  auto matrix = [&](std::string name, std::string what, MemoryCategory c, std::int64_t width, int bytes) -> StreamedMatrix& {
+  // a stored input of layer l is written by layer l - 1 and read by layer l's forward, again by its backward where
+  // it multiplies first; positive masks and aggregated inputs are written in forward and read in backward; a
+  // gradient that is not fused is written by layer l's backward and read by layer l - 1's.
+  auto matrix = [&](std::string name, std::string what, MemoryCategory c, std::int64_t width, int bytes,
+                    std::int64_t step_h2d, std::int64_t step_d2h, std::int64_t eval_h2d, std::int64_t eval_d2h) {
     StreamedMatrix& x = plan.matrices.emplace_back();
     x.name = std::move(name);
     x.what = std::move(what);
@@ -70,55 +91,50 @@ StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend
     x.rows = n;
     x.width = width;
     x.element_bytes = bytes;
-    return x;
-  };
-  struct Traffic {
-    std::int64_t step_h2d = 0, step_d2h = 0, eval_h2d = 0, eval_d2h = 0;
-  };
-  std::vector<Traffic> traffic;
-  {
-    StreamedMatrix& x = matrix("features", "features", MemoryCategory::kFeatures, d[0], act);
     const std::int64_t b = x.bytes();
-    traffic.push_back({aggregates_first(d, 0) ? b : 2 * b, 0, b, 0});
-  }
+    dr.step_h2d.push_back(step_h2d * b);
+    dr.step_d2h.push_back(step_d2h * b);
+    dr.eval_h2d.push_back(eval_h2d * b);
+    dr.eval_d2h.push_back(eval_d2h * b);
+    dr.moved.push_back((step_h2d + step_d2h) * b);
+    x.step_passes = static_cast<int>(step_h2d + step_d2h);
+    x.eval_passes = static_cast<int>(eval_h2d + eval_d2h);
+  };
+  matrix("features", "features", MemoryCategory::kFeatures, d[0], act, aggregates_first(d, 0) ? 1 : 2, 0, 1, 0);
   for (int l = 1; l < L; ++l) {
-    StreamedMatrix& x = matrix(indexed("inputs", l), "input of layer " + std::to_string(l),
-                               MemoryCategory::kActivations, d[l], act);
-    const std::int64_t b = x.bytes();
-    traffic.push_back({aggregates_first(d, l) ? b : 2 * b, b, b, b});
-    StreamedMatrix& p = matrix(indexed("positive", l), "positive mask of layer " + std::to_string(l) + "'s input",
-                               MemoryCategory::kActivations, mask_width(d[l]), 1);
-    traffic.push_back({p.bytes(), p.bytes(), 0, 0});
+    if (flow.stored_input[l])
+      matrix(indexed("inputs", l), "input of layer " + std::to_string(l), MemoryCategory::kActivations, d[l], act,
+             aggregates_first(d, l) ? 1 : 2, 1, 1, 1);
+    matrix(indexed("positive", l), "positive mask of layer " + std::to_string(l) + "'s input",
+           MemoryCategory::kActivations, mask_width(d[l]), 1, 1, 1, 0, 0);
   }
   for (int l = 0; l < L; ++l)
-    if (aggregates_first(d, l)) {
-      StreamedMatrix& x = matrix(indexed("aggregated", l), "aggregated input of layer " + std::to_string(l),
-                                 MemoryCategory::kActivations, d[l], act);
-      traffic.push_back({x.bytes(), x.bytes(), 0, 0});
-    }
-  // grad[k]: the gradients of layer l's input for l = L-1 .. 1 alternate between two buffers (k = (L-1-l) % 2), as
-  // a multiply-first layer reads its G whole while it writes the next.
+    if (aggregates_first(d, l))
+      matrix(indexed("aggregated", l), "aggregated input of layer " + std::to_string(l), MemoryCategory::kActivations,
+             d[l], act, 1, 1, 0, 0);
+  // grad[k]: the stored gradients of layer l's input for l = L-1 .. 1, alternating (k = (L-1-l) % 2), as a layer
+  // that multiplies first reads its G whole while it writes the next.
   for (int k = 0; k < 2 && k < L - 1; ++k) {
-    std::int64_t w = 0, moved = 0;
+    std::int64_t w = 0, widths = 0;
     for (int l = L - 1 - k; l >= 1; l -= 2) {
+      if (flow.fused_gradient[l]) continue;
       w = std::max(w, d[l]);
-      moved += n * d[l] * act;
+      widths += d[l];
     }
+    if (w == 0) continue;
+    // Traffic in whole-matrix passes of its widest use; narrower uses move their own width (exact below).
     matrix(indexed("grad", k), "activation gradient " + std::string(k == 0 ? "A" : "B"), MemoryCategory::kGradients,
-           w, act);
-    traffic.push_back({moved, moved, 0, 0});
-  }
-  for (std::size_t i = 0; i < plan.matrices.size(); ++i) {
-    plan.matrices[i].step_passes = static_cast<int>(
-        plan.matrices[i].bytes() > 0 ? (traffic[i].step_h2d + traffic[i].step_d2h) / plan.matrices[i].bytes() : 0);
-    plan.matrices[i].eval_passes = static_cast<int>(
-        plan.matrices[i].bytes() > 0 ? (traffic[i].eval_h2d + traffic[i].eval_d2h) / plan.matrices[i].bytes() : 0);
+           w, act, 0, 0, 0, 0);
+    const std::int64_t moved = n * widths * act;
+    dr.step_h2d.back() = moved;
+    dr.step_d2h.back() = moved;
+    dr.moved.back() = 2 * moved;
+    plan.matrices.back().step_passes = static_cast<int>(2 * widths / w);
   }
 
   // What is always on the device: the resident plan's data, parameters, scalars and graph (allocation_plan with
-  // dense features and the own SpMM), the logits and their gradient, the SpMM operand and the parts' buffers.
+  // dense features and the own SpMM), the logits and their gradient, the SpMM operand(s) and the parts' buffers.
   const std::vector<Allocation> resident = allocation_plan(s, m, backend);
-  std::vector<Allocation> base, transients;
   const std::vector<std::string> kept = {"labels", "global_ids", "train_rows", "valid_rows", "test_rows",
                                          "loss_slots", "weights", "weights_bf16", "weight_gradients", "adam_m",
                                          "adam_v", "logits", "loss_scalars", "accuracy_counters", "step_scalars",
@@ -126,23 +142,26 @@ StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend
                                          "graph_long_rows", "graph_long_prefix"};
   for (const Allocation& a : resident) {
     if (a.lifetime == Lifetime::kTransient) {
-      transients.push_back(a);
+      dr.transients.push_back(a);
     } else if (std::find(kept.begin(), kept.end(), a.name) != kept.end()) {
-      base.push_back(a);
+      dr.base.push_back(a);
     }
   }
   using C = MemoryCategory;
   auto add = [&](std::string name, std::string what, C c, std::int64_t elements, int bytes) {
-    base.push_back({std::move(name), std::move(what), c, elements, bytes, Lifetime::kPersistent, true});
+    dr.base.push_back({std::move(name), std::move(what), c, elements, bytes, Lifetime::kPersistent, true});
   };
   add("grad_logits", "gradient of the logits", C::kGradients, n * d[L], act);
-  add("stream_operand", "SpMM operand (X W, a layer's input, G or G W^T)", C::kActivations, n * plan.operand_width, act);
+  for (int k = 0; k < 2; ++k)
+    if (plan.operand_widths[k] > 0)
+      add(indexed("stream_operand", k), "SpMM operand (X W, a layer's input, G or G W^T)", C::kActivations,
+          n * plan.operand_widths[k], act);
   // Per part: float SpMM / GEMM outputs, two scratch parts, and the copy slots (two of each, double-buffered): two of
   // rows and one of masks for uploads, the same for downloads.
   const std::int64_t row_bytes = widest * kFloatBytes + 2 * widest * act + 8 * widest * act + 4 * mask_width(widest);
   std::int64_t r = part_rows;
   if (r == 0) {
-    r = std::max<std::int64_t>(budget / kPartShare / std::max<std::int64_t>(row_bytes, 1), kMinPartRows);
+    r = std::max<std::int64_t>(budget / part_share / std::max<std::int64_t>(row_bytes, 1), kMinPartRows);
     r = std::min(r, n);
   }
   r = std::max<std::int64_t>(std::min(r, std::max<std::int64_t>(n, 1)), 1);
@@ -160,40 +179,94 @@ StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend
     }
   // A part's bias-gradient column sums and a one (the GEMM that adds them to the layer's).
   add("bias_partial", "bias-gradient column sums of a part", C::kWorkspace, widest + 1, kFloatBytes);
+  return dr;
+}
 
-  // Saved matrices to the device, most passes per byte first (ties: the larger first), while the peak fits.
+std::vector<Allocation> device_list(const Draft& dr) {
+  std::vector<Allocation> all = dr.base;
+  for (const StreamedMatrix& x : dr.plan.matrices)
+    if (x.tier == Tier::kDevice)
+      all.push_back({x.name, x.what, x.category, x.rows * x.width, x.element_bytes, Lifetime::kPersistent, true});
+  all.insert(all.end(), dr.transients.begin(), dr.transients.end());
+  return all;
+}
+
+}  // namespace
+
+namespace {
+
+/// The draft's saved matrices placed: to the device, most bytes moved per byte held first (ties: the larger first),
+/// while the peak fits the budget; the rest on the host.
+StreamedPlan place(Draft dr, Backend backend, std::int64_t budget, bool all_host) {
+  StreamedPlan& plan = dr.plan;
   std::vector<std::size_t> order(plan.matrices.size());
   std::iota(order.begin(), order.end(), std::size_t{0});
-  auto moved = [&](std::size_t i) { return traffic[i].step_h2d + traffic[i].step_d2h; };
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
-    const double ra = plan.matrices[a].bytes() > 0 ? static_cast<double>(moved(a)) / plan.matrices[a].bytes() : 0;
-    const double rb = plan.matrices[b].bytes() > 0 ? static_cast<double>(moved(b)) / plan.matrices[b].bytes() : 0;
+    const double ba = static_cast<double>(plan.matrices[a].bytes()), bb = static_cast<double>(plan.matrices[b].bytes());
+    const double ra = ba > 0 ? static_cast<double>(dr.moved[a]) / ba : 0;
+    const double rb = bb > 0 ? static_cast<double>(dr.moved[b]) / bb : 0;
     if (ra != rb) return ra > rb;
-    return plan.matrices[a].bytes() > plan.matrices[b].bytes();
+    return ba > bb;
   });
-  auto listed = [&] {
-    std::vector<Allocation> all = base;
-    for (const StreamedMatrix& x : plan.matrices)
-      if (x.tier == Tier::kDevice)
-        all.push_back({x.name, x.what, x.category, x.rows * x.width, x.element_bytes, Lifetime::kPersistent, true});
-    all.insert(all.end(), transients.begin(), transients.end());
-    return all;
-  };
   for (std::size_t i : order) {
     if (all_host) break;
     plan.matrices[i].tier = Tier::kDevice;
-    if (estimate_plan_memory(listed(), backend).peak > budget) plan.matrices[i].tier = Tier::kHost;
+    if (estimate_plan_memory(device_list(dr), backend).peak > budget) plan.matrices[i].tier = Tier::kHost;
   }
-  plan.device = listed();
+  plan.device = device_list(dr);
   for (std::size_t i = 0; i < plan.matrices.size(); ++i) {
     if (plan.matrices[i].tier == Tier::kDevice) continue;
     plan.host_bytes += plan.matrices[i].bytes();
-    plan.step_h2d_bytes += traffic[i].step_h2d;
-    plan.step_d2h_bytes += traffic[i].step_d2h;
-    plan.eval_h2d_bytes += traffic[i].eval_h2d;
-    plan.eval_d2h_bytes += traffic[i].eval_d2h;
+    plan.step_h2d_bytes += dr.step_h2d[i];
+    plan.step_d2h_bytes += dr.step_d2h[i];
+    plan.eval_h2d_bytes += dr.eval_h2d[i];
+    plan.eval_d2h_bytes += dr.eval_d2h[i];
   }
-  return plan;
+  return std::move(dr.plan);
+}
+
+}  // namespace
+
+StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend backend, std::int64_t budget,
+                           std::int64_t part_rows, bool all_host) {
+  model.validate();
+  if (part_rows < 0) throw InvalidInput::parameter("--offload-part-rows", std::to_string(part_rows), ">= 0");
+  if (!streams(s, model))
+    throw InvalidInput::parameter("--offload", "host",
+                                  "a single-device run (offload streams one device's rows; pipeline, gather and "
+                                  "boundary devices do not stream)");
+  ModelSpec m = model;
+  m.sparse_features_below = 0;  // dense features: they stream by rows like every other matrix
+  m.spmm = SpmmAlgo::kOwn;      // the own kernel runs on row ranges (no whole-matrix cuSPARSE plan)
+  m.cuda_graph = CudaGraphMode::kOff;
+  // Candidates: one or two operands (two: each layer's input written straight into its operand, more gradients fused),
+  // parts' buffers of 1/16, 1/32 or 1/64 of the budget (smaller parts leave room for a saved matrix on the device).
+  // The plan that fits and moves the fewest bytes per step wins; ties: fewer parts, then two operands. None fits:
+  // the smallest (the caller refuses it with its bytes).
+  std::optional<StreamedPlan> best;
+  std::int64_t best_moved = 0, best_peak = 0;
+  bool best_fits = false;
+  for (const bool two : {true, false}) {
+    if (two && m.layers < 2) continue;
+    for (const std::int64_t share : {std::int64_t{16}, std::int64_t{32}, std::int64_t{64}}) {
+      if (part_rows > 0 && share != 16) continue;  // the part size is given
+      StreamedPlan c = place(draft_plan(s, m, backend, budget, part_rows, two, share), backend, budget, all_host);
+      const std::int64_t peak = estimate_plan_memory(c.device, backend).peak;
+      const bool fits = peak <= budget;
+      const std::int64_t moved = c.step_h2d_bytes + c.step_d2h_bytes;
+      const bool better = !best || (fits && !best_fits) ||
+                          (fits == best_fits && fits &&
+                           (moved < best_moved || (moved == best_moved && c.parts < best->parts))) ||
+                          (!fits && !best_fits && peak < best_peak);
+      if (better) {
+        best_moved = moved;
+        best_peak = peak;
+        best_fits = fits;
+        best = std::move(c);
+      }
+    }
+  }
+  return std::move(*best);
 }
 
 }  // namespace gcnpart::partition

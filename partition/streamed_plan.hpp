@@ -36,11 +36,34 @@ struct StreamedMatrix {
   [[nodiscard]] std::int64_t bytes() const noexcept { return rows * width * element_bytes; }
 };
 
+/// How the layers of a streamed plan hand rows to each other: one rule for the plan (its matrices and traffic) and
+/// the executor (engine/streamed_layers.cpp). Layer l's SpMM operand (its input when it aggregates first, else X W;
+/// in backward G or G W^T, the same width) is operand[l % 2] with two operands, else the one.
+struct StreamedFlow {
+  bool two_operands = false;
+  /// [l]: layer l's input is written whole into its operand by layer l - 1's epilogue, part by part, so it is never
+  /// stored (l > 0, layer l aggregates first and reads another operand than layer l - 1).
+  std::vector<bool> direct_input;
+  /// [l]: the gradient of layer l's input goes from layer l's backward straight into layer l - 1's first backward
+  /// pass (dW = (Â X)^T G and G W^T), part by part, never stored: layer l - 1 aggregates first and that pass writes
+  /// no operand layer l's pass reads (l - 1 == 0 writes none; two operands; or layer l is the output layer and
+  /// multiplies first, reading the logits' gradient).
+  std::vector<bool> fused_gradient;
+  /// [l]: layer l's input is stored (a saved matrix): read by its backward (layers that multiply first) or uploaded
+  /// whole for its forward (layers that aggregate first without a direct input). l = 0: the features, always.
+  std::vector<bool> stored_input;
+  [[nodiscard]] int operand_of(int layer) const noexcept { return two_operands ? layer % 2 : 0; }
+};
+/// The flow of a model of stored widths `dims`.
+[[nodiscard]] StreamedFlow streamed_flow(const std::vector<std::int64_t>& dims, bool two_operands);
+
 /// The streamed plan of one device.
 struct StreamedPlan {
   std::int64_t part_rows = 0;  ///< rows per part (the last part may be shorter)
   std::int64_t parts = 0;
-  std::int64_t operand_width = 0;  ///< the resident SpMM operand's width (the widest aggregation)
+  StreamedFlow flow;
+  std::int64_t operand_widths[2] = {0, 0};  ///< operand[k]'s width (0: absent)
+  std::int64_t operand_width = 0;  ///< the widest operand
   std::vector<StreamedMatrix> matrices;
   /// Every device allocation (the same entry type as allocation_plan: persistent first, then transients), the
   /// device-tier matrices among them by their names.
@@ -61,8 +84,9 @@ struct StreamedPlan {
 
 /// The streamed plan of a device of `shape` training `model` (dense features: model.sparse_features_below is
 /// ignored) whose tracked memory may reach `device_budget` bytes. part_rows > 0: that many rows per part; 0: chosen
-/// (about 1/16 of the budget for the parts' buffers, at least 1,024 rows, at most all). Saved matrices go to the
-/// device by passes per byte while the plan's peak stays within the budget; the rest live on the host.
+/// (the parts' buffers 1/16, 1/32 or 1/64 of the budget, at least 1,024 rows, at most all). Saved matrices go to the
+/// device by bytes moved per byte held while the plan's peak stays within the budget; the rest live on the host.
+/// Of one or two operands and the part sizes, the plan that fits and moves the fewest bytes per step.
 /// The returned plan may exceed the budget (the resident minimum alone may): check with estimate_plan_memory.
 /// @throws InvalidInput for a bad model or shape, a negative part_rows, or a model that cannot stream (streams()).
 /// all_host: every saved matrix on the host whatever the budget (`--offload host`).

@@ -78,9 +78,10 @@ void print_single(const engine::TrainSummary& s, const engine::Device& device) {
     std::string host, dev;
     for (const auto& n : o.on_host) host += (host.empty() ? "" : ", ") + n;
     for (const auto& n : o.on_device) dev += (dev.empty() ? "" : ", ") + n;
-    std::printf("offload      streamed through host memory (--offload %s): %lld parts of %lld rows; %s on the host "
-                "(%s), on the device: %s\n",
-                o.mode.c_str(), static_cast<long long>(o.parts), static_cast<long long>(o.part_rows),
+    std::printf("offload      streamed through host memory (--offload %s): %lld parts of %lld rows, %d SpMM "
+                "operand%s; %s on the host (%s), on the device: %s\n",
+                o.mode.c_str(), static_cast<long long>(o.parts), static_cast<long long>(o.part_rows), o.operands,
+                o.operands == 1 ? "" : "s",
                 human_bytes(static_cast<double>(o.host_bytes)).c_str(), host.empty() ? "none" : host.c_str(),
                 dev.empty() ? "none" : dev.c_str());
     std::printf("             per step %s host->device, %s device->host",

@@ -124,6 +124,23 @@ TEST_CASE("streamed training reproduces the resident losses within 1e-5 for ever
     CHECK(worst_relative(mixed.train_loss, resident.train_loss) < 1e-5);
     CHECK(mixed.offload.step_h2d_bytes + mixed.offload.step_d2h_bytes <
           host.offload.step_h2d_bytes + host.offload.step_d2h_bytes);
+
+    // The tightest budget a streamed plan fits: one operand, every saved matrix on the host.
+    const partition::DeviceShape shape = device_shape(p);
+    const partition::ModelSpec spec = model_spec(p, cfg.model);
+    std::int64_t tight = streamed_peak / 2;
+    for (; tight < resident_peak; tight += std::max<std::int64_t>(streamed_peak / 200, 1)) {
+      const auto plan = partition::streamed_plan(shape, spec, Backend::kCpu, tight, 37);
+      if (partition::estimate_plan_memory(plan.device, Backend::kCpu).peak <= tight) break;
+    }
+    cfg.memory_limit = tight;
+    const TrainReport one = train_single(p, Device{}, cfg);
+    REQUIRE(one.offload.streamed);
+    CHECK(one.offload.operands == 1);
+    CHECK(host.offload.operands == 2);
+    CHECK(worst_relative(one.train_loss, resident.train_loss) < 1e-5);
+    CHECK(one.offload.step_h2d_bytes == one.offload.plan_h2d_bytes);
+    CHECK(one.offload.step_d2h_bytes == one.offload.plan_d2h_bytes);
   }
 }
 
