@@ -70,7 +70,7 @@ for f in sorted(glob.glob(os.path.join(w, "offload-*.json"))):
     off = o["offload"]
     med = o["summary"]["epoch_seconds"]["median"] * 1e3
     line = (f"{tag}: streamed={off['streamed']} parts={off['parts']}x{off['part_rows']} host={off['host_bytes']/2**30:.2f} GiB "
-            f"peak={o['summary']['memory']['peak']/2**30:.2f} GiB h2d={off['step_h2d_bytes']/1e9:.2f} GB "
+            f"peak={o['summary']['memory']['peak_bytes']/2**30:.2f} GiB h2d={off['step_h2d_bytes']/1e9:.2f} GB "
             f"d2h={off['step_d2h_bytes']/1e9:.2f} GB bw={off['h2d_GBps']:.1f}/{off['d2h_GBps']:.1f} GB/s "
             f"kernels={off['compute_ms']:.1f} ms bound={off['lower_bound_ms']:.1f} ms epoch={med:.1f} ms "
             f"({med / off['lower_bound_ms'] if off['lower_bound_ms'] else 0:.3f} x bound) on_host={off['on_host']}")
@@ -78,7 +78,7 @@ for f in sorted(glob.glob(os.path.join(w, "offload-*.json"))):
         rl, ol = r["train_loss"], o["train_loss"]
         worst = max(abs(a - b) / abs(b) for a, b in zip(ol, rl))
         rmed = r["summary"]["epoch_seconds"]["median"] * 1e3
-        line += (f"\n  resident: epoch={rmed:.1f} ms peak={r['summary']['memory']['peak']/2**30:.2f} GiB; "
+        line += (f"\n  resident: epoch={rmed:.1f} ms peak={r['summary']['memory']['peak_bytes']/2**30:.2f} GiB; "
                  f"worst relative loss difference over {len(rl)} epochs {worst:.2e}; test acc "
                  f"{r['summary']['accuracy']['test']['mean']:.4f} vs {o['summary']['accuracy']['test']['mean']:.4f}")
     print(line)
