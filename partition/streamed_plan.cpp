@@ -55,6 +55,10 @@ namespace {
 /// The plan with every saved matrix on the host, for one or two operands.
 struct Draft {
   StreamedPlan plan;
+  std::vector<std::int64_t> dims;
+  int act = 4;
+  std::int64_t n = 0;
+  bool dropout = true;
   std::vector<std::int64_t> moved;  ///< per matrix: bytes of one training step when on the host
   std::vector<std::int64_t> eval_h2d, eval_d2h, step_h2d, step_d2h;
   std::vector<Allocation> base, transients;
@@ -68,6 +72,10 @@ Draft draft_plan(const DeviceShape& s, const ModelSpec& m, Backend backend, std:
   const int act = traits(m.precision).storage_bytes;
   const std::int64_t widest = *std::max_element(d.begin(), d.end());
   Draft dr;
+  dr.dims = d;
+  dr.act = act;
+  dr.n = n;
+  dr.dropout = m.dropout;
   StreamedPlan& plan = dr.plan;
   plan.flow = streamed_flow(d, two_operands);
   const StreamedFlow& flow = plan.flow;
@@ -195,6 +203,8 @@ std::vector<Allocation> device_list(const Draft& dr) {
 
 namespace {
 
+std::vector<StreamedPhase> step_phases(const Draft& dr);
+
 /// The draft's saved matrices placed: to the device, most bytes moved per byte held first (ties: the larger first),
 /// while the peak fits the budget; the rest on the host.
 StreamedPlan place(Draft dr, Backend backend, std::int64_t budget, bool all_host) {
@@ -222,10 +232,88 @@ StreamedPlan place(Draft dr, Backend backend, std::int64_t budget, bool all_host
     plan.eval_h2d_bytes += dr.eval_h2d[i];
     plan.eval_d2h_bytes += dr.eval_d2h[i];
   }
+  plan.step_phases = step_phases(dr);
   return std::move(dr.plan);
 }
 
+/// The passes of a training step (forward with dropout, backward), as engine/streamed_layers.cpp runs them, with the
+/// bytes of their host-tier sources and sinks.
+std::vector<StreamedPhase> step_phases(const Draft& dr) {
+  const StreamedPlan& plan = dr.plan;
+  const StreamedFlow& flow = plan.flow;
+  const auto& d = dr.dims;
+  const int L = static_cast<int>(d.size()) - 1;
+  const std::int64_t n = dr.n;
+  auto host = [&](const std::string& name) {
+    const StreamedMatrix* m = plan.find(name);
+    return m != nullptr && m->tier == Tier::kHost;
+  };
+  auto rows = [&](const std::string& name, std::int64_t width) { return host(name) ? n * width * dr.act : 0; };
+  auto masks = [&](const std::string& name, std::int64_t width) { return host(name) ? n * mask_width(width) : 0; };
+  auto input = [&](int l) { return l == 0 ? std::string("features") : indexed("inputs", l); };
+  std::vector<StreamedPhase> out;
+  auto phase = [&](std::string what, std::int64_t h2d, std::int64_t d2h, bool whole = false) {
+    out.push_back({std::move(what), h2d, d2h, whole});
+  };
+  for (int l = 0; l < L; ++l) {
+    const std::string at = "forward " + std::to_string(l);
+    const bool last = l == L - 1;
+    std::int64_t sink = 0;
+    if (!last && !flow.direct_input[l + 1]) sink += rows(indexed("inputs", l + 1), d[l + 1]);
+    if (!last) sink += masks(indexed("positive", l + 1), d[l + 1]);
+    if (!aggregates_first(d, l)) {
+      phase(at + ": X W", rows(input(l), d[l]), 0);
+      phase(at + ": aggregate", 0, sink);
+      continue;
+    }
+    if (l == 0 && dr.dropout) {
+      phase(at + ": dropout", rows("features", d[0]), 0);  // dropout on the way into the operand
+    } else if (l == 0 || !flow.direct_input[l]) {
+      phase(at + ": whole input upload", rows(input(l), d[l]), 0, true);
+    }
+    phase(at + ": aggregate", 0, sink + rows(indexed("aggregated", l), d[l]));
+  }
+  bool first_pass_done = false;
+  for (int l = L - 1; l >= 0; --l) {
+    const std::string at = "backward " + std::to_string(l);
+    const bool fuse = l > 0 && flow.fused_gradient[l];
+    const std::string g_below = indexed("grad", (L - 1 - l) % 2);
+    const std::int64_t g_out = l > 0 && !fuse ? rows(g_below, d[l]) : 0;
+    const std::int64_t fused_in = fuse ? rows(indexed("aggregated", l - 1), d[l - 1]) : 0;
+    const std::int64_t positive = l > 0 ? masks(indexed("positive", l), d[l]) : 0;
+    if (!aggregates_first(d, l)) {
+      if (l < L - 1) phase(at + ": whole G upload", rows(indexed("grad", (L - 2 - l) % 2), d[l + 1]), 0, true);
+      phase(at + ": gradients", rows(input(l), d[l]) + fused_in + positive, g_out);
+      first_pass_done = fuse;
+      continue;
+    }
+    if (!first_pass_done) {
+      const std::int64_t g_in = l == L - 1 ? 0 : rows(indexed("grad", (L - 2 - l) % 2), d[l + 1]);
+      phase(at + ": weight gradient", g_in + rows(indexed("aggregated", l), d[l]), 0);
+    }
+    first_pass_done = false;
+    if (l == 0) continue;
+    phase(at + ": aggregate", positive + fused_in, g_out);
+    first_pass_done = fuse;
+  }
+  return out;
+}
+
 }  // namespace
+
+StreamedPlan::CopySeconds StreamedPlan::copy_seconds(double h2d_gbs, double d2h_gbs) const {
+  CopySeconds c;
+  for (const StreamedPhase& p : step_phases) {
+    const double up = h2d_gbs > 0 ? static_cast<double>(p.h2d_bytes) / (h2d_gbs * 1e9) : 0;
+    const double down = d2h_gbs > 0 ? static_cast<double>(p.d2h_bytes) / (d2h_gbs * 1e9) : 0;
+    if (p.whole_upload) {
+      c.serial += up;
+    } else {
+      c.passes += std::max(up, down);
+    }
+  }
+  return c;
+}
 
 StreamedPlan streamed_plan(const DeviceShape& s, const ModelSpec& model, Backend backend, std::int64_t budget,
                            std::int64_t part_rows, bool all_host) {

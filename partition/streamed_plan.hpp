@@ -57,6 +57,14 @@ struct StreamedFlow {
 /// The flow of a model of stored widths `dims`.
 [[nodiscard]] StreamedFlow streamed_flow(const std::vector<std::int64_t>& dims, bool two_operands);
 
+/// One pass of a training step over the parts, or a whole matrix uploaded before the kernels that read it, with the
+/// bytes it moves between the host-tier matrices and the device (engine/streamed_layers.cpp's passes, in order).
+struct StreamedPhase {
+  std::string what;  ///< "forward 1: aggregate", "backward 0: whole G upload", ...
+  std::int64_t h2d_bytes = 0, d2h_bytes = 0;
+  bool whole_upload = false;  ///< the kernels wait for it (no overlap)
+};
+
 /// The streamed plan of one device.
 struct StreamedPlan {
   std::int64_t part_rows = 0;  ///< rows per part (the last part may be shorter)
@@ -73,6 +81,15 @@ struct StreamedPlan {
   std::int64_t step_d2h_bytes = 0;   ///< device -> host bytes of one training step
   std::int64_t eval_h2d_bytes = 0;   ///< of one evaluation (forward without dropout)
   std::int64_t eval_d2h_bytes = 0;
+  std::vector<StreamedPhase> step_phases;  ///< a training step's passes (their bytes sum to step_*_bytes)
+
+  /// Seconds of a step's copies on a host link of h2d_gbs / d2h_gbs GB/s: the whole uploads (`serial`, which the
+  /// kernels wait for), and the passes (`passes`: each its larger direction, the two directions overlapping within a
+  /// pass while the passes follow each other). A step then takes about serial + max(kernels, passes).
+  struct CopySeconds {
+    double serial = 0, passes = 0;
+  };
+  [[nodiscard]] CopySeconds copy_seconds(double h2d_gbs, double d2h_gbs) const;
 
   [[nodiscard]] const StreamedMatrix* find(const std::string& name) const;
   [[nodiscard]] bool on_device(const std::string& name) const;
