@@ -18,6 +18,8 @@ namespace {
 using partition::Card;
 using partition::CardCatalogue;
 using partition::FitConfiguration;
+using partition::kHostLinkEfficiency;
+using partition::OffloadFit;
 using partition::FitOption;
 using partition::FitReport;
 using partition::MemoryEstimate;
@@ -54,6 +56,7 @@ struct FitOptions {
   std::int64_t samples = 0;
   std::uint64_t seed = 1;
   std::string json;
+  std::string host_ram;  ///< --host-ram (parse_bytes; empty: this machine's)
 };
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& parameter) {
@@ -191,9 +194,23 @@ void print_single(const FitConfiguration& cf, const FitReport& r) {
                 with_commas(cf.largest_hidden).c_str(), r.model.layers, cf.largest_layers,
                 static_cast<long long>(r.model.hidden));
   print_would_fit(cf);
-  std::fprintf(g_out, "epoch        %s +- %s (bound by %s; %s)\n", ms(cf.epoch.seconds).c_str(),
+  std::fprintf(g_out, "epoch        %s +- %s (bound by %s; %s)%s\n", ms(cf.epoch.seconds).c_str(),
               pct(r.calibration.band(), 0).c_str(), cf.epoch.bound.c_str(),
-              cf.epoch.measured ? "measured card" : "extrapolated");
+              cf.epoch.measured ? "measured card" : "extrapolated", cf.fits ? "" : ", if it fitted resident");
+  if (const OffloadFit& o = cf.offload; o.priced) {
+    std::fprintf(g_out, "offload      --offload auto: %s on the card (%lld parts of %lld rows, %d SpMM operand%s), %s of "
+                "host RAM (%s the host's %s): %s\n",
+                gib(static_cast<double>(o.peak + card.fixed_overhead_bytes)).c_str(), static_cast<long long>(o.parts),
+                static_cast<long long>(o.part_rows), o.operands, o.operands == 1 ? "" : "s",
+                gib(static_cast<double>(o.host_ram_bytes)).c_str(), o.host_ram_bytes <= o.host_ram_limit ? "within" : "MORE THAN",
+                gib(static_cast<double>(o.host_ram_limit)).c_str(),
+                o.fits ? "FITS" : !o.fits_card ? "DOES NOT FIT the card even streamed" : "NOT ENOUGH HOST RAM (--host-ram)");
+    if (o.fits_card)
+      std::fprintf(g_out, "             epoch about %s (+-20 %%): kernels %s, copies %s + %s per epoch at %.0f GB/s\n",
+                  ms(o.seconds).c_str(), ms(o.kernel_seconds).c_str(),
+                  human_bytes(static_cast<double>(o.h2d_bytes)).c_str(),
+                  human_bytes(static_cast<double>(o.d2h_bytes)).c_str(), card.pcie_gbs * kHostLinkEfficiency);
+  }
 }
 
 void print_strategies(const FitConfiguration& cf, double cal_err) {
@@ -290,6 +307,7 @@ void run_fit(const FitOptions& o, bool data_given) {
   req.catalogue = load_cards(o.cards_file);
   req.rank_gpus = parse_int_list(o.rank_gpus, "--rank-gpus");
   req.strategies = parse_strategies(o.strategies);
+  if (!o.host_ram.empty()) req.host_ram_bytes = parse_bytes(o.host_ram, "--host-ram");
   // The graph: a dataset, or statistics alone.
   const bool stats_only = o.nodes > 0 || o.edges > 0 || o.features > 0 || o.classes > 0;
   if (stats_only && data_given)
@@ -447,6 +465,9 @@ Command register_fit(CLI::App& app) {
                   "With DATA: estimate halos by BFS from this many sampled seeds instead of exact plan metrics")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "Partition and sampling seed")->capture_default_str();
+  cmd->add_option("--host-ram", o->host_ram,
+                  "Host RAM a card's offload plan may use (e.g. 128GB; default: this machine's, the tightest of RAM, "
+                  "ulimit -v and the cgroup's limit)");
   cmd->add_option("--calibration", o->calibration,
                   "Calibration JSON (what `gcnpart bench calibrate` writes; default: the built-in H200 one)");
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");

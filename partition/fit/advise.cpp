@@ -11,6 +11,8 @@
 
 #include "base/error.hpp"
 #include "base/format.hpp"
+#include "datasets/loaders.hpp"
+#include "partition/streamed_plan.hpp"
 
 namespace gcnpart::partition {
 
@@ -200,6 +202,41 @@ std::pair<std::int64_t, int> largest_single(const Context& c, const Card& card) 
   return {lo, layers};
 }
 
+/// Bytes of the dataset in host memory: features (float), CSR columns with self loops, offsets, labels.
+std::int64_t dataset_bytes(const GraphStats& g) {
+  return g.nodes * g.features * 4 + (2 * g.edges + g.nodes) * 4 + (g.nodes + 1) * 8 + g.nodes * 4;
+}
+
+/// Streaming through host memory on one `card`, priced where the model does not fit it resident.
+OffloadFit offload_fit(const Context& c, const Card& card) {
+  OffloadFit o;
+  const DeviceShape& shape = c.single.shapes.front();
+  if (c.single.fits(card) || !streams(shape, c.model)) return o;
+  const std::int64_t budget = card.memory_bytes - card.fixed_overhead_bytes;
+  if (budget <= 0) return o;
+  const StreamedPlan plan = streamed_plan(shape, c.model, Backend::kCuda, budget);
+  o.priced = true;
+  o.peak = estimate_plan_memory(plan.device, Backend::kCuda).peak;
+  o.fits_card = o.peak <= budget;
+  o.part_rows = plan.part_rows;
+  o.parts = plan.parts;
+  o.operands = plan.flow.two_operands ? 2 : 1;
+  o.host_bytes = plan.host_bytes;
+  o.host_ram_bytes = plan.host_bytes + 2 * dataset_bytes(c.stats);
+  o.host_ram_limit = c.req.host_ram_bytes > 0 ? c.req.host_ram_bytes : datasets::host_memory_limit();
+  o.fits = o.fits_card && o.host_ram_bytes <= o.host_ram_limit;
+  o.h2d_bytes = plan.step_h2d_bytes;
+  o.d2h_bytes = plan.step_d2h_bytes;
+  ModelSpec own = c.model;  // streamed SpMMs are the own kernel's row ranges
+  own.spmm = SpmmAlgo::kOwn;
+  o.kernel_seconds = epoch_of(c, c.single, card, &own).seconds * kStreamedKernelFactor;
+  const double gbs = card.pcie_gbs * kHostLinkEfficiency;
+  const StreamedPlan::CopySeconds copies = plan.copy_seconds(gbs, gbs);
+  o.copy_seconds = copies.serial + copies.passes;
+  o.seconds = copies.serial + std::max(o.kernel_seconds, copies.passes);
+  return o;
+}
+
 FitOption option_of(const Context& c, const Card& card, int gpus, const StrategyFit& f, bool fits) {
   FitOption o;
   o.card = card;
@@ -219,7 +256,17 @@ FitOption option_of(const Context& c, const Card& card, int gpus, const Strategy
 /// The best way to run on `gpus` of `card`: single for one GPU; for more, the fastest exact strategy that fits,
 /// else drop if it fits (inexact), else the smallest-peak strategy (does not fit).
 FitOption best_option(const Context& c, const Card& card, int gpus) {
-  if (gpus == 1) return option_of(c, card, 1, c.single, c.single.fits(card));
+  if (gpus == 1) {
+    FitOption o = option_of(c, card, 1, c.single, c.single.fits(card));
+    if (o.fits) return o;
+    if (const OffloadFit off = offload_fit(c, card); off.fits) {  // streamed through host memory
+      o.fits = true;
+      o.offload = true;
+      o.seconds = off.seconds;
+      o.peak = off.peak;
+    }
+    return o;
+  }
   const auto& list = c.splits.at(gpus);
   if (list.empty()) {  // no strategy asked for takes this many cards (pipeline beyond the layers, or bf16)
     FitOption o;
@@ -454,6 +501,13 @@ std::vector<FitChange> would_fit(const Context& c, const Card& card, int gpus) {
     out.push_back({"gpus", gpus_label(k, card, *best), best->peak + card.fixed_overhead_bytes, t});
     break;
   }
+  // Streaming through host memory on this card (one card, the single strategy).
+  if (gpus == 1)
+    if (const OffloadFit off = offload_fit(c, card); off.fits)
+      out.push_back({"offload",
+                     "--offload auto (streams through " + format_gib(static_cast<double>(off.host_ram_bytes)) +
+                         " of host RAM)",
+                     off.peak + card.fixed_overhead_bytes, off.seconds});
   // A larger card: the smallest one in the catalogue the whole graph fits on.
   const Card* larger = nullptr;
   for (const auto& other : c.req.catalogue.cards)
@@ -473,6 +527,7 @@ FitConfiguration configuration(const Context& c, const Card& card, int gpus) {
     cf.memory = c.single.memory.front();
     cf.epoch = epoch_of(c, c.single, card);
     std::tie(cf.largest_hidden, cf.largest_layers) = largest_single(c, card);
+    if (!cf.fits) cf.offload = offload_fit(c, card);
     if (!cf.fits) cf.would_fit = would_fit(c, card, 1);
     return cf;
   }
@@ -497,7 +552,10 @@ std::string describe(const FitOption& op, double cal_err) {
   if (op.gpus > 1) s << " (" << to_string(op.strategy) << ")";
   s << " needs " << format_gib(static_cast<double>(op.per_card_bytes())) << " per card (CUDA context included) of "
     << format_gib(static_cast<double>(card.memory_bytes));
-  if (op.fits) {
+  if (op.offload) {
+    s << " streamed through host memory (it does not fit resident) and runs an epoch in about "
+      << format_ms(op.seconds) << " (offload model: 2 measured runs, +-20 %)";
+  } else if (op.fits) {
     s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ", "
       << (op.measured ? "measured card" : "extrapolated") << ")";
     if (op.gpus > 1)
@@ -699,6 +757,25 @@ json configuration_json(const FitConfiguration& cf, const Calibration& cal) {
   if (cf.gpus == 1) {
     cj["single"] = {{"fits", cf.fits}, {"memory", memory_json(cf.memory, cf.card)}, {"epoch", epoch_json(cf.epoch, cal)},
                     {"largest_hidden", cf.largest_hidden}, {"largest_layers", cf.largest_layers}};
+    if (const OffloadFit& o = cf.offload; o.priced)
+      cj["offload"] = {{"fits", o.fits},
+                       {"fits_card", o.fits_card},
+                       {"device_peak_bytes", o.peak},
+                       {"per_card_bytes", o.peak + cf.card.fixed_overhead_bytes},
+                       {"part_rows", o.part_rows},
+                       {"parts", o.parts},
+                       {"operands", o.operands},
+                       {"host_bytes", o.host_bytes},
+                       {"host_ram_bytes", o.host_ram_bytes},
+                       {"host_ram_limit_bytes", o.host_ram_limit},
+                       {"h2d_bytes_per_epoch", o.h2d_bytes},
+                       {"d2h_bytes_per_epoch", o.d2h_bytes},
+                       {"kernel_seconds", o.kernel_seconds},
+                       {"copy_seconds", o.copy_seconds},
+                       {"epoch_seconds", o.seconds},
+                       {"model", "whole uploads + max(kernels x " + format_shortest(kStreamedKernelFactor) +
+                                     ", passes at " + format_shortest(kHostLinkEfficiency) +
+                                     " x the card's PCIe rate); fitted on 2 H200 runs"}};
   } else {
     json opts = json::array();
     for (const auto& s : cf.strategies) opts.push_back(strategy_json(s, cf, cal));
@@ -713,7 +790,7 @@ json configuration_json(const FitConfiguration& cf, const Calibration& cal) {
 }
 
 json option_json(const FitOption& op, double cal_err) {
-  json oj = {{"option", op.label()}, {"card", op.card.id}, {"gpus", op.gpus},
+  json oj = {{"option", op.label()}, {"card", op.card.id}, {"gpus", op.gpus}, {"offload", op.offload},
              {"strategy", to_string(op.strategy)}, {"exact", op.exact}, {"fits", op.fits},
              {"per_card_peak_bytes", op.peak}, {"per_card_bytes", op.per_card_bytes()},
              {"per_card_bytes_includes_fixed_overhead", true}, {"epoch_seconds", op.seconds},
@@ -742,6 +819,7 @@ std::optional<double> FitOption::per_kusd() const {
 std::string FitOption::label() const {
   std::string s = std::to_string(gpus) + " x " + card.id;
   if (gpus > 1) s += " (" + std::string(to_string(strategy)) + ")";
+  if (offload) s += " (offload)";
   return s;
 }
 

@@ -48,6 +48,9 @@ struct FitRequest {
   Partitioner partitioner = Partitioner::kMetis;  ///< with a dataset
   std::int64_t samples = 0;  ///< with a dataset: > 0 estimates halos by BFS from this many seeds (else exact)
   std::uint64_t seed = 1;    ///< partition and sampling seed
+  /// Host RAM the offload plan may use (bytes); 0: this machine's (datasets::host_memory_limit: the tightest of RAM,
+  /// ulimit -v and the cgroup's limit). A card whose offload plan needs more host RAM than this is a "no".
+  std::int64_t host_ram_bytes = 0;
 };
 
 /// A split of the graph over `parts` devices under one strategy, with its memory and communication.
@@ -84,6 +87,34 @@ struct FitChange {
   double seconds = 0;   ///< predicted epoch after the change
 };
 
+/// Streaming through host memory on one card (`train --offload`, partition/streamed_plan.hpp) where the model does
+/// not fit resident: the plan for the card's memory, its host RAM and its predicted epoch.
+struct OffloadFit {
+  bool priced = false;             ///< a streamed plan was priced (the single strategy, resident does not fit)
+  bool fits = false;               ///< the plan fits the card and the host RAM
+  bool fits_card = false;          ///< its device peak fits the card
+  std::int64_t peak = 0;           ///< tracked device peak of the plan
+  std::int64_t part_rows = 0, parts = 0;
+  int operands = 0;
+  std::int64_t host_bytes = 0;     ///< page-locked host memory of its saved matrices
+  /// Host RAM of the process: the saved matrices plus the dataset twice (as loaded and as the engine's problem).
+  std::int64_t host_ram_bytes = 0;
+  std::int64_t host_ram_limit = 0;  ///< what the host may use (FitRequest::host_ram_bytes or this machine's)
+  std::int64_t h2d_bytes = 0, d2h_bytes = 0;  ///< per epoch
+  double kernel_seconds = 0;  ///< the predicted resident epoch (own SpMM) x kStreamedKernelFactor
+  double copy_seconds = 0;    ///< whole uploads + passes at the card's host link (x kHostLinkEfficiency)
+  double seconds = 0;         ///< predicted epoch: whole uploads + max(kernels, passes)
+};
+
+/// A streamed step's kernels alone against fit's own resident epoch prediction, measured on the H200
+/// (bench/results/h200-2026-12-04-offload): 1.50 (products-sized SBM, 3 x 1024: 806 ms measured, 538 predicted) and
+/// 1.54 (10 M-node SBM, 3 x 256: 582 / 379 ms); the mean prices every card. It carries both the streamed kernels'
+/// cost over resident ones (1.23 and 1.13 x the measured resident epoch) and the resident model's optimism on these
+/// graphs (issue 36): refit it with the resident model.
+inline constexpr double kStreamedKernelFactor = 1.52;
+/// Page-locked copies reached 55.3 GB/s each way over the H200's PCIe 5 x16 (64 GB/s): 0.86 of the catalogue's figure.
+inline constexpr double kHostLinkEfficiency = 0.86;
+
 /// One configuration asked for: `gpus` of `card`.
 struct FitConfiguration {
   Card card;
@@ -94,6 +125,7 @@ struct FitConfiguration {
   EpochTime epoch;
   std::int64_t largest_hidden = 0;  ///< widest hidden (with the model's layers) that fits; 0: none
   int largest_layers = 0;           ///< most layers (with the model's hidden) that fit
+  OffloadFit offload;               ///< when it does not fit resident
   // gpus > 1: every strategy asked for, and how the cards talk.
   std::vector<StrategyOnCard> strategies;
   std::string link;
@@ -108,6 +140,7 @@ struct FitOption {
   int gpus = 1;
   Strategy strategy = Strategy::kSingle;
   bool fits = false, exact = true;
+  bool offload = false;             ///< one card streaming through host memory (the model does not fit resident)
   bool priced = true;               ///< false: no strategy asked for runs on this many cards (left out of rankings)
   double seconds = 0;               ///< predicted epoch
   std::string link;

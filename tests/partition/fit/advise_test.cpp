@@ -284,3 +284,51 @@ TEST_CASE("advise prices boundary from statistics: it receives the hop-1 ring an
   CHECK(boundary.comm_bytes < gather.comm_bytes);
   CHECK(two.strategies[1].epoch.seconds > 0);
 }
+
+TEST_CASE("a model too large for one card is priced streamed through host memory, and a host without the RAM is a no") {
+  FitRequest req = small_request();
+  req.stats.nodes = 2449029;
+  req.stats.edges = 61952016;
+  req.stats.features = 100;
+  req.stats.classes = 47;
+  req.model.layers = 3;
+  req.model.hidden = 1024;
+  req.configs = {{"rtx3090", 1}, {"rtx3080", 2}};
+  req.rank_gpus = {1};
+  req.host_ram_bytes = std::int64_t{128} << 30;
+  const FitReport rep = advise(req);
+  const FitConfiguration& one = rep.configurations[0];
+  REQUIRE_FALSE(one.fits);
+  REQUIRE(one.offload.priced);
+  CHECK(one.offload.fits);
+  CHECK(one.offload.peak + one.card.fixed_overhead_bytes <= one.card.memory_bytes);
+  // The host keeps the saved matrices and the dataset twice (as loaded and as the engine's problem).
+  CHECK(one.offload.host_ram_bytes > one.offload.host_bytes);
+  CHECK(one.offload.seconds >= one.offload.kernel_seconds);
+  CHECK(one.offload.seconds > one.epoch.seconds);  // never faster than resident would be
+  bool offered = false;
+  for (const auto& ch : one.would_fit) offered = offered || ch.kind == "offload";
+  CHECK(offered);
+  bool ranked = false;
+  for (const auto& op : rep.options)
+    if (op.card.id == "rtx3090" && op.gpus == 1) {
+      ranked = true;
+      CHECK(op.fits);
+      CHECK(op.offload);
+      CHECK(op.label() == "1 x rtx3090 (offload)");
+      CHECK(op.seconds == doctest::Approx(one.offload.seconds));
+    }
+  CHECK(ranked);
+  CHECK(rep.verdict.find("streamed through host memory") != std::string::npos);
+  CHECK(rep.to_json()["configurations"][0]["offload"]["fits"] == true);
+
+  req.host_ram_bytes = std::int64_t{4} << 30;  // a host without the RAM: no
+  const FitReport small_host = advise(req);
+  const FitConfiguration& poor = small_host.configurations[0];
+  REQUIRE(poor.offload.priced);
+  CHECK(poor.offload.fits_card);
+  CHECK_FALSE(poor.offload.fits);
+  for (const auto& op : small_host.options)
+    if (op.card.id == "rtx3090" && op.gpus == 1) CHECK_FALSE(op.fits);
+  for (const auto& ch : poor.would_fit) CHECK(ch.kind != "offload");
+}
