@@ -263,6 +263,7 @@ FitOption best_option(const Context& c, const Card& card, int gpus) {
       o.fits = true;
       o.offload = true;
       o.seconds = off.seconds;
+      o.resident_peak = o.peak;
       o.peak = off.peak;
     }
     return o;
@@ -550,12 +551,17 @@ std::string describe(const FitOption& op, double cal_err) {
     return s.str();
   }
   if (op.gpus > 1) s << " (" << to_string(op.strategy) << ")";
+  if (op.offload) {
+    s << " needs " << format_gib(static_cast<double>(op.resident_peak + card.fixed_overhead_bytes))
+      << " per card (CUDA context included) of " << format_gib(static_cast<double>(card.memory_bytes))
+      << " resident; streamed through host memory (--offload) it needs "
+      << format_gib(static_cast<double>(op.per_card_bytes())) << " and runs an epoch in about "
+      << format_ms(op.seconds) << " (offload model: 2 measured runs, +-20 %)";
+    return s.str();
+  }
   s << " needs " << format_gib(static_cast<double>(op.per_card_bytes())) << " per card (CUDA context included) of "
     << format_gib(static_cast<double>(card.memory_bytes));
-  if (op.offload) {
-    s << " streamed through host memory (it does not fit resident) and runs an epoch in about "
-      << format_ms(op.seconds) << " (offload model: 2 measured runs, +-20 %)";
-  } else if (op.fits) {
+  if (op.fits) {
     s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ", "
       << (op.measured ? "measured card" : "extrapolated") << ")";
     if (op.gpus > 1)

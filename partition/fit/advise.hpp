@@ -141,6 +141,7 @@ struct FitOption {
   Strategy strategy = Strategy::kSingle;
   bool fits = false, exact = true;
   bool offload = false;             ///< one card streaming through host memory (the model does not fit resident)
+  std::int64_t resident_peak = 0;   ///< offload: the tracked peak it would need resident (peak: the streamed plan's)
   bool priced = true;               ///< false: no strategy asked for runs on this many cards (left out of rankings)
   double seconds = 0;               ///< predicted epoch
   std::string link;

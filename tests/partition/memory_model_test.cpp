@@ -200,8 +200,10 @@ TEST_CASE("never a false fits: under a 24 GB and a 10 GB cap scaled to CPU, ever
       INFO("hidden " << h);
       CHECK_NOTHROW(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg));
     }
-    // The widest width that trains is within 5 % of the predicted limit: 5 % past it runs out of memory.
+    // The widest width that trains is within 5 % of the predicted limit: 5 % past it runs out of memory (resident:
+    // --offload auto would stream it through host memory instead).
     cfg.model.hidden = limit + std::max<std::int64_t>(1, limit / 20);
+    cfg.model.offload = OffloadMode::kOff;
     CHECK_THROWS_AS(engine::train_single(engine::single_device_problem(ds, true), engine::Device{}, cfg), OutOfMemory);
     ModelSpec past = spec(ds, cfg);
     past.hidden = limit + 1;

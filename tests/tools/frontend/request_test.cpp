@@ -88,13 +88,13 @@ TEST_CASE("every train option has a distinct CLI spelling and a distinct Python 
     if (row.python != nullptr) CHECK(python.insert(row.python).second);
     if (row.check == frontend::CliCheck::kNames) CHECK((row.names != nullptr));
   }
-  // What gcnpart.train has always accepted, no more, no less.
+  // What gcnpart.train accepts, no more, no less.
   const std::set<std::string> keywords{
       "device", "layers", "hidden", "epochs", "lr", "dropout", "weight_decay", "weight_decay_all_layers",
       "early_stopping", "normalize_features", "seed", "runs", "spmm", "spmm_long_row", "spmm_segment", "spmm_lanes",
       "cuda_graph", "boundary_overlap", "gather_chunks", "precision", "memory_limit", "checkpoint_dir",
       "checkpoint_every", "resume", "load_weights", "reorder", "strategy", "parts", "link_bench", "partitioner",
-      "balance", "metis_sample"};
+      "balance", "metis_sample", "offload", "offload_part_rows"};
   CHECK(python == keywords);
   CHECK(frontend::train_parameter("--memory-limit", Spelling::kPython) == "memory_limit");
   CHECK(frontend::train_parameter("--load", Spelling::kPython) == "load_weights");

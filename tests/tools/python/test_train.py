@@ -50,6 +50,23 @@ def test_report_has_accuracies_losses_times_memory_and_weights():
     assert r.cuda_graph == "off: CPU device"
 
 
+def test_offload_streams_through_host_memory_with_the_resident_losses():
+    ds = gcnpart.load("demo")
+    resident = gcnpart.train(ds, epochs=10, layers=3, hidden=32, offload="off", progress=False)
+    streamed = gcnpart.train(ds, epochs=10, layers=3, hidden=32, offload="host", offload_part_rows=97, progress=False)
+    assert not resident.offload["streamed"]
+    o = streamed.offload
+    assert o["streamed"] and o["mode"] == "host" and o["part_rows"] == 97 and o["parts"] >= 2
+    assert o["on_device"] == [] and "features" in o["on_host"]
+    assert o["step_h2d_bytes"] == o["plan_step_h2d_bytes"] > 0
+    np.testing.assert_allclose(streamed.train_loss, resident.train_loss, rtol=1e-5)
+    assert streamed.test_accuracy == resident.test_accuracy
+    with pytest.raises(gcnpart.InvalidInput, match="offload"):
+        gcnpart.train(ds, epochs=1, offload="disk", progress=False)
+    with pytest.raises(gcnpart.InvalidInput, match="single"):
+        gcnpart.train(ds, epochs=1, strategy="drop", parts=2, offload="host", progress=False)
+
+
 def test_predict_gives_the_logits_of_every_node_in_the_users_order():
     ei, x, y = tiny_graph()
     splits = {"train": np.arange(0, 40), "valid": np.arange(40, 50), "test": np.arange(50, 60)}

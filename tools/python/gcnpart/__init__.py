@@ -399,6 +399,13 @@ class TrainReport:
         return self._doc.get("cuda_graph", "off")
 
     @property
+    def offload(self) -> dict:
+        """How the layers streamed through host memory (``offload=``): {"streamed", "mode", "parts", "part_rows",
+        "operands", "host_bytes", "on_host", "on_device", "step_h2d_bytes", "step_d2h_bytes", "h2d_GBps", "d2h_GBps",
+        "compute_ms", "lower_bound_ms", ...}; "streamed" is False when the model was resident."""
+        return self._doc.get("offload", {"streamed": False})
+
+    @property
     def weights(self) -> list:
         return self._result.parameters(0)
 
@@ -533,7 +540,10 @@ def train(dataset: Dataset, *, device: str = "cpu", strategy: str = "single", pa
             for memory locality, exact and reported in your node order; "none", "rcm", "metis"), cuda_graph
             ("auto", the default: on one GPU with the single strategy and a small step, rows x widest width up to
             2^25, every epoch from the third replays a CUDA Graph of the step, the report's ``cuda_graph`` says
-            whether it did; "on": whatever the size, an error where it cannot; "off"), spmm_long_row, spmm_segment, spmm_lanes (the own SpMM's tuning).
+            whether it did; "on": whatever the size, an error where it cannot; "off"), offload ("auto", the default:
+            when the model does not fit the device (memory_limit, or the GPU's free memory), its layers stream through
+            host memory by row parts, exactly; "host": always; "off": never), offload_part_rows (rows per streamed
+            part; 0: chosen), spmm_long_row, spmm_segment, spmm_lanes (the own SpMM's tuning).
 
     Returns:
         TrainReport with accuracies, losses, epoch times, memory by category, ``.weights`` and ``.predict()``.
