@@ -126,7 +126,7 @@ d = json.load(open(sys.argv[1])); c = d["configurations"][0]; m = c["single"]["m
 print(c["single"]["largest_hidden"], c["card_bytes"] - m["fixed_overhead_bytes"])' "$work/fit-$card.json")
     for factor in 1.00 1.05 1.10; do
       hidden=$(python3 -c "print(int($largest * $factor))")
-      $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" \
+      $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" --offload off \
         --json "$work/train-$card-h$hidden.json" > "$work/train-$card-h$hidden.log" 2>&1
       rc=$?
       python3 - "$work/train-$card-h$hidden.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" \
