@@ -226,7 +226,10 @@ std::unique_ptr<partition::StreamedPlan> GcnModel::choose_streamed_plan(const pa
   if (now.limit > 0) {
     budget = now.limit - now.current;
   } else if (res_.context().is_cuda()) {
-    budget = res_.driver_free_bytes();
+    // What the driver has free, less a margin for what the tracker does not see (the caching allocator's blocks of
+    // other sizes, cuBLAS's own workspace, fragmentation): 3 % and 256 MiB.
+    const std::int64_t free = res_.driver_free_bytes();
+    budget = std::max<std::int64_t>(0, free - free / 33 - (std::int64_t{256} << 20));
   }
   if (mode == OffloadMode::kAuto && (budget < 0 || resident_peak <= budget)) return nullptr;
   if (budget < 0) budget = resident_peak;
