@@ -202,7 +202,12 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
           partition::save_plan(plan, stem + ".gplan");
           partition::save_parts(plan.partition, stem + ".parts");
         }
-        add(measured_row(s, k, layers, plan.metrics, train_distributed(ds, plan, c, {}, launch), request.train));
+        auto row = measured_row(s, k, layers, plan.metrics, train_distributed(ds, plan, c, {}, launch), request.train);
+        if (!plan.partition.note.empty()) {
+          row["partition_note"] = plan.partition.note;
+          row["partitioner_used"] = partition::partitioner_name(plan.partition.method);
+        }
+        add(std::move(row));
       }
     }
   }

@@ -88,6 +88,8 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
                                             partition::partition_graph(ds.graph, 1, request.partition),
                                             request.config.model.layers)
                   : plan.metrics;
+  s.partition_note = plan.partition.note;
+  s.partitioner_used = single ? request.partition.method : plan.partition.method;
   if (!request.save_plan.empty() || !request.save_parts.empty()) {
     const partition::Plan one_part =
         single ? partition::make_plan(ds.graph, request.strategy, 1, request.config.model.layers, request.partition)
@@ -135,7 +137,8 @@ nlohmann::json TrainSummary::to_json() const {
   j["strategy"] = to_string(q.strategy);
   j["parts"] = q.parts;
   j["launch"] = q.launch.mpi ? "mpi" : "threads";
-  j["partitioner"] = partition::partitioner_name(q.partition.method);
+  j["partitioner"] = partition::partitioner_name(partitioner_used);
+  if (!partition_note.empty()) j["partition_note"] = partition_note;
   j["balance"] = partition::balance_name(q.partition.balance);
   j["model"] = {{"dims", dims},
                 {"stored_dims", dims.empty() ? dims : m.stored_dims(dims.front(), dims.back())},

@@ -48,6 +48,9 @@ struct TrainSummary {
   std::vector<std::int64_t> dims;               ///< layer widths
   std::vector<TrainReport> runs;                ///< run 1 first
   partition::PlanMetrics plan;                  ///< the partition's price (single: one part)
+  /// What went wrong partitioning (partition::Partition::note: METIS retried or replaced); empty: nothing.
+  std::string partition_note;
+  partition::Partitioner partitioner_used = partition::Partitioner::kMetis;
   MeanStd accuracy[3];                          ///< train / valid / test over the runs
   MeanStd epoch_seconds;                        ///< over every run's epochs after its first (warm-up)
   double epoch_median_seconds = 0;              ///< median of the same (slowest device's step)

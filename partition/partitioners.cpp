@@ -143,14 +143,45 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
   auto* part = partition.part_of.data();
   if (parts > 1) {
     switch (options.method) {
-      case Partitioner::kMetis:
-        metis_kway(graph, parts, options, partition.part_of);
+      case Partitioner::kMetis: {
+        // METIS fails now and then on large graphs (seen once in four runs of a products-sized graph: "Failed
+        // during initial partitioning", METIS_ERROR); another seed usually passes, and a partition of any kind is
+        // better than no answer: retry once, then fall back to the random partitioner, and say so.
+        PartitionOptions attempt = options;
+        int injected = options.inject_metis_failures;
+        bool done = false;
+        for (int tries = 0; tries < 2 && !done; ++tries, ++attempt.seed) {
+          try {
+            if (injected-- > 0)
+              throw Error("METIS_PartGraphKway failed with METIS_ERROR (injected) on " +
+                          std::to_string(graph.num_nodes) + " nodes");
+            metis_kway(graph, parts, attempt, partition.part_of);
+            done = true;
+          } catch (const InvalidInput&) {
+            throw;  // the graph or the options, not bad luck: retrying would fail alike
+          } catch (const Error& e) {
+            partition.note += (partition.note.empty() ? "" : "; ") + std::string(e.what()) + " (seed " +
+                              std::to_string(attempt.seed) + ")";
+          }
+        }
+        if (!done) {
+          partition.note += "; fell back to the random partitioner (seed " + std::to_string(options.seed) + ")";
+          partition.method = Partitioner::kRandom;
+          const std::uint64_t key = rng::stream_key(options.seed, rng::kRandomPartition);
+#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
+          for (std::int64_t v = 0; v < n; ++v)
+            part[v] = static_cast<std::int32_t>(rng::philox4x32(key, static_cast<std::uint64_t>(v), 0).v[0] %
+                                                static_cast<std::uint32_t>(parts));
+          break;
+        }
+        if (!partition.note.empty()) partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + ": it passed";
         // METIS keeps its weights within the imbalance only loosely on power-law graphs (heavy hubs, K = 8), and
         // knows nothing of drop's work (in-part entries): the refinement finishes either. Both at once conflict on
         // RMAT (a part holding a dense core of hubs needs less gather work to hold as much drop work).
         if (options.balance == Balance::kWork)
           detail::refine_work_balance(graph, parts, options.imbalance, options.work_strategy == Strategy::kDrop, part);
         break;
+      }
       case Partitioner::kRandom: {
         // Keyed by node id: the same parts whatever the thread count.
         const std::uint64_t key = rng::stream_key(options.seed, rng::kRandomPartition);

@@ -93,6 +93,8 @@ struct PartitionOptions {
   /// the own rows with all their neighbours (gather's and boundary's work, and the own part of halo's). make_plan
   /// sets it to the plan's strategy; partition_graph alone balances gather's.
   Strategy work_strategy = Strategy::kGather;
+  /// Tests: the first this many METIS calls fail as METIS_ERROR would (the fallback's path).
+  int inject_metis_failures = 0;
 };
 
 /// part_of[v] in [0, parts) for every node.
@@ -103,12 +105,17 @@ struct Partition {
   std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts
   std::int64_t comm_volume = 0;  ///< sum over nodes of the number of other parts among its neighbours (METIS' volume)
   double seconds = 0;            ///< time to partition
+  /// What went wrong on the way, when something did: METIS failed and was retried with another seed, or the
+  /// random partitioner stood in (method then says kRandom). Empty when the partitioner asked for worked first time.
+  std::string note;
 };
 
 /// Partitions a symmetric graph without self loops. METIS_PartGraphKway for kMetis (deterministic for a seed),
 /// a keyed hash for kRandom, contiguous id ranges of equal size for kRange. parts == 1 gives one part.
+/// A METIS failure never ends the call: METIS is retried once with the next seed, then the random partitioner
+/// stands in; Partition::note says what happened (and method what was used).
 /// @throws InvalidInput for parts < 1 or > nodes, a graph with a self loop or a one-way edge (the node named), or
-/// more than 2^31 - 1 entries for METIS; METIS failures as Error (OutOfMemory for METIS_ERROR_MEMORY).
+/// more than 2^31 - 1 entries for METIS.
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});
 
 /// What one device holds.

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <ctime>
 #include <memory>
+#include <set>
 #include <sstream>
 #include <utility>
 
@@ -147,6 +148,10 @@ void print_notes(const engine::CompareReport& report) {
   if (gather)
     std::printf("gather: repl counts the rows a device computes (its own, 1.00); its table of K x largest-part rows "
                 "is memory, counted in peak/dev (category gather_table)\n");
+  std::set<std::string> partition_notes;  // a partitioner that failed and what stood in (each said once)
+  for (const auto& r : report.rows)
+    if (r.contains("partition_note")) partition_notes.insert(r["partition_note"].get<std::string>());
+  for (const auto& n : partition_notes) std::printf("partition: %s\n", n.c_str());
   if (multi && report.header.contains("epoch_time_note"))
     std::printf("epoch ms: %s\n", report.header["epoch_time_note"].get<std::string>().c_str());
 }

@@ -165,7 +165,9 @@ void run_train(TrainOptions& options) {
   });
   progress.finish();
   if (partition::one_device(request.strategy)) print_single(summary, device);
-  else print_distributed(summary, request.launch.mpi ? "rank " : device.is_cuda() ? "cuda:" : "cpu:", o.partitioner);
+  else print_distributed(summary, request.launch.mpi ? "rank " : device.is_cuda() ? "cuda:" : "cpu:",
+                         partition::partitioner_name(summary.partitioner_used));
+  if (!summary.partition_note.empty()) std::printf("partition    %s\n", summary.partition_note.c_str());
   if (request.reorder != Reorder::kNone)
     std::printf("reorder      %s: order %.3f s, applying it %.3f s (before training; not in the epoch times)\n",
                 to_string(request.reorder), summary.reorder_seconds[0], summary.reorder_seconds[1]);

@@ -112,6 +112,9 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
     popt.seed = r.seed;
     part = partition_graph(c.ds->graph, k, popt);
   }
+  const std::string partition_note = part && !part->note.empty()
+                                         ? " [" + part->note + "; " + partitioner_name(part->method) + " used]"
+                                         : std::string();
   std::optional<SplitEstimate> est;
   if (c.ds == nullptr) est = estimate_split_from_counts(c.stats, k, c.model.layers);
   else if (r.samples > 0) est = estimate_split_sampled(c.ds->graph, *part, c.model.layers, r.samples, r.seed);
@@ -138,7 +141,7 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
     }
     StrategyFit f = fit_from_shapes(s, k, device_shapes(m, s, k, c.stats), c.model);
     f.metrics = m;
-    f.method = method;
+    f.method = method + partition_note;
     f.halo_factor = m.replication_factor;
     f.halo_error = halo_err;
     if (est && s == Strategy::kHalo && (halo_err > 0 || entries_err > 0))

@@ -990,3 +990,30 @@ TEST_CASE("METIS balancing edges or both keeps the parts' adjacency entries with
   CHECK(parse_balance("both", "--balance") == Balance::kBoth);
   CHECK_THROWS_AS(parse_balance("vertices", "--balance"), InvalidInput);
 }
+
+TEST_CASE("a METIS failure never ends partitioning: one retry with the next seed, then the random partitioner, said") {
+  const auto g = random_graph(400, 2000, 3);
+  PartitionOptions o;
+  o.seed = 7;
+  o.inject_metis_failures = 1;  // the first call fails, the retry passes
+  const Partition retried = partition_graph(g, 2, o);
+  CHECK(retried.method == Partitioner::kMetis);
+  CHECK(retried.note.find("METIS_ERROR") != std::string::npos);
+  CHECK(retried.note.find("seed 7") != std::string::npos);
+  CHECK(retried.note.find("retried with seed 8: it passed") != std::string::npos);
+  o.inject_metis_failures = 2;  // both fail: the random partitioner stands in
+  const Partition fallback = partition_graph(g, 2, o);
+  CHECK(fallback.method == Partitioner::kRandom);
+  CHECK(fallback.note.find("fell back to the random partitioner") != std::string::npos);
+  PartitionOptions random;
+  random.method = Partitioner::kRandom;
+  random.seed = 7;
+  CHECK(fallback.part_of == partition_graph(g, 2, random).part_of);
+  o.inject_metis_failures = 0;
+  CHECK(partition_graph(g, 2, o).note.empty());
+  // A plan built on the fallback says so too.
+  o.inject_metis_failures = 2;
+  const Plan plan = make_plan(g, Strategy::kHalo, 2, 2, o);
+  CHECK(plan.partition.method == Partitioner::kRandom);
+  CHECK_FALSE(plan.partition.note.empty());
+}
