@@ -57,6 +57,7 @@ struct FitOptions {
   std::uint64_t seed = 1;
   std::string json;
   std::string host_ram;  ///< --host-ram (parse_bytes; empty: this machine's)
+  bool allow_lossy_drop = false;
 };
 
 std::vector<int> parse_int_list(const std::string& text, const std::string& parameter) {
@@ -186,7 +187,8 @@ void print_single(const FitConfiguration& cf, const FitReport& r) {
   std::fprintf(g_out, "memory       %s per card (%s tracked + %s fixed) of %s: %s, headroom %s\n",
               gib(static_cast<double>(total)).c_str(), gib(static_cast<double>(m.peak)).c_str(),
               gib(static_cast<double>(card.fixed_overhead_bytes)).c_str(), gib(static_cast<double>(card.memory_bytes)).c_str(),
-              cf.fits ? "FITS" : "DOES NOT FIT", gib(static_cast<double>(card.memory_bytes - total)).c_str());
+              cf.fits ? "FITS" : total <= card.memory_bytes ? "TIGHT (within the margin: not recommended)" : "DOES NOT FIT",
+              gib(static_cast<double>(card.memory_bytes - total)).c_str());
   std::fprintf(g_out, "breakdown    %s; largest workspace %s (%s)\n", breakdown_text(m).c_str(),
               human_bytes(static_cast<double>(m.transient)).c_str(), m.transient_what.c_str());
   if (cf.fits)
@@ -226,7 +228,7 @@ void print_strategies(const FitConfiguration& cf, double cal_err) {
     std::snprintf(lost, sizeof lost, "%s (%.1f%%)", with_commas(f.metrics.lost_edges).c_str(),
                   100 * f.metrics.lost_fraction);
     std::fprintf(g_out, "%-8s %22s %5s %22s %14s %12s %18s\n", to_string(f.strategy), peak.c_str(),
-                s.fits ? "yes" : "NO", lost,
+                s.fits ? "yes" : s.fit.tight(cf.card) ? "tight" : "NO", lost,
                 halo.c_str(), human_bytes(static_cast<double>(f.comm_bytes)).c_str(),
                 (ms(s.epoch.seconds) + " +-" + pct(cal_err, 0)).c_str());
   }
@@ -248,21 +250,24 @@ void print_ranking(const FitReport& r, const FitOptions& o) {
   const double cal_err = r.calibration.band();
   const std::size_t shown = 10;
   const std::size_t n_time = std::min(shown, r.by_epoch_time.size());
-  std::fprintf(g_out, "\n== fastest options that fit (%zu of %zu; GPUs %s; exact strategies first, drop only if nothing exact fits)\n",
+  std::fprintf(g_out, "\n== fastest options that fit (%zu of %zu; GPUs %s; exact strategies first, drop only if nothing exact fits and it loses at most 10 %% of the edges)\n",
               n_time, r.options.size(), o.rank_gpus.c_str());
   for (std::size_t i = 0; i < n_time; ++i) {
     const FitOption& op = r.options[r.by_epoch_time[i]];
     std::fprintf(g_out, "%2zu. %-28s %12s +-%s %-12s  memory/card %s%s\n", i + 1, op.label().c_str(),
                 ms(op.seconds).c_str(), pct(cal_err, 0).c_str(), op.measured ? "(measured)" : "(extrapol.)",
-                gib(static_cast<double>(op.per_card_bytes())).c_str(), op.exact ? "" : "  (inexact: drop loses edges)");
+                gib(static_cast<double>(op.per_card_bytes())).c_str(),
+                op.exact ? "" : ("  (drop loses " + pct(op.lost_fraction, 1) + " of the edges)").c_str());
   }
   if (n_time == 0)
     std::fprintf(g_out, "    none at %s GPUs: see \"would fit\" above, or --rank-gpus with more GPUs\n", o.rank_gpus.c_str());
   std::fprintf(g_out, "\n== most epochs per launch dollar (cards without a published price left out)\n");
   for (std::size_t i = 0; i < std::min(shown, r.by_epochs_per_dollar.size()); ++i) {
     const FitOption& op = r.options[r.by_epochs_per_dollar[i]];
-    std::fprintf(g_out, "%2zu. %-28s %8.1f epochs/s per $1000  ($%s, %s per epoch)\n", i + 1, op.label().c_str(),
-                *op.per_kusd(), with_commas(std::llround(*op.price())).c_str(), ms(op.seconds).c_str());
+    std::fprintf(g_out, "%2zu. %-28s %8s epochs per hour per $1000  ($%s, %s per epoch)%s\n", i + 1,
+                op.label().c_str(), with_commas(std::llround(*op.per_kusd())).c_str(),
+                with_commas(std::llround(*op.price())).c_str(), ms(op.seconds).c_str(),
+                op.exact ? "" : ("  (drop loses " + pct(op.lost_fraction, 1) + " of the edges)").c_str());
   }
   if (r.by_epochs_per_dollar.empty())
     std::fprintf(g_out, "    none: no option with a published price fits\n");
@@ -308,6 +313,7 @@ void run_fit(const FitOptions& o, bool data_given) {
   req.rank_gpus = parse_int_list(o.rank_gpus, "--rank-gpus");
   req.strategies = parse_strategies(o.strategies);
   if (!o.host_ram.empty()) req.host_ram_bytes = parse_bytes(o.host_ram, "--host-ram");
+  req.allow_lossy_drop = o.allow_lossy_drop;
   // The graph: a dataset, or statistics alone.
   const bool stats_only = o.nodes > 0 || o.edges > 0 || o.features > 0 || o.classes > 0;
   if (stats_only && data_given)
@@ -465,6 +471,8 @@ Command register_fit(CLI::App& app) {
                   "With DATA: estimate halos by BFS from this many sampled seeds instead of exact plan metrics")
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", o->seed, "Partition and sampling seed")->capture_default_str();
+  cmd->add_flag("--allow-lossy-drop", o->allow_lossy_drop,
+               "Rank and recommend drop even where it loses more than 10 % of the edges (it trains without them)");
   cmd->add_option("--host-ram", o->host_ram,
                   "Host RAM a card's offload plan may use (e.g. 128GB; default: this machine's, the tightest of RAM, "
                   "ulimit -v and the cgroup's limit)");

@@ -42,6 +42,12 @@ struct Context {
   double degree_ratio = 1;  ///< E[d^2] / E[d]^2 (the SpMM's L2 locality); Poisson 1 + 1 / mean when unknown
 };
 
+/// Whether fit may rank and recommend a split: exact, or drop losing at most kDropMaxLostFraction of the edges (or
+/// the user allowed more).
+bool recommendable(const Context& c, const StrategyFit& f) {
+  return traits(f.strategy).exact || c.req.allow_lossy_drop || f.metrics.lost_fraction <= kDropMaxLostFraction;
+}
+
 /// The pipeline over `stages` cards: every card holds the whole graph and its stage's layers.
 StrategyFit pipeline_fit(const DeviceShape& whole, int stages, const ModelSpec& model) {
   StrategyFit f;
@@ -192,7 +198,7 @@ std::pair<std::int64_t, int> largest_single(const Context& c, const Card& card) 
     m.hidden = hidden;
     m.layers = layers;
     const auto e = estimate_device_memory(c.single.shapes.front(), m, Backend::kCuda);
-    return e.peak + card.fixed_overhead_bytes <= card.memory_bytes;
+    return e.peak + card.fixed_overhead_bytes + fit_margin(card) <= card.memory_bytes;
   };
   std::int64_t lo = 0, hi = std::int64_t{1} << 24;
   while (lo < hi) {  // largest hidden in [0, 2^24] that fits (0: none)
@@ -215,7 +221,7 @@ OffloadFit offload_fit(const Context& c, const Card& card) {
   OffloadFit o;
   const DeviceShape& shape = c.single.shapes.front();
   if (c.single.fits(card) || !streams(shape, c.model)) return o;
-  const std::int64_t budget = card.memory_bytes - card.fixed_overhead_bytes;
+  const std::int64_t budget = card.memory_bytes - card.fixed_overhead_bytes - fit_margin(card);
   if (budget <= 0) return o;
   const StreamedPlan plan = streamed_plan(shape, c.model, Backend::kCuda, budget);
   o.priced = true;
@@ -261,6 +267,7 @@ FitOption option_of(const Context& c, const Card& card, int gpus, const Strategy
 FitOption best_option(const Context& c, const Card& card, int gpus) {
   if (gpus == 1) {
     FitOption o = option_of(c, card, 1, c.single, c.single.fits(card));
+    o.tight = c.single.tight(card);
     if (o.fits) return o;
     if (const OffloadFit off = offload_fit(c, card); off.fits) {  // streamed through host memory
       o.fits = true;
@@ -285,7 +292,7 @@ FitOption best_option(const Context& c, const Card& card, int gpus) {
   double best_t = 0;
   for (bool exact : {true, false}) {
     for (const auto& f : list) {
-      if ((traits(f.strategy).exact) != exact || !f.fits(card)) continue;
+      if ((traits(f.strategy).exact) != exact || !f.fits(card) || !recommendable(c, f)) continue;
       const double t = epoch_of(c, f, card).seconds;
       if (best == nullptr || t < best_t) {
         best = &f;
@@ -295,10 +302,22 @@ FitOption best_option(const Context& c, const Card& card, int gpus) {
     if (best != nullptr) break;
   }
   const bool fits = best != nullptr;
-  if (best == nullptr)
+  bool tight = false;
+  if (best == nullptr) {
+    // Nothing to recommend: a lossy drop that fits (shown with its loss), else a split within the margin (tight),
+    // else the smallest peak.
     for (const auto& f : list)
-      if (best == nullptr || f.peak < best->peak) best = &f;
-  return option_of(c, card, gpus, *best, fits);
+      if (f.fits(card) && (best == nullptr || f.peak < best->peak)) best = &f;
+    if (best == nullptr)
+      for (const auto& f : list)
+        if (f.tight(card) && (best == nullptr || f.peak < best->peak)) best = &f, tight = true;
+    if (best == nullptr)
+      for (const auto& f : list)
+        if (best == nullptr || f.peak < best->peak) best = &f;
+  }
+  FitOption o = option_of(c, card, gpus, *best, fits);
+  o.tight = tight;
+  return o;
 }
 
 }  // namespace
@@ -425,7 +444,7 @@ std::pair<const StrategyFit*, double> fastest_fitting(const Context& c, const st
   double best_t = 0;
   for (bool exact : {true, false}) {
     for (const auto& f : fits) {
-      if (traits(f.strategy).exact != exact || !f.fits(card)) continue;
+      if (traits(f.strategy).exact != exact || !f.fits(card) || !recommendable(c, f)) continue;
       const double t = epoch_of(c, f, card, &m).seconds;
       if (best == nullptr || t < best_t) best = &f, best_t = t;
     }
@@ -458,8 +477,8 @@ std::vector<FitChange> would_fit(const Context& c, const Card& card, int gpus) {
     for (const auto& f : here) {
       ModelSpec m = c.model;
       if (f.strategy == Strategy::kPipeline) m.stages = f.parts;
-      widest = std::max(widest, largest_hidden_within(f.shapes, m, card.memory_bytes, card.fixed_overhead_bytes,
-                                                      Backend::kCuda));
+      widest = std::max(widest, largest_hidden_within(f.shapes, m, card.memory_bytes - fit_margin(card),
+                                                      card.fixed_overhead_bytes, Backend::kCuda));
     }
     widest = std::min(widest, c.model.hidden - 1);
     if (widest >= 1) {
@@ -564,6 +583,16 @@ std::string describe(const FitOption& op, double cal_err) {
   }
   s << " needs " << format_gib(static_cast<double>(op.per_card_bytes())) << " per card (CUDA context included) of "
     << format_gib(static_cast<double>(card.memory_bytes));
+  if (!op.fits && op.tight) {
+    s << ": tight, within the " << format_gib(static_cast<double>(fit_margin(card)))
+      << " margin a configuration must leave (2 % of the card or 256 MiB): not recommended";
+    return s.str();
+  }
+  if (!op.fits && !op.exact && op.peak + card.fixed_overhead_bytes <= card.memory_bytes) {
+    s << ": only drop fits, and it loses " << format_pct(op.lost_fraction)
+      << " of the edges: not recommended (--allow-lossy-drop ranks it)";
+    return s.str();
+  }
   if (op.fits) {
     s << " and runs an epoch in about " << format_ms(op.seconds) << " (+-" << format_pct(cal_err, 0) << ", "
       << (op.measured ? "measured card" : "extrapolated") << ")";
@@ -584,8 +613,8 @@ void verdict_both_fit(std::ostream& v, const FitOption& a, const FitOption& b, d
   v << std::fixed << std::setprecision(2) << fast.label() << " is faster by " << ratio << "x";
   if (a.price() && b.price())
     v << std::setprecision(1) << "; at launch prices ($" << with_commas(std::llround(*a.price())) << " vs $"
-      << with_commas(std::llround(*b.price())) << ") that is " << *a.per_kusd() << " vs " << *b.per_kusd()
-      << " epochs/s per $1000";
+      << with_commas(std::llround(*b.price())) << ") that is " << with_commas(std::llround(*a.per_kusd())) << " vs "
+      << with_commas(std::llround(*b.per_kusd())) << " epochs per hour per $1000";
   const FitOption* pick = &fast;
   if (ratio < 1 + cal_err) {
     const FitOption* fewer = a.gpus <= b.gpus ? &a : &b;
@@ -806,13 +835,25 @@ json option_json(const FitOption& op, double cal_err) {
              {"epoch_source", op.measured ? "measured" : "extrapolated"},
              {"epoch_relative_error", cal_err}, {"link", op.link}};
   oj["launch_price_usd"] = op.price() ? json(*op.price()) : json(nullptr);
-  oj["epochs_per_second_per_1000_usd"] = op.per_kusd() ? json(*op.per_kusd()) : json(nullptr);
+  oj["epochs_per_hour_per_1000_usd"] = op.per_kusd() ? json(*op.per_kusd()) : json(nullptr);
+  oj["tight"] = op.tight;
+  oj["lost_fraction"] = op.lost_fraction;
   return oj;
 }
 
 }  // namespace
 
-bool StrategyFit::fits(const Card& card) const { return peak + card.fixed_overhead_bytes <= card.memory_bytes; }
+std::int64_t fit_margin(const Card& card) {
+  return std::max<std::int64_t>(card.memory_bytes / 50, std::int64_t{256} << 20);
+}
+
+bool StrategyFit::fits(const Card& card) const {
+  return peak + card.fixed_overhead_bytes + fit_margin(card) <= card.memory_bytes;
+}
+
+bool StrategyFit::tight(const Card& card) const {
+  return !fits(card) && peak + card.fixed_overhead_bytes <= card.memory_bytes;
+}
 
 std::optional<double> FitOption::price() const {
   if (!card.launch_price_usd) return std::nullopt;
@@ -822,7 +863,7 @@ std::optional<double> FitOption::price() const {
 std::optional<double> FitOption::per_kusd() const {
   const auto p = price();
   if (!p || seconds <= 0) return std::nullopt;
-  return 1000.0 / (seconds * *p);
+  return 3600.0 / seconds / (*p / 1000.0);
 }
 
 std::string FitOption::label() const {

@@ -51,6 +51,8 @@ struct FitRequest {
   /// Host RAM the offload plan may use (bytes); 0: this machine's (datasets::host_memory_limit: the tightest of RAM,
   /// ulimit -v and the cgroup's limit). A card whose offload plan needs more host RAM than this is a "no".
   std::int64_t host_ram_bytes = 0;
+  /// Rank and recommend drop even where it loses more than kDropMaxLostFraction of the edges (`--allow-lossy-drop`).
+  bool allow_lossy_drop = false;
 };
 
 /// A split of the graph over `parts` devices under one strategy, with its memory and communication.
@@ -68,8 +70,10 @@ struct StrategyFit {
   double halo_factor = 1;          ///< replication factor: local nodes summed / N
   double halo_error = 0;           ///< relative
 
-  /// The tracked peak plus the card's fixed overhead fits the card's memory.
+  /// The tracked peak plus the card's fixed overhead plus the margin (fit_margin) fits the card's memory.
   [[nodiscard]] bool fits(const Card& card) const;
+  /// Fits without the margin but not with it: the estimate's error or the allocator's slack may tip it over.
+  [[nodiscard]] bool tight(const Card& card) const;
 };
 
 /// One strategy of a K-GPU configuration on its card.
@@ -106,6 +110,13 @@ struct OffloadFit {
   double seconds = 0;         ///< predicted epoch: whole uploads + max(kernels, passes)
 };
 
+/// Headroom a configuration must leave to "fit": 2 % of the card's memory or 256 MiB, whichever is larger; below it a
+/// configuration that would fit is "tight" (not recommended, not ranked).
+[[nodiscard]] std::int64_t fit_margin(const Card& card);
+/// Drop is ranked and recommended only while it loses at most this share of the edges (unless asked for:
+/// FitRequest::allow_lossy_drop); every row that uses drop shows its lost share.
+inline constexpr double kDropMaxLostFraction = 0.10;
+
 /// A streamed step's kernels alone against fit's own resident epoch prediction, measured on the H200
 /// (bench/results/h200-2026-12-04-offload): 1.50 (products-sized SBM, 3 x 1024: 806 ms measured, 538 predicted) and
 /// 1.54 (10 M-node SBM, 3 x 256: 582 / 379 ms); the mean prices every card. It carries both the streamed kernels'
@@ -140,6 +151,7 @@ struct FitOption {
   int gpus = 1;
   Strategy strategy = Strategy::kSingle;
   bool fits = false, exact = true;
+  bool tight = false;               ///< would fit, but within the margin (fit_margin): not ranked
   bool offload = false;             ///< one card streaming through host memory (the model does not fit resident)
   std::int64_t resident_peak = 0;   ///< offload: the tracked peak it would need resident (peak: the streamed plan's)
   bool priced = true;               ///< false: no strategy asked for runs on this many cards (left out of rankings)
@@ -153,7 +165,7 @@ struct FitOption {
   double lost_fraction = 0;         ///< of the edges (drop)
   /// Launch price of all the cards, USD; none when the card has no published price.
   [[nodiscard]] std::optional<double> price() const;
-  /// Epochs per second per 1000 USD of launch price.
+  /// Epochs per hour per 1000 USD of launch price.
   [[nodiscard]] std::optional<double> per_kusd() const;
   /// "2 x rtx3080 (halo)"
   [[nodiscard]] std::string label() const;

@@ -250,11 +250,13 @@ TEST_CASE("when a configuration does not fit, advise names the smallest change o
   }
   ModelSpec m = rep.model;
   const DeviceShape whole = single_device_shape(rep.graph);
-  const std::int64_t widest =
-      largest_hidden_within({whole}, m, card.memory_bytes, card.fixed_overhead_bytes, Backend::kCuda);
+  // Widest with the margin a configuration must leave (fit_margin: 2 % of the card or 256 MiB).
+  const std::int64_t widest = largest_hidden_within({whole}, m, card.memory_bytes - fit_margin(card),
+                                                    card.fixed_overhead_bytes, Backend::kCuda);
   CHECK(by_kind["hidden"].change.rfind("hidden " + std::to_string(widest) + " (from 160)", 0) == 0);
   m.hidden = widest + 1;
-  CHECK(estimate_device_memory(whole, m, Backend::kCuda).peak + card.fixed_overhead_bytes > card.memory_bytes);
+  CHECK(estimate_device_memory(whole, m, Backend::kCuda).peak + card.fixed_overhead_bytes + fit_margin(card) >
+        card.memory_bytes);
   CHECK(by_kind["card"].per_card_bytes <= builtin_cards().find(by_kind["card"].change.substr(4, by_kind["card"].change.find(' ', 4) - 4)).memory_bytes);
   // The verdict and the JSON carry them; nothing says "none" or "0 layers".
   CHECK(rep.verdict.find("would fit with hidden " + std::to_string(widest)) != std::string::npos);
@@ -331,4 +333,46 @@ TEST_CASE("a model too large for one card is priced streamed through host memory
   for (const auto& op : small_host.options)
     if (op.card.id == "rtx3090" && op.gpus == 1) CHECK_FALSE(op.fits);
   for (const auto& ch : poor.would_fit) CHECK(ch.kind != "offload");
+}
+
+TEST_CASE("fits needs a margin (2 % of the card or 256 MiB), tight below it; lossy drop is not recommended") {
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& card = catalogue.find("rtx3090");
+  CHECK(fit_margin(card) == card.memory_bytes / 50);
+  Card small = card;
+  small.memory_bytes = std::int64_t{4} << 30;
+  CHECK(fit_margin(small) == std::int64_t{256} << 20);
+  StrategyFit f;
+  f.peak = card.memory_bytes - card.fixed_overhead_bytes - fit_margin(card);  // exactly at the margin: fits
+  CHECK(f.fits(card));
+  CHECK_FALSE(f.tight(card));
+  f.peak += 1;
+  CHECK_FALSE(f.fits(card));
+  CHECK(f.tight(card));
+  f.peak = card.memory_bytes;
+  CHECK_FALSE(f.tight(card));
+
+  // Products-sized 3 x 256 on 2 x rtx3080: only drop fits and it loses half the edges under the count model.
+  FitRequest req = small_request();
+  req.stats.nodes = 2449029;
+  req.stats.edges = 61859140;
+  req.stats.features = 100;
+  req.stats.classes = 47;
+  req.model.layers = 3;
+  req.model.hidden = 256;
+  req.configs = {{"rtx3090", 1}, {"rtx3080", 2}};
+  req.rank_gpus = {1, 2};
+  const FitReport rep = advise(req);
+  for (const auto& op : rep.options)
+    if (op.fits && !op.exact) CHECK(op.lost_fraction <= kDropMaxLostFraction);
+  CHECK(rep.verdict.find("take 2 x rtx3080 (drop)") == std::string::npos);
+  req.allow_lossy_drop = true;
+  const FitReport allowed = advise(req);
+  bool lossy_ranked = false;
+  for (std::size_t i : allowed.by_epoch_time)
+    lossy_ranked = lossy_ranked || (!allowed.options[i].exact && allowed.options[i].lost_fraction > kDropMaxLostFraction);
+  CHECK(lossy_ranked);
+  // The price column is epochs per hour per $1000.
+  for (const auto& op : rep.options)
+    if (op.per_kusd()) CHECK(*op.per_kusd() == doctest::Approx(3600.0 / op.seconds / (*op.price() / 1000.0)));
 }
