@@ -1,6 +1,7 @@
 // gcnpart fit: does this graph and model fit one card, and which cards and strategies would (partition::advise);
 // gcnpart cards: the card catalogue. This file parses options, calls the library and prints its report.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <memory>
@@ -28,6 +29,22 @@ using partition::load_cards;
 using nlohmann::json;
 
 constexpr double kMiB = 1048576.0;
+/// Above this many directed entries fit samples its split figures unless --exact (train's --metis-sample threshold).
+constexpr std::int64_t kExactFitEntries = 20'000'000;
+/// Seeds of the sampled halo estimate (partition::estimate_split_sampled) then.
+constexpr std::int64_t kFitSamples = 2000;
+/// Directed entries METIS sees then (about; --metis-sample auto): a products-sized graph answers in ~15 s on 2 cores.
+constexpr std::int64_t kFitMetisEntries = 5'000'000;
+
+/// A non-negative count ("2000"). @throws InvalidInput naming the parameter.
+std::int64_t parse_count(const std::string& text, const char* parameter) {
+  std::int64_t v = -1;
+  const auto r = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (r.ec != std::errc() || r.ptr != text.data() + text.size() || v < 0)
+    throw InvalidInput::parameter(parameter, text, "auto or a count >= 0 (0: exact)");
+  return v;
+}
+
 /// Where the human-readable report goes: stdout, or stderr when the JSON goes to stdout (--json -).
 FILE* g_out = stdout;
 
@@ -53,7 +70,9 @@ struct FitOptions {
   // Split.
   std::string partitioner = "metis", strategies = "drop,halo,gather,pipeline";
   std::string calibration;
-  std::int64_t samples = 0;
+  std::string samples = "auto";
+  std::string metis_sample = "auto";
+  bool exact = false;
   std::uint64_t seed = 1;
   std::string json;
   std::string host_ram;  ///< --host-ram (parse_bytes; empty: this machine's)
@@ -326,7 +345,28 @@ void run_fit(const FitOptions& o, bool data_given) {
   req.tf32 = o.tf32;
   req.configs = o.configs;
   req.partitioner = from_string<partition::Partitioner>(o.partitioner, "--partitioner");
-  req.samples = o.samples;
+  // A large graph's split figures come from a sample unless --exact: METIS on a tenth of the edges (as train's
+  // --metis-sample auto) and the halos by BFS from sampled seeds; a products-sized file then answers in seconds.
+  const std::int64_t entries = req.dataset != nullptr ? req.dataset->graph.num_edges() : 0;
+  if (o.exact) {
+    req.metis_edge_sample = 1.0;
+  } else if (o.metis_sample == "auto") {
+    // About kFitMetisEntries of the edges (within 2..10 %) above train's threshold: METIS's time on a sample grows
+    // with its entries, and fit partitions at up to four device counts (1 rtx3090 vs 2 rtx3080 and what would fit).
+    req.metis_edge_sample =
+        entries > kExactFitEntries
+            ? std::clamp(static_cast<double>(kFitMetisEntries) / static_cast<double>(entries), 0.02, 0.1)
+            : 1.0;
+  } else {
+    req.metis_edge_sample = frontend::metis_sample(o.metis_sample, entries, "--metis-sample");
+  }
+  if (o.exact || o.samples == "0") {
+    req.samples = 0;
+  } else if (o.samples == "auto") {
+    req.samples = entries > kExactFitEntries ? kFitSamples : 0;
+  } else {
+    req.samples = parse_count(o.samples, "--samples");
+  }
   req.seed = o.seed;
   if (!o.calibration.empty())
     req.calibration = partition::load_calibration(o.calibration);
@@ -468,8 +508,15 @@ Command register_fit(CLI::App& app) {
       ->capture_default_str();
   cmd->add_option("--strategies", o->strategies, "Strategies to price for K > 1")->capture_default_str();
   cmd->add_option("--samples", o->samples,
-                  "With DATA: estimate halos by BFS from this many sampled seeds instead of exact plan metrics")
-      ->check(CLI::NonNegativeNumber);
+                  "With DATA: estimate halos by BFS from this many sampled seeds instead of exact plan metrics (auto: "
+                  "2,000 above 20 M directed entries, else exact; 0: exact)")
+      ->capture_default_str();
+  cmd->add_option("--metis-sample", o->metis_sample,
+                  "With DATA: fraction of the edges METIS partitions (auto: all below 20 M directed entries, else about 5 M "
+                  "entries' worth, 2..10 %)")
+      ->capture_default_str();
+  cmd->add_flag("--exact", o->exact, "With DATA: exact split figures (METIS on every edge, exact plan metrics; slow on "
+                                     "large graphs)");
   cmd->add_option("--seed", o->seed, "Partition and sampling seed")->capture_default_str();
   cmd->add_flag("--allow-lossy-drop", o->allow_lossy_drop,
                "Rank and recommend drop even where it loses more than 10 % of the edges (it trains without them)");

@@ -21,6 +21,8 @@ namespace {
 using nlohmann::json;
 
 constexpr double kMiB = 1048576.0;
+/// METIS refinement passes per level when fit partitions a sample of the edges (METIS' default: 10).
+constexpr int kSampledMetisIterations = 2;
 
 
 std::string join(const std::vector<int>& v) {
@@ -116,11 +118,17 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
     PartitionOptions popt;
     popt.method = r.partitioner;
     popt.seed = r.seed;
+    popt.metis_edge_sample = r.metis_edge_sample;
+    // A sampled split is an estimate already: METIS's refinement passes (most of its time on a products-sized
+    // graph) are cut to kSampledMetisIterations.
+    if (r.metis_edge_sample < 1.0) popt.metis_iterations = kSampledMetisIterations;
     part = partition_graph(c.ds->graph, k, popt);
   }
-  const std::string partition_note = part && !part->note.empty()
-                                         ? " [" + part->note + "; " + partitioner_name(part->method) + " used]"
-                                         : std::string();
+  std::string partition_note = part && !part->note.empty()
+                                   ? " [" + part->note + "; " + partitioner_name(part->method) + " used]"
+                                   : std::string();
+  if (part && r.metis_edge_sample < 1.0 && part->method == Partitioner::kMetis)
+    partition_note = "; METIS on " + format_pct(r.metis_edge_sample, 0) + " of the edges (--exact: all)" + partition_note;
   std::optional<SplitEstimate> est;
   if (c.ds == nullptr) est = estimate_split_from_counts(c.stats, k, c.model.layers);
   else if (r.samples > 0) est = estimate_split_sampled(c.ds->graph, *part, c.model.layers, r.samples, r.seed);

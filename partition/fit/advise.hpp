@@ -47,6 +47,10 @@ struct FitRequest {
   std::optional<CalibrationData> calibration;
   Partitioner partitioner = Partitioner::kMetis;  ///< with a dataset
   std::int64_t samples = 0;  ///< with a dataset: > 0 estimates halos by BFS from this many seeds (else exact)
+  /// With a dataset: the fraction of the edges METIS partitions (PartitionOptions::metis_edge_sample; the cut and
+  /// the plan metrics are always the full graph's). `gcnpart fit` passes --metis-sample (auto: 0.1 above 20 M
+  /// directed entries, as train).
+  double metis_edge_sample = 1.0;
   std::uint64_t seed = 1;    ///< partition and sampling seed
   /// Host RAM the offload plan may use (bytes); 0: this machine's (datasets::host_memory_limit: the tightest of RAM,
   /// ulimit -v and the cgroup's limit). A card whose offload plan needs more host RAM than this is a "no".
