@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <charconv>
 #include <climits>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <optional>
@@ -86,12 +87,32 @@ OutputTarget resolve_output(const std::string& path) {
   throw IoError(path, "too many levels of symbolic links");
 }
 
+/// The name the lock and temporary files beside `target` start with: its file name, or, where that name plus the
+/// longest suffix (".tmp.<pid>", 16 bytes) would pass the file system's 255-byte limit on a name, "." and a
+/// 64-bit hash of it (FNV-1a, hex), so that every legal output name can be written atomically.
+std::string sibling_stem(const std::string& target) {
+  const std::string name = std::filesystem::path(target).filename().string();
+  constexpr std::size_t kNameMax = 255, kLongestSuffix = 16;
+  if (name.size() + kLongestSuffix <= kNameMax) return name;
+  std::uint64_t h = 1469598103934665603ull;
+  for (unsigned char ch : name) h = (h ^ ch) * 1099511628211ull;
+  char hex[17];
+  std::snprintf(hex, sizeof hex, "%016llx", static_cast<unsigned long long>(h));
+  return std::string(".") + hex;
+}
+
+/// `target`'s sibling named stem + suffix.
+std::string sibling(const std::string& target, const std::string& suffix) {
+  const std::filesystem::path t(target);
+  return (t.parent_path() / (sibling_stem(target) + suffix)).string();
+}
+
 /// Removes `<name>.tmp.<pid>` files beside `target` left by writers that died (SIGKILL, power loss): pid not alive.
 void remove_stale_temporaries(const std::string& target) {
   const std::filesystem::path t(target);
   std::filesystem::path dir = t.parent_path();
   if (dir.empty()) dir = ".";
-  const std::string prefix = t.filename().string() + ".tmp.";
+  const std::string prefix = sibling_stem(target) + ".tmp.";
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return;
   while (const dirent* e = ::readdir(d)) {
@@ -182,10 +203,10 @@ AtomicFile::AtomicFile(std::string path) : path_(std::move(path)) {
     return;
   }
   const std::string& real = target.path;  // the file at the end of any symbolic links
-  lock_path_ = real + ".lock";
+  lock_path_ = sibling(real, ".lock");
   lock_fd_ = acquire_lock(path_, lock_path_);
   remove_stale_temporaries(real);
-  tmp_path_ = real + ".tmp." + std::to_string(::getpid());
+  tmp_path_ = sibling(real, ".tmp." + std::to_string(::getpid()));
   slot_ = register_pending(tmp_path_, lock_path_);
   file_ = std::fopen(tmp_path_.c_str(), "wb");
   if (file_ == nullptr) {

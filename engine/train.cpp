@@ -77,6 +77,12 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   // single: the feature rows stay in the user's order until the problem gathers (and normalises) them.
   const auto features = single ? partition::PermuteFeatures::kLeave : partition::PermuteFeatures::kCopy;
   const datasets::Dataset& ds = partition::reorder_dataset(user_ds, request.reorder, reordering, reordered, features);
+  {
+    const char* names[3] = {"train", "valid", "test"};
+    for (int i = 0; i < 3; ++i)
+      if (auto it = ds.splits.find(names[i]); it != ds.splits.end())
+        s.split_rows[i] = static_cast<std::int64_t>(it->second.size());
+  }
   s.reorder_seconds[0] = reordering.order_seconds;
   s.reorder_seconds[1] = reordering.apply_seconds;
   s.dims = request.config.model.dims(ds.num_features, ds.num_classes);
@@ -166,6 +172,7 @@ nlohmann::json TrainSummary::to_json() const {
   j["work"] = plan.work;
   j["work_imbalance_predicted"] = plan.work_imbalance;
   j["test_accuracy"] = mean_std_json(accuracy[2]);
+  j["split_rows"] = {{"train", split_rows[0]}, {"valid", split_rows[1]}, {"test", split_rows[2]}};
   j["summary"] = {{"accuracy", {{"train", mean_std_json(accuracy[0])},
                                 {"valid", mean_std_json(accuracy[1])},
                                 {"test", mean_std_json(accuracy[2])}}},

@@ -52,6 +52,7 @@ struct TrainSummary {
   std::string partition_note;
   partition::Partitioner partitioner_used = partition::Partitioner::kMetis;
   MeanStd accuracy[3];                          ///< train / valid / test over the runs
+  std::int64_t split_rows[3] = {0, 0, 0};       ///< rows of the train / valid / test splits (0: none, no accuracy)
   MeanStd epoch_seconds;                        ///< over every run's epochs after its first (warm-up)
   double epoch_median_seconds = 0;              ///< median of the same (slowest device's step)
   double reorder_seconds[2] = {0, 0};           ///< computing the locality order, applying it to the dataset

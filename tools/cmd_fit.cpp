@@ -261,6 +261,10 @@ void print_configuration(const FitConfiguration& cf, const FitReport& r) {
               gib(static_cast<double>(card.memory_bytes)).c_str(),
               human_bytes(static_cast<double>(card.fixed_overhead_bytes)).c_str(),
               card.fixed_overhead_measured ? ", measured" : ", default");
+  if (!cf.refusal.empty()) {
+    std::fprintf(g_out, "cannot run   %s\n", cf.refusal.c_str());
+    return;
+  }
   if (cf.gpus == 1) print_single(cf, r);
   else print_strategies(cf, r.calibration.band());
 }

@@ -56,11 +56,23 @@ std::string memory_breakdown(const engine::MemoryStats& mem) {
 void print_single(const engine::TrainSummary& s, const engine::Device& device) {
   const engine::TrainReport& first = s.runs.front();
   const auto& a = s.accuracy;
-  std::printf("accuracy     train %.2f ± %.2f %%   valid %.2f ± %.2f %%   test %.2f ± %.2f %%   (%d run%s)\n",
-              100 * a[0].mean, 100 * a[0].std, 100 * a[1].mean, 100 * a[1].std, 100 * a[2].mean, 100 * a[2].std,
-              s.request.runs, s.request.runs > 1 ? "s" : "");
-  std::printf("final loss   train %.4f   valid %.4f   test %.4f   (run 1)\n", first.loss[0], first.loss[1],
-              first.loss[2]);
+  // A split without rows has no accuracy: "-", not 0.00 %.
+  auto acc = [&](int i) {
+    if (s.split_rows[i] == 0) return std::string("- (no rows)");
+    char b[64];
+    std::snprintf(b, sizeof b, "%.2f ± %.2f %%", 100 * a[i].mean, 100 * a[i].std);
+    return std::string(b);
+  };
+  std::printf("accuracy     train %s   valid %s   test %s   (%d run%s)\n", acc(0).c_str(), acc(1).c_str(),
+              acc(2).c_str(), s.request.runs, s.request.runs > 1 ? "s" : "");
+  auto loss = [&](int i) {
+    if (s.split_rows[i] == 0) return std::string("-");
+    char b[32];
+    std::snprintf(b, sizeof b, "%.4f", first.loss[i]);
+    return std::string(b);
+  };
+  std::printf("final loss   train %s   valid %s   test %s   (run 1)\n", loss(0).c_str(), loss(1).c_str(),
+              loss(2).c_str());
   std::size_t timed = 0;
   for (const auto& r : s.runs) timed += r.epoch_seconds.size() > 1 ? r.epoch_seconds.size() - 1 : r.epoch_seconds.size();
   std::printf("epoch time   %.3f ms mean, %.3f ms median (train step: forward, backward, Adam; %zu epochs)\n",

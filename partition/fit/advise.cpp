@@ -44,6 +44,14 @@ struct Context {
   double degree_ratio = 1;  ///< E[d^2] / E[d]^2 (the SpMM's L2 locality); Poisson 1 + 1 / mean when unknown
 };
 
+/// Why the model cannot run on `card` whatever its memory: bf16 storage needs bf16 GEMMs (Ampere or newer); empty
+/// when it can.
+std::string card_refusal(const ModelSpec& m, const Card& card) {
+  if (m.precision == Precision::kBf16 && card.bf16_tflops <= 0)
+    return card.name + " has no bf16 tensor cores: --precision bf16 needs an Ampere or newer GPU (use fp32)";
+  return {};
+}
+
 /// Whether fit may rank and recommend a split: exact, or drop losing at most kDropMaxLostFraction of the edges (or
 /// the user allowed more).
 bool recommendable(const Context& c, const StrategyFit& f) {
@@ -273,6 +281,15 @@ FitOption option_of(const Context& c, const Card& card, int gpus, const Strategy
 /// The best way to run on `gpus` of `card`: single for one GPU; for more, the fastest exact strategy that fits,
 /// else drop if it fits (inexact), else the smallest-peak strategy (does not fit).
 FitOption best_option(const Context& c, const Card& card, int gpus) {
+  if (std::string why = card_refusal(c.model, card); !why.empty()) {  // not ranked: it cannot run there
+    FitOption o;
+    o.card = card;
+    o.gpus = gpus;
+    o.strategy = gpus == 1 ? Strategy::kSingle : c.req.strategies.front();
+    o.priced = false;
+    o.refusal = std::move(why);
+    return o;
+  }
   if (gpus == 1) {
     FitOption o = option_of(c, card, 1, c.single, c.single.fits(card));
     o.tight = c.single.tight(card);
@@ -513,7 +530,7 @@ std::vector<FitChange> would_fit(const Context& c, const Card& card, int gpus) {
       break;
   }
   // bf16 storage (pipeline trains fp32 only).
-  if (c.model.precision == Precision::kFp32) {
+  if (c.model.precision == Precision::kFp32 && card_refusal(ModelSpec{.precision = Precision::kBf16}, card).empty()) {
     ModelSpec m = c.model;
     m.precision = Precision::kBf16;
     std::vector<StrategyFit> fits;
@@ -553,6 +570,13 @@ FitConfiguration configuration(const Context& c, const Card& card, int gpus) {
   FitConfiguration cf;
   cf.card = card;
   cf.gpus = gpus;
+  cf.refusal = card_refusal(c.model, card);
+  if (!cf.refusal.empty()) {  // memory figures still printed; it cannot run
+    cf.memory = c.single.memory.front();
+    cf.epoch = epoch_of(c, c.single, card);
+    if (gpus > 1) cf.link = link_for(card, gpus).kind;
+    return cf;
+  }
   if (gpus == 1) {
     cf.fits = c.single.fits(card);
     cf.memory = c.single.memory.front();
@@ -576,6 +600,10 @@ std::string describe(const FitOption& op, double cal_err) {
   std::ostringstream s;
   const Card& card = op.card;
   s << op.gpus << " x " << card.name;
+  if (!op.refusal.empty()) {
+    s << " cannot run this model: " << op.refusal;
+    return s.str();
+  }
   if (!op.priced) {
     s << ": no strategy asked for runs on " << op.gpus << " cards";
     return s.str();
@@ -650,6 +678,7 @@ std::string verdict(const Context& c, const FitReport& rep, const std::vector<st
   v << "For " << c.stats.name << " (" << with_commas(c.stats.nodes) << " nodes, " << with_commas(c.stats.edges)
     << " edges, " << c.stats.features << " features) and a " << c.model.layers << "-layer GCN of width "
     << c.model.hidden << ": " << describe(a, cal_err);
+  if (configs.size() == 1) v << ".";
   if (configs.size() >= 2) {
     const FitOption b = best_option(c, *configs[1].first, configs[1].second);
     v << "; " << describe(b, cal_err) << ". ";
@@ -677,7 +706,11 @@ std::string verdict(const Context& c, const FitReport& rep, const std::vector<st
     v << ".";
   }
   if (configs.size() == 1) {
-    v << ". Verdict: " << (a.fits ? "it fits" : "it does not fit");
+    v << " Verdict: "
+      << (!a.refusal.empty() ? "it cannot run there" : a.fits ? (a.offload ? "it fits streamed through host memory "
+                                                                              "(--offload auto)"
+                                                                            : "it fits")
+                                                            : "it does not fit");
     if (!a.fits && rep.configurations.front().would_fit.empty()) v << " and no change fit tried helps";
     if (fastest != nullptr)
       v << "; the fastest option that fits is " << fastest->label() << " (" << format_ms(fastest->seconds) << ")";
@@ -800,6 +833,7 @@ json strategy_json(const StrategyOnCard& s, const FitConfiguration& cf, const Ca
 
 json configuration_json(const FitConfiguration& cf, const Calibration& cal) {
   json cj = {{"card", cf.card.id}, {"name", cf.card.name}, {"gpus", cf.gpus}, {"card_bytes", cf.card.memory_bytes}};
+  if (!cf.refusal.empty()) cj["refusal"] = cf.refusal;
   if (cf.gpus == 1) {
     cj["single"] = {{"fits", cf.fits}, {"memory", memory_json(cf.memory, cf.card)}, {"epoch", epoch_json(cf.epoch, cal)},
                     {"largest_hidden", cf.largest_hidden}, {"largest_layers", cf.largest_layers}};

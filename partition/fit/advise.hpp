@@ -141,6 +141,7 @@ struct FitConfiguration {
   std::int64_t largest_hidden = 0;  ///< widest hidden (with the model's layers) that fits; 0: none
   int largest_layers = 0;           ///< most layers (with the model's hidden) that fit
   OffloadFit offload;               ///< when it does not fit resident
+  std::string refusal;              ///< why the model cannot run on this card at all (then fits is false)
   // gpus > 1: every strategy asked for, and how the cards talk.
   std::vector<StrategyOnCard> strategies;
   std::string link;
@@ -156,6 +157,7 @@ struct FitOption {
   Strategy strategy = Strategy::kSingle;
   bool fits = false, exact = true;
   bool tight = false;               ///< would fit, but within the margin (fit_margin): not ranked
+  std::string refusal;              ///< why the model cannot run on this card at all (bf16 without bf16 support)
   bool offload = false;             ///< one card streaming through host memory (the model does not fit resident)
   std::int64_t resident_peak = 0;   ///< offload: the tracked peak it would need resident (peak: the streamed plan's)
   bool priced = true;               ///< false: no strategy asked for runs on this many cards (left out of rankings)

@@ -50,6 +50,25 @@ TEST_CASE("a committed AtomicFile replaces the target") {
   CHECK(slurp(target) == "new");
 }
 
+TEST_CASE("an output of the longest legal name (255 bytes) is written atomically, leaving nothing beside it") {
+  testing::TempDir dir;
+  const std::string name(255, 'n');
+  const auto target = dir.file(name);
+  write_file_atomic(target, "old");
+  {
+    AtomicFile f(target);  // its lock and temporary take a hashed sibling name: name + ".lock" is 260 bytes
+    f.write("abandoned");
+  }
+  write_file_atomic(target, "new");
+  CHECK(slurp(target) == "new");
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 1);
+}
+
 TEST_CASE("AtomicFile in a missing directory throws IoError naming the path") {
   CHECK_THROWS_AS(AtomicFile("/nonexistent-dir-gcnpart/x.txt"), IoError);
 }

@@ -153,3 +153,46 @@ TEST_CASE("fit prints what would fit instead of \"largest hidden none\", \"0 lay
   CHECK(out.find(std::string("memory       ") + gib + " per card") != std::string::npos);
   CHECK(j["verdict"].get<std::string>().find(std::string("needs ") + gib + " per card") != std::string::npos);
 }
+
+TEST_CASE("train prints '-' for a split without rows, fit's one-card verdict reads as sentences, bf16 needs a card with bf16") {
+  gcnpart::testing::TempDir tmp;
+  const std::string graph = tmp.file("novalid.gcsr");
+  const std::string gen = std::string(GCNPART_CLI) + " -q generate sbm --nodes 600 --classes 3 --valid 0 --test 100 -o " +
+                          graph + " > /dev/null";
+  REQUIRE(std::system(gen.c_str()) == 0);
+  const std::string text = tmp.file("train.txt");
+  const std::string train = std::string(GCNPART_CLI) + " train " + graph + " --epochs 2 --json " + tmp.file("t.json") +
+                            " > " + text;
+  REQUIRE(std::system(train.c_str()) == 0);
+  std::ifstream in(text);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(out);
+  CHECK(out.find("valid - (no rows)") != std::string::npos);
+  CHECK(out.find("valid 0.00") == std::string::npos);
+  std::ifstream jin(tmp.file("t.json"));
+  CHECK(nlohmann::json::parse(jin)["split_rows"]["valid"] == 0);
+
+  // One configuration that does not fit: sentences end once, the verdict says how it fits (streamed).
+  const std::string fit = std::string(GCNPART_CLI) +
+                          " -q fit --nodes 2000000 --edges 60000000 --features 100 --classes 47 --layers 3 --hidden 160"
+                          " --card rtx3060 --rank-gpus 1 --host-ram 64GiB --json " + tmp.file("f.json") + " > /dev/null";
+  REQUIRE(std::system(fit.c_str()) == 0);
+  std::ifstream fin(tmp.file("f.json"));
+  const auto f = nlohmann::json::parse(fin);
+  const std::string verdict = f["verdict"];
+  INFO(verdict);
+  CHECK(verdict.find("..") == std::string::npos);
+  CHECK(verdict.find(") 1 x") == std::string::npos);  // a sentence ends before the next begins
+  CHECK(verdict.find("Verdict: it fits streamed through host memory") != std::string::npos);
+
+  // bf16 on a V100 (no bf16 tensor cores): cannot run there, not "FITS", not ranked.
+  const std::string v100 = std::string(GCNPART_CLI) +
+                           " -q fit --nodes 20000 --edges 60000 --features 100 --classes 7 --precision bf16"
+                           " --card v100-16gb --rank-gpus 1 --json " + tmp.file("v.json") + " > " + tmp.file("v.txt");
+  REQUIRE(std::system(v100.c_str()) == 0);
+  std::ifstream vin(tmp.file("v.json"));
+  const auto v = nlohmann::json::parse(vin);
+  CHECK(v["configurations"][0].contains("refusal"));
+  CHECK(v["verdict"].get<std::string>().find("cannot run") != std::string::npos);
+  for (const auto& op : v["ranking"]["all_options"]) CHECK(op["card"] != "v100-16gb");
+}

@@ -364,8 +364,10 @@ class TrainReport:
 
     @property
     def accuracy(self) -> dict:
+        """Mean accuracy over the runs per split; None for a split without rows."""
         acc = self._doc["summary"]["accuracy"]
-        return {k: acc[k]["mean"] for k in ("train", "valid", "test")}
+        rows = self._doc.get("split_rows", {})
+        return {k: (None if rows.get(k, 1) == 0 else acc[k]["mean"]) for k in ("train", "valid", "test")}
 
     @property
     def test_accuracy(self) -> float:
