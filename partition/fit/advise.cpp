@@ -44,6 +44,29 @@ struct Context {
   double degree_ratio = 1;  ///< E[d^2] / E[d]^2 (the SpMM's L2 locality); Poisson 1 + 1 / mean when unknown
 };
 
+/// Sizes past any machine are refused with their size before the memory model multiplies them (its int64 products
+/// stay exact below these bounds): a width above 2^24 (a 2^48-element weight matrix), more than 2^40 nodes or
+/// undirected edges, or one activation matrix (nodes x widest width x 4 bytes) above 2^50 bytes (1 PiB).
+void refuse_absurd(const GraphStats& g, const ModelSpec& m) {
+  constexpr std::int64_t kMaxWidth = std::int64_t{1} << 24, kMaxCount = std::int64_t{1} << 40;
+  constexpr double kMaxMatrixBytes = 1125899906842624.0;  // 2^50
+  const std::pair<const char*, std::int64_t> widths[] = {
+      {"--features", m.features}, {"--hidden", m.hidden}, {"--classes", m.classes}};
+  for (const auto& [name, w] : widths)
+    if (w > kMaxWidth)
+      throw InvalidInput::parameter(name, with_commas(w), "at most 2^24 = 16,777,216 (one weight matrix of " +
+                                                              format_gib(static_cast<double>(w) * static_cast<double>(w) * 4) +
+                                                              " fits no machine)");
+  if (g.nodes > kMaxCount) throw InvalidInput::parameter("--nodes", with_commas(g.nodes), "at most 2^40");
+  if (g.edges > kMaxCount) throw InvalidInput::parameter("--edges", with_commas(g.edges), "at most 2^40");
+  const double widest = static_cast<double>(std::max({m.features, m.hidden, m.classes}));
+  const double matrix = static_cast<double>(g.nodes) * widest * 4;
+  if (matrix > kMaxMatrixBytes)
+    throw InvalidInput::parameter("--nodes", with_commas(g.nodes),
+                                  "a graph whose activation matrix (nodes x widest width " + with_commas(std::llround(widest)) +
+                                      " x 4 bytes = " + format_gib(matrix) + ") fits a machine: at most 1 PiB");
+}
+
 /// Why the model cannot run on `card` whatever its memory: bf16 storage needs bf16 GEMMs (Ampere or newer); empty
 /// when it can.
 std::string card_refusal(const ModelSpec& m, const Card& card) {
@@ -431,6 +454,7 @@ Context resolve(const FitRequest& r) {
   c.model.features = c.stats.features;
   c.model.classes = c.stats.classes;
   c.model.validate();
+  refuse_absurd(c.stats, c.model);
   const double mean = c.stats.degree_mean;
   c.degree_ratio = c.stats.degree_second_moment > 0 && mean > 0 ? c.stats.degree_second_moment / (mean * mean)
                    : mean > 0                                   ? 1 + 1 / mean

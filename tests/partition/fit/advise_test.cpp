@@ -376,3 +376,25 @@ TEST_CASE("fits needs a margin (2 % of the card or 256 MiB), tight below it; los
   for (const auto& op : rep.options)
     if (op.per_kusd()) CHECK(*op.per_kusd() == doctest::Approx(3600.0 / op.seconds / (*op.price() / 1000.0)));
 }
+
+TEST_CASE("absurd statistics are refused with their size instead of overflowing into a 'fits'") {
+  FitRequest req = small_request();
+  req.stats.nodes = 2'000'000'000;
+  req.stats.edges = 4'000'000'000;
+  req.stats.features = 2'000'000'000;
+  req.model.hidden = 2'000'000'000;
+  CHECK_THROWS_WITH_AS(advise(req), doctest::Contains("--features"), InvalidInput);
+  req.stats.features = 100;
+  CHECK_THROWS_WITH_AS(advise(req), doctest::Contains("--hidden"), InvalidInput);
+  req.model.hidden = 256;
+  req.stats.nodes = std::int64_t{1} << 42;
+  CHECK_THROWS_WITH_AS(advise(req), doctest::Contains("--nodes"), InvalidInput);
+  req.stats.nodes = 1'000'000'000'000;  // below 2^40 nodes, but 1e12 x 512 x 4 bytes is 2 PB per matrix
+  req.model.hidden = 512;
+  CHECK_THROWS_WITH_AS(advise(req), doctest::Contains("1 PiB"), InvalidInput);
+  req.model.hidden = 256;
+  req.stats.nodes = 100'000'000;  // large but real: priced, and nothing fits one card
+  const FitReport rep = advise(req);
+  CHECK_FALSE(rep.configurations[0].fits);
+  for (const auto& op : rep.options) CHECK(op.peak > 0);
+}
