@@ -260,6 +260,13 @@ Dataset dataset_from_arrays(const std::string& name, std::int64_t num_nodes, con
       ds.labels[i] = static_cast<std::int32_t>(l);
       classes = std::max(classes, l + 1);
     }
+    // Labels are class ids 0..C-1: the largest sets C, and C past any model's width is refused here with the label,
+    // not later as an allocation failure.
+    constexpr std::int64_t kMaxClasses = std::int64_t{1} << 24;
+    if (classes > kMaxClasses)
+      throw InvalidInput(gcnpart::InputLocation{"y", 0, 0},
+                         "the largest label makes " + std::to_string(classes) + " classes", std::to_string(classes - 1),
+                         "class ids 0..C-1 with C at most 16,777,216");
     ds.num_classes = static_cast<std::int32_t>(classes);
   }
   for (const auto& [split, ids] : splits) {
@@ -491,6 +498,10 @@ void register_exceptions(nb::module_& m) {
       PyErr_SetString(g_errors.cancelled, x.what());
     } catch (const gcnpart::Error& x) {
       PyErr_SetString(g_errors.error, x.what());
+    } catch (const std::bad_alloc&) {  // an allocation outside the tracked memory: still gcnpart.OutOfMemory
+      PyErr_SetString(g_errors.out_of_memory,
+                      "out of host memory: an allocation failed (std::bad_alloc); the model or the data is larger than "
+                      "the memory this process may use (see gcnpart.fit for the bytes a model needs)");
     }
   });
 }

@@ -139,3 +139,13 @@ def test_arrays_meet_the_file_loaders_rules_leakage_duplicates_and_split_names()
         gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits={"train": [0, 0, 1]})
     with pytest.raises(gcnpart.InvalidInput, match="training"):
         gcnpart.Dataset.from_arrays(ei, x=x, y=y, splits={"training": [0, 1]})
+
+
+def test_labels_out_of_range_are_refused_not_narrowed():
+    ei = np.array([[0, 1, 2], [1, 2, 0]])
+    x = np.ones((3, 2), dtype=np.float32)
+    y = np.array([0, 1, np.iinfo(np.uint64).max], dtype=np.uint64)  # would become -1, "unlabelled", if narrowed
+    with pytest.raises(gcnpart.InvalidInput, match=r"y.*node 2"):
+        gcnpart.Dataset.from_arrays(ei, x=x, y=y)
+    with pytest.raises(gcnpart.InvalidInput, match=r"16,777,216"):  # 1e9 classes: refused, not a bad_alloc
+        gcnpart.Dataset.from_arrays(ei, x=x, y=np.array([0, 1, 999_999_999]))

@@ -83,6 +83,10 @@ def labels(a: Any, num_nodes: int) -> np.ndarray:
         arr = arr[:, 0]
     if arr.ndim != 1 or arr.dtype.kind not in "iu":
         _invalid("y", _describe(arr), f"an integer array of shape ({_rows(num_nodes)},), -1 for unlabelled nodes")
+    # Checked before narrowing: a uint64 2^64 - 1 would otherwise become -1, "unlabelled".
+    if arr.dtype.kind == "u" and arr.size and int(arr.max()) > np.iinfo(np.int32).max - 1:
+        node = int(arr.argmax())
+        _invalid("y", f"label {int(arr[node])} at node {node}", "a class id below 2^31 - 1, or -1 for unlabelled")
     return np.ascontiguousarray(arr, dtype=np.int64)
 
 
