@@ -272,6 +272,21 @@ void AtomicFile::commit() {
   unlock();
 }
 
+FolderClaim::FolderClaim(const std::string& dir, const std::string& what)
+    : lock_path_((std::filesystem::path(dir) / ".gcnpart.lock").string()) {
+  try {
+    fd_ = acquire_lock(dir, lock_path_);
+  } catch (const IoError& e) {
+    throw IoError(dir, std::string("cannot claim the folder for ") + what + ": " + e.what());
+  }
+}
+
+FolderClaim::~FolderClaim() {
+  if (fd_ < 0) return;
+  ::unlink(lock_path_.c_str());  // before the lock goes: a waiting claimer then starts on a new file (acquire_lock)
+  ::close(fd_);
+}
+
 void write_file_atomic(const std::string& path, std::string_view contents) {
   AtomicFile f(path);
   f.write(contents);

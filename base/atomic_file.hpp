@@ -16,6 +16,23 @@
 
 namespace gcnpart {
 
+/// This process's exclusive use of a folder while the object lives: an open-file-description lock on
+/// DIR/.gcnpart.lock (recording the holder's pid), so a second process that claims the same folder is refused at
+/// once, naming the holder, instead of both writing into it. The lock goes with the file descriptor: a process that
+/// dies releases it. On a file system without locks the claim is silently a no-op (as AtomicFile's lock).
+/// @throws IoError naming the folder and `what` it holds when another process holds it or the lock file cannot be made.
+class FolderClaim {
+ public:
+  FolderClaim(const std::string& dir, const std::string& what);
+  ~FolderClaim();
+  FolderClaim(const FolderClaim&) = delete;
+  FolderClaim& operator=(const FolderClaim&) = delete;
+
+ private:
+  std::string lock_path_;
+  int fd_ = -1;
+};
+
 class AtomicFile {
  public:
   /// Locks `<path>.lock` (an open-file-description lock: exclusive even against another AtomicFile of this process;

@@ -1,6 +1,9 @@
 #include "engine/train.hpp"
 
+#include "base/atomic_file.hpp"
+
 #include <algorithm>
+#include <optional>
 #include <cmath>
 #include <filesystem>
 #include <numeric>
@@ -114,6 +117,15 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
       single ? single_device_problem(ds, request.config.normalize_features, user_ds, reordering) : LocalProblem{};
   LaunchOptions launch = request.launch;
   launch.backend = request.device.backend;
+  // The checkpoint folder is this run's from the start: a second training pointed at it is refused at once instead
+  // of both deleting each other's generations (under mpirun the ranks of one job share it; each file keeps its lock).
+  std::optional<FolderClaim> claim;
+  if (!request.config.checkpoint_dir.empty() && !launch.mpi) {
+    std::error_code ec;
+    std::filesystem::create_directories(request.config.checkpoint_dir, ec);
+    if (ec) throw IoError(request.config.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+    claim.emplace(request.config.checkpoint_dir, "checkpoints (--checkpoint)");
+  }
   for (int r = 0; r < request.runs; ++r) {
     const TrainConfig cfg = run_config(request, r);
     EpochCallback on_epoch;

@@ -291,3 +291,25 @@ TEST_CASE("escape_text shows control bytes, invalid UTF-8 and a byte-order mark,
   const InvalidInput e(InputLocation{"f\x1b.txt", 1, 2}, "bad", std::string("x\0y", 3), "z");
   CHECK(std::string(e.what()) == "f\\x1b.txt:1:2: bad: got 'x\\x00y', expected z");
 }
+
+TEST_CASE("a claimed folder is refused to a second claimer, naming the holder, and free again once released") {
+  testing::TempDir dir;
+  {
+    FolderClaim first(dir.path, "checkpoints");
+    try {
+      FolderClaim second(dir.path, "checkpoints");
+      FAIL("expected IoError");
+    } catch (const IoError& e) {
+      const std::string msg = e.what();
+      CHECK(msg.find("checkpoints") != std::string::npos);
+      CHECK(msg.find("pid " + std::to_string(::getpid())) != std::string::npos);
+    }
+  }
+  { FolderClaim again(dir.path, "checkpoints"); }
+  int files = 0;
+  for (const auto& entry : std::filesystem::directory_iterator(dir.path)) {
+    (void)entry;
+    ++files;
+  }
+  CHECK(files == 0);  // nothing left behind
+}
