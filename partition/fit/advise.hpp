@@ -105,11 +105,12 @@ struct OffloadFit {
   std::int64_t part_rows = 0, parts = 0;
   int operands = 0;
   std::int64_t host_bytes = 0;     ///< page-locked host memory of its saved matrices
-  /// Host RAM of the process: the saved matrices plus the dataset twice (as loaded and as the engine's problem).
+  /// Host RAM of the process: the saved matrices, the dataset twice (as loaded and as the engine's problem) and
+  /// kHostProcessBytes.
   std::int64_t host_ram_bytes = 0;
   std::int64_t host_ram_limit = 0;  ///< what the host may use (FitRequest::host_ram_bytes or this machine's)
   std::int64_t h2d_bytes = 0, d2h_bytes = 0;  ///< per epoch
-  double kernel_seconds = 0;  ///< the predicted resident epoch (own SpMM) x kStreamedKernelFactor
+  double kernel_seconds = 0;  ///< resident epoch (own SpMM) x kStreamedKernelFactor + parts x layers x kStreamedPartSeconds
   double copy_seconds = 0;    ///< whole uploads + passes at the card's host link (x kHostLinkEfficiency)
   double seconds = 0;         ///< predicted epoch: whole uploads + max(kernels, passes)
 };
@@ -121,12 +122,17 @@ struct OffloadFit {
 /// FitRequest::allow_lossy_drop); every row that uses drop shows its lost share.
 inline constexpr double kDropMaxLostFraction = 0.10;
 
-/// A streamed step's kernels alone against fit's own resident epoch prediction, measured on the H200
-/// (bench/results/h200-2026-12-04-offload): 1.50 (products-sized SBM, 3 x 1024: 806 ms measured, 538 predicted) and
-/// 1.54 (10 M-node SBM, 3 x 256: 582 / 379 ms); the mean prices every card. It carries both the streamed kernels'
-/// cost over resident ones (1.23 and 1.13 x the measured resident epoch) and the resident model's optimism on these
-/// graphs (issue 36): refit it with the resident model.
-inline constexpr double kStreamedKernelFactor = 1.52;
+/// A streamed step's kernels alone = kStreamedKernelFactor x fit's own resident epoch prediction + kStreamedPartSeconds
+/// per part and layer (each part's launches and the waits between its copies and kernels), fitted on four H200 runs
+/// under a 24 GiB and a 10 GiB cap (bench/results/h200-2026-12-04-offload): products-sized SBM 3 x 1024 fp32 (806 ms
+/// measured, 798 modelled), 10 M nodes 3 x 256 fp32 (582 / 576), products-sized 3 x 512 fp32 (333 / 312) and 2 x 1024
+/// bf16 (67.5 / 67.5). The factor also carries the resident model's own optimism on these uniform-degree graphs (issue
+/// 36): refit both with the resident model.
+inline constexpr double kStreamedKernelFactor = 1.40;
+/// Host memory of a GPU training process beside its data (CUDA context and libraries, allocator slack): peak RSS
+/// less the model's bytes was 0.54-0.86 GB in the four runs above.
+inline constexpr std::int64_t kHostProcessBytes = 700'000'000;
+inline constexpr double kStreamedPartSeconds = 0.1035e-3;
 /// Page-locked copies reached 55.3 GB/s each way over the H200's PCIe 5 x16 (64 GB/s): 0.86 of the catalogue's figure.
 inline constexpr double kHostLinkEfficiency = 0.86;
 
