@@ -182,7 +182,10 @@ Dataset load_snap(const std::string& path, const LoadOptions& options) {
   std::vector<std::int64_t> ends;
   std::int64_t max_id = -1;
   std::string_view line;
-  constexpr const char* kIdExpected = "a non-negative integer node id (lines are 'SRC DST')";
+  constexpr const char* kIdExpected = "a non-negative integer node id (lines are 'SRC DST' or 'SRC,DST')";
+  // CSV edge lists (PyG / DGL exports: 'src,dst' with or without a header line) read as SNAP: a comma may stand
+  // between the two ids, and a first data line of names with a comma ('src,dst', 'source,target') is a header.
+  bool seen_data = false;
   // Growing by doubling copies and page-faults the largest array several times; once the first lines have shown
   // the bytes per line, reserve for the whole file (plain files; a gzip file trusts its header's edge count,
   // capped by a generous compression ratio, so a lying header cannot make us reserve absurd amounts).
@@ -208,12 +211,19 @@ Dataset load_snap(const std::string& path, const LoadOptions& options) {
       if (header.line == 0) parse_snap_comment(reader, line, header);
       continue;
     }
+    if (!seen_data) {
+      seen_data = true;
+      const std::string_view rest = c.rest();
+      const auto first = static_cast<unsigned char>(c.peek());
+      if (std::isalpha(first) != 0 && rest.find(',') != std::string_view::npos) continue;  // a CSV header
+    }
     const std::int64_t col_u = c.column();
-    const std::int64_t u = c.read_int_here(kIdExpected, kBlank);
+    const std::int64_t u = c.read_int_here(kIdExpected, ',');
     c.skip_blanks();
+    if (c.consume(',')) c.skip_blanks();
     const std::int64_t col_v = c.column();
-    const std::int64_t v = c.read_int_here(kIdExpected, kBlank);
-    if (!c.at_end()) c.fail_token("unexpected extra field", "two node ids per line ('SRC DST')");
+    const std::int64_t v = c.read_int_here(kIdExpected, ',');
+    if (!c.at_end()) c.fail_token("unexpected extra field", "two node ids per line ('SRC DST' or 'SRC,DST')");
     if ((u | v) < 0) {
       const bool first = u < 0;
       c.fail_at_column(first ? col_u : col_v, "negative node id", std::to_string(first ? u : v), kIdExpected);
@@ -1004,7 +1014,7 @@ Format detect_format(const std::string& path) {
     if (ends_with(name, ext)) return Format::kMatrixMarket;
   for (const char* ext : {".graph", ".metis", ".chaco"})
     if (ends_with(name, ext)) return Format::kMetis;
-  for (const char* ext : {".txt", ".edges", ".edgelist", ".el", ".tsv", ".snap"})
+  for (const char* ext : {".txt", ".edges", ".edgelist", ".el", ".tsv", ".csv", ".snap"})
     if (ends_with(name, ext)) return Format::kSnap;
 
   // No telling extension: look at the first bytes (of a regular file: a pipe's would be gone).
@@ -1023,7 +1033,7 @@ Format detect_format(const std::string& path) {
   if (!text.empty() && text.front() == '%') return Format::kMetis;
   if (!text.empty() && text.front() == '#') return Format::kSnap;
   throw InvalidInput(InputLocation{path, 1, 1}, "cannot tell the file format", std::string(text.substr(0, 20)),
-                     "a known extension (.txt[.gz] SNAP, .graph METIS, .mtx[.gz] Matrix Market, .gcsr) or an "
+                     "a known extension (.txt[.gz] or .csv SNAP edge list, .graph METIS, .mtx[.gz] Matrix Market, .gcsr) or an "
                      "explicit format");
 }
 

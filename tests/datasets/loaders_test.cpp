@@ -129,6 +129,25 @@ TEST_CASE("SNAP loader reads comments, mixed whitespace, loops and duplicates an
   CHECK_NOTHROW(ds.validate());
 }
 
+TEST_CASE("CSV edge lists (PyG / DGL exports) read as SNAP, with or without a header, and .csv is detected") {
+  gcnpart::testing::TempDir tmp;
+  const std::string with_header = tmp.file("edges.csv"), bare = tmp.file("bare.txt");
+  std::ofstream(with_header) << "src,dst\n0,1\n1, 2\n2 ,3\n3,4\n";
+  std::ofstream(bare) << "0,1\n1,2\n2,3\n3,4\n";
+  for (const std::string& path : {with_header, bare}) {
+    const Dataset ds = load_snap(path);
+    CHECK(ds.num_nodes() == 5);
+    CHECK(ds.graph.num_edges() == 8);  // the path 0-1-2-3-4, both directions
+  }
+  CHECK(load_dataset(with_header).graph.num_edges() == 8);  // .csv: a SNAP-style edge list by its extension
+  // A third column or a name after the header is refused with the line and column.
+  const std::string extra = tmp.file("extra.csv"), name = tmp.file("name.csv");
+  std::ofstream(extra) << "0,1,7\n";
+  std::ofstream(name) << "src,dst\n0,node\n";
+  CHECK_MESSAGE_HAS(message_of<InvalidInput>([&] { (void)load_snap(extra); }), "extra.csv:1:4: unexpected extra field");
+  CHECK_MESSAGE_HAS(message_of<InvalidInput>([&] { (void)load_snap(name); }), "name.csv:2:3: bad integer");
+}
+
 TEST_CASE("SNAP loader keeps edges directed when not asked to symmetrise") {
   LoadOptions o;
   o.symmetrize = false;
