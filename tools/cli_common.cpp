@@ -60,6 +60,30 @@ void add_reorder_option(CLI::App& cmd, std::string& reorder) {
       ->capture_default_str();
 }
 
+namespace {
+
+/// The --help section of a train option: the basics first, then the model, several devices, memory, outputs and
+/// checkpoints, and the performance knobs (the SpMM's tuning follows --spmm there); tests' options are hidden.
+const char* help_group(std::string_view cli) {
+  static const std::pair<const char*, std::vector<std::string_view>> kGroups[] = {
+      {"Basic", {"--device", "--epochs", "--seed", "--runs", "--precision", "--tf32"}},
+      {"Model", {"--layers", "--hidden", "--lr", "--dropout", "--weight-decay", "--weight-decay-all",
+                 "--early-stopping", "--no-normalize"}},
+      {"Several devices", {"--strategy", "--parts", "--gpus", "--partitioner", "--balance", "--metis-sample",
+                           "--link-bench", "--nccl-timeout", "--gather-chunks", "--boundary-overlap", "--save-plan",
+                           "--save-parts"}},
+      {"Memory", {"--memory-limit", "--offload", "--offload-part-rows"}},
+      {"Outputs and checkpoints", {"--json", "--save", "--load", "--checkpoint", "--checkpoint-every", "--resume"}},
+      {"Performance tuning", {"--spmm", "--cuda-graph", "--reorder"}},
+  };
+  for (const auto& [group, names] : kGroups)
+    for (std::string_view n : names)
+      if (n == cli) return group;
+  return "Other";
+}
+
+}  // namespace
+
 void add_train_options(CLI::App& cmd, frontend::TrainSettings& settings) {
   for (const frontend::TrainOption& row : frontend::train_options()) {
     if (row.cli == nullptr) continue;  // Python only
@@ -77,13 +101,17 @@ void add_train_options(CLI::App& cmd, frontend::TrainSettings& settings) {
       case frontend::CliCheck::kGatherChunks: opt->check(CLI::Range(1, engine::kMaxGatherChunks)); break;
     }
     if (row.show_default) opt->capture_default_str();
-    if (row.hidden) opt->group("");
+    opt->group(row.hidden ? "" : help_group(row.cli));
     if (row.given != nullptr) {
       bool* given = row.given(settings);
       opt->each([given](const std::string&) { *given = true; });
     }
     // The own SpMM's tuning, spelled once for train and bench, follows --spmm.
-    if (std::string_view(row.cli) == "--spmm") add_spmm_tuning_options(cmd, settings.config.model.spmm_tuning);
+    if (std::string_view(row.cli) == "--spmm") {
+      add_spmm_tuning_options(cmd, settings.config.model.spmm_tuning);
+      for (const char* knob : {"--spmm-long-row", "--spmm-segment", "--spmm-slab", "--spmm-lanes", "--spmm-pad"})
+        if (CLI::Option* o = cmd.get_option_no_throw(knob); o != nullptr) o->group("Performance tuning");
+    }
   }
   cmd.get_option("--fault-fail")->excludes("--fault-kill");
 }
@@ -91,7 +119,7 @@ void add_train_options(CLI::App& cmd, frontend::TrainSettings& settings) {
 void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required) {
   auto* data = cmd.add_option("DATA", opts.path,
                               "Dataset: an OGB node-property directory, SNAP edge list (.txt[.gz]), METIS graph "
-                              "(.graph), Matrix Market (.mtx[.gz]), .gcsr file, a dataset name looked up in "
+                              "(.graph), Matrix Market (.mtx[.gz]), CSV edge list (.csv), .gcsr file, a dataset name looked up in "
                               "--data-dir (e.g. 'cora'), or 'demo' (built-in SBM, 10,000 nodes)");
   if (data_required) data->required();
   cmd.add_option("--data-dir", opts.data_dir,
@@ -111,6 +139,9 @@ void add_data_options(CLI::App& cmd, DataOptions& opts, bool data_required) {
   cmd.add_option("--max-host-memory", opts.max_host_memory,
                  "Refuse a text input whose edges or features would need more host memory than this (e.g. 8GB; "
                  "default 3/4 of the physical memory): a small .gz can hold billions of lines");
+  for (const char* name : {"--data-dir", "--format", "--split", "--synthetic-features", "--synthetic-classes",
+                           "--no-symmetrize", "--data-seed", "--max-host-memory"})
+    cmd.get_option(name)->group("Data");
 }
 
 datasets::Dataset load_data(const DataOptions& opts) {

@@ -196,3 +196,19 @@ TEST_CASE("train prints '-' for a split without rows, fit's one-card verdict rea
   CHECK(v["verdict"].get<std::string>().find("cannot run") != std::string::npos);
   for (const auto& op : v["ranking"]["all_options"]) CHECK(op["card"] != "v100-16gb");
 }
+
+TEST_CASE("train --help groups its options: data, basic, model, several devices, memory, outputs, performance tuning") {
+  gcnpart::testing::TempDir tmp;
+  const std::string text = tmp.file("help.txt");
+  REQUIRE(std::system((std::string(GCNPART_CLI) + " train --help > " + text).c_str()) == 0);
+  std::ifstream in(text);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(out);
+  for (const char* group : {"\nData:", "\nBasic:", "\nModel:", "\nSeveral devices:", "\nMemory:",
+                            "\nOutputs and checkpoints:", "\nPerformance tuning:"})
+    CHECK(out.find(group) != std::string::npos);
+  const auto tuning = out.find("\nPerformance tuning:");
+  CHECK(out.find("--spmm-long-row") > tuning);  // the SpMM's knobs sit with the tuning, not among the basics
+  CHECK(out.find("--hidden") < tuning);
+  CHECK(out.find("--fault-kill") == std::string::npos);  // tests' options stay hidden
+}
