@@ -257,13 +257,16 @@ std::unique_ptr<partition::StreamedPlan> GcnModel::choose_streamed_plan(const pa
     if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
     throw OutOfMemory(msg);
   }
-  // The host keeps the host-tier matrices (on a CPU device beside the device's own share of the same memory).
+  // The host keeps the host-tier matrices; a CPU device's own memory is host memory too, so there both count.
   const std::int64_t host_budget = datasets::default_max_host_bytes();
-  if (plan->host_bytes > host_budget)
+  const bool cpu = !res_.context().is_cuda();
+  const std::int64_t host_need = plan->host_bytes + (cpu ? peak : 0);
+  if (host_need > host_budget)
     throw OutOfMemory("out of host memory: streaming the model through host memory needs " +
-                      human_bytes(static_cast<double>(plan->host_bytes)) + " (" + std::to_string(plan->host_bytes) +
-                      " bytes) of host memory for its saved matrices, refused before allocating; the host allows " +
-                      human_bytes(static_cast<double>(host_budget)) +
+                      human_bytes(static_cast<double>(host_need)) + " (" + std::to_string(host_need) +
+                      " bytes) of host memory for its saved matrices" +
+                      (cpu ? " and the CPU device's own " + human_bytes(static_cast<double>(peak)) : std::string()) +
+                      ", refused before allocating; the host allows " + human_bytes(static_cast<double>(host_budget)) +
                       " (3/4 of the tightest of RAM, ulimit -v and the cgroup's limit)");
   return plan;
 }
