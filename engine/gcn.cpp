@@ -140,8 +140,10 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
   const partition::ModelSpec spec = model_spec(problem, config_, stage_, comm_ != nullptr);
   const Backend backend = ctx.is_cuda() ? Backend::kCuda : Backend::kCpu;
   const std::int64_t resident_peak = partition::estimate_device_memory(shape, spec, backend).peak;
-  const std::unique_ptr<partition::StreamedPlan> streamed = choose_streamed_plan(shape, spec, backend, resident_peak);
-  if (streamed == nullptr) refuse_beyond_cap(resident_peak);
+  std::string streamed_note;
+  const std::unique_ptr<partition::StreamedPlan> streamed =
+      choose_streamed_plan(shape, spec, backend, resident_peak, streamed_note);
+  if (streamed == nullptr) refuse_beyond_cap(resident_peak, streamed_note);
   const AllocationPlan plan = streamed != nullptr ? streamed->device : partition::allocation_plan(shape, spec, backend);
   if (streamed == nullptr && partition::uses_sparse_input(shape, spec))
     sparse_ = std::make_unique<SparseInput>(res_, plan, problem.features, cols_, problem.num_features,
@@ -192,7 +194,7 @@ GcnModel::GcnModel(Resources& res, const LocalProblem& problem, const GcnConfig&
 
 GcnModel::~GcnModel() = default;
 
-void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
+void GcnModel::refuse_beyond_cap(std::int64_t peak, const std::string& streamed_note) const {
   // CPU only: there the memory model is exact (the same plan, no driver); on a GPU the allocator's cap decides.
   if (res_.context().is_cuda()) return;
   const MemoryStats now = res_.memory().stats();
@@ -202,7 +204,7 @@ void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
                     "device, refused before allocating; in use " + human_bytes(static_cast<double>(now.current)) +
                     ", limit " + human_bytes(static_cast<double>(now.limit)) +
                     " (--memory-limit; on CPU devices by default 3/4 of the host memory the process may use, shared " +
-                    "by its devices)" + offload_note_;
+                    "by its devices)" + streamed_note;
   if (const std::string hint = res_.memory().oom_hint(); !hint.empty()) msg += ". " + hint;
   throw OutOfMemory(msg);
 }
@@ -210,7 +212,8 @@ void GcnModel::refuse_beyond_cap(std::int64_t peak) const {
 std::unique_ptr<partition::StreamedPlan> GcnModel::choose_streamed_plan(const partition::DeviceShape& shape,
                                                                        const partition::ModelSpec& spec,
                                                                        Backend backend,
-                                                                       std::int64_t resident_peak) {
+                                                                       std::int64_t resident_peak,
+                                                                       std::string& streamed_note) const {
   const OffloadMode mode = config_.offload;
   if (mode == OffloadMode::kOff) return nullptr;
   if (comm_ != nullptr || stages_ > 1 || !partition::streams(shape, spec)) {
@@ -243,7 +246,7 @@ std::unique_ptr<partition::StreamedPlan> GcnModel::choose_streamed_plan(const pa
                                  " rows; the graph, the weights, the logits and one " +
                                  std::to_string(plan->operand_width) + "-wide SpMM operand stay on the device)";
     if (mode == OffloadMode::kAuto) {  // the resident refusal (or the allocator's error on a GPU) says it all
-      offload_note_ = "; " + streamed;
+      streamed_note = "; " + streamed;
       return nullptr;
     }
     const MemoryStats now_stats = res_.memory().stats();

@@ -204,14 +204,16 @@ class GcnModel {
   void upload_problem(const AllocationPlan& plan, bool features);
   /// Refuses a model whose predicted tracked peak (partition::estimate_device_memory, exact on the CPU) does not fit a
   /// CPU device's cap beside what is in use, before anything is allocated. @throws OutOfMemory with the bytes, the cap
-  /// and the hint.
-  void refuse_beyond_cap(std::int64_t peak) const;
-  /// Whether this model streams (config offload, the resident peak against the cap) and, if so, its plan.
-  /// @throws OutOfMemory when neither the resident nor the streamed plan fits, with both plans' bytes.
+  /// and the hint; `streamed_note` (what streaming would have needed) is added to the message.
+  void refuse_beyond_cap(std::int64_t peak, const std::string& streamed_note) const;
+  /// Whether this model streams (config offload, the resident peak against the cap) and, if so, its plan. When auto
+  /// finds the streamed plan too large as well, it returns null and says what it would need in `streamed_note`.
+  /// @throws OutOfMemory when --offload host does not fit, or the host lacks the memory, with the bytes.
   [[nodiscard]] std::unique_ptr<partition::StreamedPlan> choose_streamed_plan(const partition::DeviceShape& shape,
                                                                              const partition::ModelSpec& spec,
                                                                              Backend backend,
-                                                                             std::int64_t resident_peak);
+                                                                             std::int64_t resident_peak,
+                                                                             std::string& streamed_note) const;
   /// The streamed forward and backward (training: the loss in between). No host synchronisation.
   void streamed_forward_async(bool training, int epoch);
   void streamed_backward_async();
@@ -257,7 +259,6 @@ class GcnModel {
   std::vector<std::uint64_t> staged_scalars_;  ///< their host copy
   std::unique_ptr<Aggregation> aggregation_;
   std::unique_ptr<StreamedLayers> streamed_;  ///< set: activations stream through host memory by row parts
-  std::string offload_note_;  ///< why streaming was not chosen either (added to a refusal)
   std::unique_ptr<StepExecution> execution_;  ///< last: destroyed first (it synchronises before buffers go)
 };
 

@@ -48,7 +48,6 @@ StreamedLayers::StreamedLayers(Resources& res, const LocalProblem& problem, cons
                                const std::vector<std::int64_t>& dims, bool bf16, Aggregation& aggregation,
                                ModelParameters& params)
     : res_(res),
-      problem_(problem),
       plan_(plan),
       dims_(dims),
       bf16_(bf16),

@@ -100,7 +100,6 @@ class StreamedLayers {
   [[nodiscard]] kernels::Dropout part_dropout(const DropoutOf& dropout, int layer, float p, std::int64_t begin) const;
 
   Resources& res_;
-  const LocalProblem& problem_;
   partition::StreamedPlan plan_;
   std::vector<std::int64_t> dims_;
   bool bf16_;

@@ -39,16 +39,20 @@ nlohmann::json mean_std_json(const MeanStd& m) { return {{"mean", m.mean}, {"std
 
 nlohmann::json accuracy_json(const double (&a)[3]) { return {{"train", a[0]}, {"valid", a[1]}, {"test", a[2]}}; }
 
+/// Creates a checkpoint folder (and its parents) if missing. @throws IoError naming it.
+void create_checkpoint_folder(const std::string& dir) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw IoError(dir, "cannot create the checkpoint folder: " + ec.message());
+}
+
 /// Run r's configuration: its seed, and its own checkpoint folder (created) when there are several runs.
 TrainConfig run_config(const TrainRequest& req, int r) {
   TrainConfig cfg = req.config;
   cfg.model.seed = req.config.model.seed + static_cast<std::uint64_t>(r);
-  if (!req.config.checkpoint_dir.empty()) {
-    cfg.checkpoint_dir = req.runs > 1 ? req.config.checkpoint_dir + "/run-" + std::to_string(r + 1)
-                                      : req.config.checkpoint_dir;
-    std::error_code ec;
-    std::filesystem::create_directories(cfg.checkpoint_dir, ec);
-    if (ec) throw IoError(cfg.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
+  if (!req.config.checkpoint_dir.empty() && req.runs > 1) {
+    cfg.checkpoint_dir = req.config.checkpoint_dir + "/run-" + std::to_string(r + 1);
+    create_checkpoint_folder(cfg.checkpoint_dir);
   }
   return cfg;
 }
@@ -120,11 +124,9 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   // The checkpoint folder is this run's from the start: a second training pointed at it is refused at once instead
   // of both deleting each other's generations (under mpirun the ranks of one job share it; each file keeps its lock).
   std::optional<FolderClaim> claim;
-  if (!request.config.checkpoint_dir.empty() && !launch.mpi) {
-    std::error_code ec;
-    std::filesystem::create_directories(request.config.checkpoint_dir, ec);
-    if (ec) throw IoError(request.config.checkpoint_dir, "cannot create the checkpoint folder: " + ec.message());
-    claim.emplace(request.config.checkpoint_dir, "checkpoints (--checkpoint)");
+  if (!request.config.checkpoint_dir.empty()) {
+    create_checkpoint_folder(request.config.checkpoint_dir);
+    if (!launch.mpi) claim.emplace(request.config.checkpoint_dir, "checkpoints (--checkpoint)");
   }
   for (int r = 0; r < request.runs; ++r) {
     const TrainConfig cfg = run_config(request, r);

@@ -120,6 +120,15 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
                 std::to_string(parts) + " parts");
 }
 
+/// Partitioner::kRandom: part[v] from a hash keyed by (seed, v), the same parts whatever the thread count.
+void random_parts(std::uint64_t seed, std::int64_t n, int parts, std::int32_t* part) {
+  const std::uint64_t key = rng::stream_key(seed, rng::kRandomPartition);
+#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
+  for (std::int64_t v = 0; v < n; ++v)
+    part[v] = static_cast<std::int32_t>(rng::philox4x32(key, static_cast<std::uint64_t>(v), 0).v[0] %
+                                        static_cast<std::uint32_t>(parts));
+}
+
 }  // namespace
 
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options) {
@@ -167,11 +176,7 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
         if (!done) {
           partition.note += "; fell back to the random partitioner (seed " + std::to_string(options.seed) + ")";
           partition.method = Partitioner::kRandom;
-          const std::uint64_t key = rng::stream_key(options.seed, rng::kRandomPartition);
-#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
-          for (std::int64_t v = 0; v < n; ++v)
-            part[v] = static_cast<std::int32_t>(rng::philox4x32(key, static_cast<std::uint64_t>(v), 0).v[0] %
-                                                static_cast<std::uint32_t>(parts));
+          random_parts(options.seed, n, parts, part);
           break;
         }
         if (!partition.note.empty()) partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + ": it passed";
@@ -183,12 +188,7 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
         break;
       }
       case Partitioner::kRandom: {
-        // Keyed by node id: the same parts whatever the thread count.
-        const std::uint64_t key = rng::stream_key(options.seed, rng::kRandomPartition);
-#pragma omp parallel for schedule(static) if (n > detail::kParallelMin)
-        for (std::int64_t v = 0; v < n; ++v)
-          part[v] = static_cast<std::int32_t>(rng::philox4x32(key, static_cast<std::uint64_t>(v), 0).v[0] %
-                                              static_cast<std::uint32_t>(parts));
+        random_parts(options.seed, n, parts, part);
         break;
       }
       case Partitioner::kRange:

@@ -59,8 +59,7 @@ struct Draft {
   int act = 4;
   std::int64_t n = 0;
   bool dropout = true;
-  std::vector<std::int64_t> moved;  ///< per matrix: bytes of one training step when on the host
-  std::vector<std::int64_t> eval_h2d, eval_d2h, step_h2d, step_d2h;
+  std::vector<std::int64_t> step_h2d, step_d2h;  ///< per matrix: bytes of one training step when on the host
   std::vector<Allocation> base, transients;
 };
 
@@ -91,7 +90,7 @@ Draft draft_plan(const DeviceShape& s, const ModelSpec& m, Backend backend, std:
   // it multiplies first; positive masks and aggregated inputs are written in forward and read in backward; a
   // gradient that is not fused is written by layer l's backward and read by layer l - 1's.
   auto matrix = [&](std::string name, std::string what, MemoryCategory c, std::int64_t width, int bytes,
-                    std::int64_t step_h2d, std::int64_t step_d2h, std::int64_t eval_h2d, std::int64_t eval_d2h) {
+                    std::int64_t step_h2d, std::int64_t step_d2h) {
     StreamedMatrix& x = plan.matrices.emplace_back();
     x.name = std::move(name);
     x.what = std::move(what);
@@ -102,24 +101,19 @@ Draft draft_plan(const DeviceShape& s, const ModelSpec& m, Backend backend, std:
     const std::int64_t b = x.bytes();
     dr.step_h2d.push_back(step_h2d * b);
     dr.step_d2h.push_back(step_d2h * b);
-    dr.eval_h2d.push_back(eval_h2d * b);
-    dr.eval_d2h.push_back(eval_d2h * b);
-    dr.moved.push_back((step_h2d + step_d2h) * b);
-    x.step_passes = static_cast<int>(step_h2d + step_d2h);
-    x.eval_passes = static_cast<int>(eval_h2d + eval_d2h);
   };
-  matrix("features", "features", MemoryCategory::kFeatures, d[0], act, aggregates_first(d, 0) ? 1 : 2, 0, 1, 0);
+  matrix("features", "features", MemoryCategory::kFeatures, d[0], act, aggregates_first(d, 0) ? 1 : 2, 0);
   for (int l = 1; l < L; ++l) {
     if (flow.stored_input[l])
       matrix(indexed("inputs", l), "input of layer " + std::to_string(l), MemoryCategory::kActivations, d[l], act,
-             aggregates_first(d, l) ? 1 : 2, 1, 1, 1);
+             aggregates_first(d, l) ? 1 : 2, 1);
     matrix(indexed("positive", l), "positive mask of layer " + std::to_string(l) + "'s input",
-           MemoryCategory::kActivations, mask_width(d[l]), 1, 1, 1, 0, 0);
+           MemoryCategory::kActivations, mask_width(d[l]), 1, 1, 1);
   }
   for (int l = 0; l < L; ++l)
     if (aggregates_first(d, l))
       matrix(indexed("aggregated", l), "aggregated input of layer " + std::to_string(l), MemoryCategory::kActivations,
-             d[l], act, 1, 1, 0, 0);
+             d[l], act, 1, 1);
   // grad[k]: the stored gradients of layer l's input for l = L-1 .. 1, alternating (k = (L-1-l) % 2), as a layer
   // that multiplies first reads its G whole while it writes the next.
   for (int k = 0; k < 2 && k < L - 1; ++k) {
@@ -132,12 +126,8 @@ Draft draft_plan(const DeviceShape& s, const ModelSpec& m, Backend backend, std:
     if (w == 0) continue;
     // Traffic in whole-matrix passes of its widest use; narrower uses move their own width (exact below).
     matrix(indexed("grad", k), "activation gradient " + std::string(k == 0 ? "A" : "B"), MemoryCategory::kGradients,
-           w, act, 0, 0, 0, 0);
-    const std::int64_t moved = n * widths * act;
-    dr.step_h2d.back() = moved;
-    dr.step_d2h.back() = moved;
-    dr.moved.back() = 2 * moved;
-    plan.matrices.back().step_passes = static_cast<int>(2 * widths / w);
+           w, act, 0, 0);
+    dr.step_h2d.back() = dr.step_d2h.back() = n * widths * act;
   }
 
   // What is always on the device: the resident plan's data, parameters, scalars and graph (allocation_plan with
@@ -213,8 +203,8 @@ StreamedPlan place(Draft dr, Backend backend, std::int64_t budget, bool all_host
   std::iota(order.begin(), order.end(), std::size_t{0});
   std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) {
     const double ba = static_cast<double>(plan.matrices[a].bytes()), bb = static_cast<double>(plan.matrices[b].bytes());
-    const double ra = ba > 0 ? static_cast<double>(dr.moved[a]) / ba : 0;
-    const double rb = bb > 0 ? static_cast<double>(dr.moved[b]) / bb : 0;
+    const double ra = ba > 0 ? static_cast<double>(dr.step_h2d[a] + dr.step_d2h[a]) / ba : 0;
+    const double rb = bb > 0 ? static_cast<double>(dr.step_h2d[b] + dr.step_d2h[b]) / bb : 0;
     if (ra != rb) return ra > rb;
     return ba > bb;
   });
@@ -229,8 +219,6 @@ StreamedPlan place(Draft dr, Backend backend, std::int64_t budget, bool all_host
     plan.host_bytes += plan.matrices[i].bytes();
     plan.step_h2d_bytes += dr.step_h2d[i];
     plan.step_d2h_bytes += dr.step_d2h[i];
-    plan.eval_h2d_bytes += dr.eval_h2d[i];
-    plan.eval_d2h_bytes += dr.eval_d2h[i];
   }
   plan.step_phases = step_phases(dr);
   return std::move(dr.plan);

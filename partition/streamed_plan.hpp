@@ -28,9 +28,6 @@ struct StreamedMatrix {
   std::int64_t rows = 0;
   std::int64_t width = 0;  ///< elements per row (positive masks: bytes)
   int element_bytes = 4;
-  /// Whole-matrix passes of one training step (forward + backward) and of one evaluation: reads and writes.
-  int step_passes = 0;
-  int eval_passes = 0;
   Tier tier = Tier::kHost;
 
   [[nodiscard]] std::int64_t bytes() const noexcept { return rows * width * element_bytes; }
@@ -79,8 +76,6 @@ struct StreamedPlan {
   std::int64_t host_bytes = 0;       ///< page-locked host memory: the host-tier matrices
   std::int64_t step_h2d_bytes = 0;   ///< host -> device bytes of one training step
   std::int64_t step_d2h_bytes = 0;   ///< device -> host bytes of one training step
-  std::int64_t eval_h2d_bytes = 0;   ///< of one evaluation (forward without dropout)
-  std::int64_t eval_d2h_bytes = 0;
   std::vector<StreamedPhase> step_phases;  ///< a training step's passes (their bytes sum to step_*_bytes)
 
   /// Seconds of a step's copies on a host link of h2d_gbs / d2h_gbs GB/s: the whole uploads (`serial`, which the

@@ -6,6 +6,7 @@
 
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
+#include "base/philox.hpp"
 #include "test_support.hpp"
 
 namespace gcnpart::testing {
@@ -38,6 +39,33 @@ inline const datasets::Dataset& sbm_3000() {
 /// make_sbm_3000(300): enough training rows that gradients carry signal beyond the cancellation of a few rows.
 inline const datasets::Dataset& dense_feature_graph() {
   static const datasets::Dataset ds = make_sbm_3000(300);
+  return ds;
+}
+
+/// A small random dataset: ring plus chords (u -> 7u + 3: every block of rows reaches rows far away), random
+/// features, labels, train split on half the nodes, valid = test = the other half.
+inline datasets::Dataset tiny_dataset(std::int64_t n, std::int64_t f, std::int32_t c, std::uint64_t seed) {
+  datasets::Dataset ds;
+  ds.name = "tiny";
+  datasets::EdgeList e;
+  e.num_nodes = n;
+  for (std::int64_t u = 0; u < n; ++u) {
+    e.src.push_back(static_cast<NodeId>(u));
+    e.dst.push_back(static_cast<NodeId>((u + 1) % n));
+    e.src.push_back(static_cast<NodeId>(u));
+    e.dst.push_back(static_cast<NodeId>((u * 7 + 3) % n));
+  }
+  ds.graph = datasets::build_csr(e);
+  ds.num_features = f;
+  ds.num_classes = c;
+  for (std::int64_t i = 0; i < n * f; ++i) {
+    const auto r = rng::philox4x32(seed, static_cast<std::uint64_t>(i), 1);
+    ds.features.push_back(rng::to_unit_float(r.v[0]) * 2.0f);
+  }
+  for (std::int64_t u = 0; u < n; ++u) ds.labels.push_back(static_cast<std::int32_t>((u * 5 + seed) % c));
+  for (std::int64_t u = 0; u < n; u += 2) ds.splits["train"].push_back(static_cast<NodeId>(u));
+  for (std::int64_t u = 1; u < n; u += 2) ds.splits["valid"].push_back(static_cast<NodeId>(u));
+  ds.splits["test"] = ds.splits["valid"];
   return ds;
 }
 

@@ -30,7 +30,7 @@ using nlohmann::json;
 
 constexpr double kMiB = 1048576.0;
 /// Above this many directed entries fit samples its split figures unless --exact (train's --metis-sample threshold).
-constexpr std::int64_t kExactFitEntries = 20'000'000;
+constexpr std::int64_t kExactFitEntries = frontend::kMetisSampleAboveEntries;
 /// Seeds of the sampled halo estimate (partition::estimate_split_sampled) then.
 constexpr std::int64_t kFitSamples = 2000;
 /// Directed entries METIS sees then (about; --metis-sample auto): a products-sized graph answers in ~15 s on 2 cores.

@@ -23,34 +23,9 @@
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
+using gcnpart::testing::tiny_dataset;
 
 namespace {
-
-/// A small random dataset: ring plus chords, random features, labels, train split on half the nodes.
-datasets::Dataset tiny_dataset(std::int64_t n, std::int64_t f, std::int32_t c, std::uint64_t seed) {
-  datasets::Dataset ds;
-  ds.name = "tiny";
-  datasets::EdgeList e;
-  e.num_nodes = n;
-  for (std::int64_t u = 0; u < n; ++u) {
-    e.src.push_back(static_cast<NodeId>(u));
-    e.dst.push_back(static_cast<NodeId>((u + 1) % n));
-    e.src.push_back(static_cast<NodeId>(u));
-    e.dst.push_back(static_cast<NodeId>((u * 7 + 3) % n));
-  }
-  ds.graph = datasets::build_csr(e);
-  ds.num_features = f;
-  ds.num_classes = c;
-  for (std::int64_t i = 0; i < n * f; ++i) {
-    const auto r = rng::philox4x32(seed, static_cast<std::uint64_t>(i), 1);
-    ds.features.push_back(rng::to_unit_float(r.v[0]) * 2.0f);
-  }
-  for (std::int64_t u = 0; u < n; ++u) ds.labels.push_back(static_cast<std::int32_t>((u * 5 + seed) % c));
-  for (std::int64_t u = 0; u < n; u += 2) ds.splits["train"].push_back(static_cast<NodeId>(u));
-  for (std::int64_t u = 1; u < n; u += 2) ds.splits["valid"].push_back(static_cast<NodeId>(u));
-  ds.splits["test"] = ds.splits["valid"];
-  return ds;
-}
 
 /// Double-precision GCN forward + mean cross-entropy over the training rows, written independently of the engine.
 double reference_loss(const LocalProblem& p, const std::vector<std::int64_t>& dims,

@@ -8,46 +8,19 @@
 #include <string>
 
 #include "base/error.hpp"
-#include "base/philox.hpp"
 #include "datasets/loaders.hpp"
 #include "engine/gcn.hpp"
 #include "engine/problem.hpp"
 #include "engine/trainer.hpp"
 #include "partition/memory_model.hpp"
 #include "partition/streamed_plan.hpp"
+#include "dataset_fixtures.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
+using gcnpart::testing::tiny_dataset;
 
 namespace {
-
-/// A random graph (ring plus two chord families: every part of a few rows reaches rows of other parts) with dense
-/// random features, labels and train / valid / test rows.
-datasets::Dataset chorded_dataset(std::int64_t n, std::int64_t f, std::int32_t c, std::uint64_t seed) {
-  datasets::Dataset ds;
-  ds.name = "chorded";
-  datasets::EdgeList e;
-  e.num_nodes = n;
-  for (std::int64_t u = 0; u < n; ++u) {
-    e.src.push_back(static_cast<NodeId>(u));
-    e.dst.push_back(static_cast<NodeId>((u + 1) % n));
-    e.src.push_back(static_cast<NodeId>(u));
-    e.dst.push_back(static_cast<NodeId>((u * 7 + 3) % n));
-    e.src.push_back(static_cast<NodeId>(u));
-    e.dst.push_back(static_cast<NodeId>((u * 13 + n / 2) % n));
-  }
-  ds.graph = datasets::build_csr(e);
-  ds.num_features = f;
-  ds.num_classes = c;
-  for (std::int64_t i = 0; i < n * f; ++i) {
-    const auto r = rng::philox4x32(seed, static_cast<std::uint64_t>(i), 1);
-    ds.features.push_back(rng::to_unit_float(r.v[0]) * 2.0f - 0.5f);
-  }
-  for (std::int64_t u = 0; u < n; ++u)
-    ds.labels.push_back(static_cast<std::int32_t>((u * 5 + (ds.features[u * f] > 0.5f ? 1 : 0) + seed) % c));
-  for (std::int64_t u = 0; u < n; ++u) ds.splits[u % 3 == 0 ? "valid" : u % 3 == 1 ? "test" : "train"].push_back(static_cast<NodeId>(u));
-  return ds;
-}
 
 TrainConfig config_of(int layers, std::int64_t hidden, Precision precision, int epochs) {
   TrainConfig cfg;
@@ -78,6 +51,21 @@ std::pair<std::int64_t, std::int64_t> peaks(const LocalProblem& p, const TrainCo
   return {resident, partition::estimate_plan_memory(all_host.device, Backend::kCpu).peak};
 }
 
+/// The message of the OutOfMemory a model of `model` on a CPU device capped at `limit` bytes is refused with; the
+/// refusal comes before anything is allocated (the device's tracked peak stays 0).
+std::string refusal(const LocalProblem& p, const GcnConfig& model, std::int64_t limit) {
+  Resources res(Device{}, limit);
+  std::string msg;
+  try {
+    GcnModel m(res, p, model);
+    FAIL("expected OutOfMemory");
+  } catch (const OutOfMemory& e) {
+    msg = e.what();
+  }
+  CHECK(res.memory().stats().peak == 0);
+  return msg;
+}
+
 }  // namespace
 
 TEST_CASE("streamed training reproduces the resident losses within 1e-5 for every tier mix, 2 and 3 layers, dropout on") {
@@ -91,7 +79,7 @@ TEST_CASE("streamed training reproduces the resident losses within 1e-5 for ever
     CAPTURE(c.features);
     CAPTURE(c.hidden);
     CAPTURE(c.layers);
-    const auto ds = chorded_dataset(300, c.features, 5, 7);
+    const auto ds = tiny_dataset(300, c.features, 5, 7);
     const LocalProblem p = single_device_problem(ds, true);
     TrainConfig cfg = config_of(c.layers, c.hidden, Precision::kFp32, 20);
     const TrainReport resident = train_single(p, Device{}, cfg);
@@ -145,7 +133,7 @@ TEST_CASE("streamed training reproduces the resident losses within 1e-5 for ever
 }
 
 TEST_CASE("streamed bf16 training tracks the resident bf16 losses and is deterministic") {
-  const auto ds = chorded_dataset(300, 24, 5, 3);
+  const auto ds = tiny_dataset(300, 24, 5, 3);
   const LocalProblem p = single_device_problem(ds, true);
   TrainConfig cfg = config_of(3, 64, Precision::kBf16, 10);
   const TrainReport resident = train_single(p, Device{}, cfg);
@@ -161,40 +149,24 @@ TEST_CASE("streamed bf16 training tracks the resident bf16 losses and is determi
 }
 
 TEST_CASE("a model that does not fit even streamed is refused before training with the bytes it needs") {
-  const auto ds = chorded_dataset(300, 24, 5, 3);
+  const auto ds = tiny_dataset(300, 24, 5, 3);
   const LocalProblem p = single_device_problem(ds, true);
   GcnConfig model;
   model.layers = 2;
   model.hidden = 64;
   model.offload = OffloadMode::kHost;
-  {
-    Resources res(Device{}, 16 << 10);
-    try {
-      GcnModel m(res, p, model);
-      FAIL("expected OutOfMemory");
-    } catch (const OutOfMemory& e) {
-      const std::string msg = e.what();
-      CHECK(msg.find("asked") != std::string::npos);
-      CHECK(msg.find("--offload host") != std::string::npos);
-      CHECK(msg.find("limit 16.00 KiB") != std::string::npos);
-    }
-    CHECK(res.memory().stats().peak == 0);
-  }
+  const std::string host = refusal(p, model, 16 << 10);
+  CHECK(host.find("asked") != std::string::npos);
+  CHECK(host.find("--offload host") != std::string::npos);
+  CHECK(host.find("limit 16.00 KiB") != std::string::npos);
   model.offload = OffloadMode::kAuto;  // the resident refusal, which also says what streaming would need
-  Resources res(Device{}, 16 << 10);
-  try {
-    GcnModel m(res, p, model);
-    FAIL("expected OutOfMemory");
-  } catch (const OutOfMemory& e) {
-    const std::string msg = e.what();
-    CHECK(msg.find("asked") != std::string::npos);
-    CHECK(msg.find("streamed through host memory it needs") != std::string::npos);
-  }
-  CHECK(res.memory().stats().peak == 0);
+  const std::string automatic = refusal(p, model, 16 << 10);
+  CHECK(automatic.find("asked") != std::string::npos);
+  CHECK(automatic.find("streamed through host memory it needs") != std::string::npos);
 }
 
 TEST_CASE("offload auto stays resident when the model fits; off refuses; host with a multi-device strategy is refused") {
-  const auto ds = chorded_dataset(120, 24, 5, 3);
+  const auto ds = tiny_dataset(120, 24, 5, 3);
   const LocalProblem p = single_device_problem(ds, true);
   GcnConfig model;
   {
@@ -216,7 +188,7 @@ TEST_CASE("offload auto stays resident when the model fits; off refuses; host wi
 }
 
 TEST_CASE("a streamed run resumed from a checkpoint ends with the losses of an uninterrupted streamed run") {
-  const auto ds = chorded_dataset(200, 24, 5, 5);
+  const auto ds = tiny_dataset(200, 24, 5, 5);
   const LocalProblem p = single_device_problem(ds, true);
   TrainConfig cfg = config_of(2, 32, Precision::kFp32, 6);
   cfg.model.offload = OffloadMode::kHost;

@@ -354,7 +354,7 @@ std::int64_t parse_bytes(const std::string& text, const std::string& parameter) 
 }
 
 double metis_sample(const std::string& option, std::int64_t directed_edges, const std::string& parameter) {
-  if (option == "auto") return directed_edges > 20'000'000 ? 0.1 : 1.0;
+  if (option == "auto") return directed_edges > kMetisSampleAboveEntries ? 0.1 : 1.0;
   double v = 0;
   const auto r = std::from_chars(option.data(), option.data() + option.size(), v);
   if (r.ec != std::errc() || r.ptr != option.data() + option.size() || !(v > 0.0 && v <= 1.0))

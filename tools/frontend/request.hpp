@@ -102,6 +102,9 @@ struct TrainOption {
 /// "24GB", "24GiB", "1e9" -> bytes. @throws InvalidInput naming the parameter.
 [[nodiscard]] std::int64_t parse_bytes(const std::string& text, const std::string& parameter);
 
+/// Directed edges above which "--metis-sample auto" partitions a sample (train, compare) and fit samples its splits.
+inline constexpr std::int64_t kMetisSampleAboveEntries = 20'000'000;
+
 /// The fraction of edges METIS sees: "auto" = all of them below 20 M directed edges, 10 % above (METIS 5.1 needs
 /// ~18x the CSR and minutes on large power-law graphs; the cut is always measured on the full graph).
 /// @throws InvalidInput naming `parameter`.

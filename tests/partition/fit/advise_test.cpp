@@ -30,6 +30,16 @@ FitRequest small_request() {
   return r;
 }
 
+/// small_request() with ogbn-products' statistics (2,449,029 nodes, 61,859,140 edges, 100 features, 47 classes).
+FitRequest products_sized_request() {
+  FitRequest r = small_request();
+  r.stats.nodes = 2449029;
+  r.stats.edges = 61859140;
+  r.stats.features = 100;
+  r.stats.classes = 47;
+  return r;
+}
+
 }  // namespace
 
 TEST_CASE("advise predicts the memory model's peak for one card and the same split for every strategy") {
@@ -82,11 +92,7 @@ TEST_CASE("advise predicts the memory model's peak for one card and the same spl
 
 TEST_CASE("--spmm auto: the whole graph skips the cuSPARSE plans its own kernel wins, a split's devices keep them") {
   // products-sized statistics: the calibrated terms give the own SpMM a clear lead at the narrow widths.
-  FitRequest req = small_request();
-  req.stats.nodes = 2449029;
-  req.stats.edges = 61859140;
-  req.stats.features = 100;
-  req.stats.classes = 47;
+  FitRequest req = products_sized_request();
   req.model.hidden = 256;
   req.configs = {{"h200", 1}, {"h200", 2}};
   req.rank_gpus = {1};
@@ -288,11 +294,7 @@ TEST_CASE("advise prices boundary from statistics: it receives the hop-1 ring an
 }
 
 TEST_CASE("a model too large for one card is priced streamed through host memory, and a host without the RAM is a no") {
-  FitRequest req = small_request();
-  req.stats.nodes = 2449029;
-  req.stats.edges = 61952016;
-  req.stats.features = 100;
-  req.stats.classes = 47;
+  FitRequest req = products_sized_request();
   req.model.layers = 3;
   req.model.hidden = 1024;
   req.configs = {{"rtx3090", 1}, {"rtx3080", 2}};
@@ -353,11 +355,7 @@ TEST_CASE("fits needs a margin (2 % of the card or 256 MiB), tight below it; los
   CHECK_FALSE(f.tight(card));
 
   // Products-sized 3 x 256 on 2 x rtx3080: only drop fits and it loses half the edges under the count model.
-  FitRequest req = small_request();
-  req.stats.nodes = 2449029;
-  req.stats.edges = 61859140;
-  req.stats.features = 100;
-  req.stats.classes = 47;
+  FitRequest req = products_sized_request();
   req.model.layers = 3;
   req.model.hidden = 256;
   req.configs = {{"rtx3090", 1}, {"rtx3080", 2}};
