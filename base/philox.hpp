@@ -70,6 +70,7 @@ enum Purpose : std::uint64_t {
   kRandomPartition = 8,
   kSyntheticFeatures = 9,
   kSampling = 10,
+  kGridPermutation = 11,
 };
 
 /// A bijection on [0, 2^bits): a 4-round Feistel network keyed by `key`. Used to permute node ids in parallel.

@@ -257,13 +257,28 @@ CopyBenchReport bench_copy(const CopyBenchConfig& config);
 
 // ------------------------------------------------------------------------------------------------ calibrate
 
+/// A graph the calibration times SpMMs on: its family (what leave-one-family-out validation holds out as a whole)
+/// and how to make it. Specs: "rmat:SCALE:EDGE_FACTOR[:A:B:C]", "sbm:NODES:DEGREE:CLASSES:P_INTRA",
+/// "grid:SIDE:DIMS[:natural]" (shuffled ids unless natural), "file:DATA" (a path or a dataset name looked up in
+/// $GCNPART_DATA, e.g. email-Enron).
+struct CalibrationGraph {
+  std::string family;
+  std::string spec;
+  [[nodiscard]] std::string name() const { return family + "/" + spec; }
+};
+/// "FAMILY=SPEC", or "SCALE:EDGE_FACTOR" (Graph500 RMAT, family "rmat"). @throws InvalidInput naming --graphs.
+CalibrationGraph parse_calibration_graph(const std::string& item);
+/// The graph of a spec (structure only; `seed` for the generators). @throws InvalidInput naming --graphs; the
+/// loaders' errors for a file.
+datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_t seed);
+
 struct CalibrateConfig {
   std::string device = "cuda";
   std::string card = "h200";  ///< the catalogue id of the GPU measured (the document's "card")
-  /// RMAT (scale, edge factor) for the SpMMs: at least three, so that each width's two terms and the fixed cost are
+  /// The graphs of the SpMMs, by family: at least three, so that each width's two terms and the fixed cost are
   /// over-determined, small ones among them (the fixed cost); none of bench/run/fit_validate.sh's held-out graphs.
-  /// The built-in partition/fit/calibration.json was measured with these.
-  std::vector<std::pair<int, double>> graphs{{15, 16}, {16, 8}, {17, 32}, {19, 16}, {19, 48}, {20, 24}};
+  /// The default (tools/cmd_bench.cpp) is what the built-in partition/fit/calibration.json was measured with.
+  std::vector<CalibrationGraph> graphs;
   /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47
   /// classes -> 48 in fp32 and bf16, 33..40 -> 40 in bf16, 100 features -> 100 / 104: partition::stored_width),
   /// multiples of 8 so that fp32 and bf16 run them in place (the unaligned 41 / 47 / 100 took the padded copy, which

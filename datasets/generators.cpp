@@ -227,6 +227,66 @@ Dataset generate_sbm(const SbmParams& p) {
   return ds;
 }
 
+Dataset generate_grid(const GridParams& p) {
+  if (p.dims != 2 && p.dims != 3) throw InvalidInput::parameter("dims", std::to_string(p.dims), "2 or 3");
+  const std::int64_t max_side = p.dims == 2 ? 46340 : 1290;  // side^dims below 2^31 (int32 node ids)
+  if (p.side < 2 || p.side > max_side)
+    throw InvalidInput::parameter("side", std::to_string(p.side),
+                                  "2.." + std::to_string(max_side) + " (side^" + std::to_string(p.dims) +
+                                      " nodes, int32 ids)");
+  if (p.features < 0) throw InvalidInput::parameter("features", std::to_string(p.features), ">= 0");
+  if (p.classes < 0) throw InvalidInput::parameter("classes", std::to_string(p.classes), ">= 0");
+  if ((p.features > 0) != (p.classes > 0))
+    throw InvalidInput::parameter("features/classes", std::to_string(p.features) + "/" + std::to_string(p.classes),
+                                  "both > 0 (synthetic features) or both 0 (structure only)");
+  const std::int64_t side = p.side, n = p.dims == 2 ? side * side : side * side * side;
+  const std::uint64_t key = rng::stream_key(p.seed, rng::kGridPermutation);
+  const auto id = [&](std::int64_t x) {
+    return static_cast<NodeId>(p.shuffle ? rng::permute_index(static_cast<std::uint64_t>(x), static_cast<std::uint64_t>(n), key)
+                                         : static_cast<std::uint64_t>(x));
+  };
+  // Each node's edges to its "forward" neighbours (build_csr symmetrises): 2-D right, down, both diagonals below;
+  // 3-D +x, +y, +z.
+  EdgeList edges;
+  edges.num_nodes = n;
+  const int per_node = p.dims == 2 ? 4 : 3;
+  edges.src.reserve(static_cast<std::size_t>(n * per_node));
+  edges.dst.reserve(static_cast<std::size_t>(n * per_node));
+  const auto add = [&](std::int64_t a, std::int64_t b) {
+    edges.src.push_back(id(a));
+    edges.dst.push_back(id(b));
+  };
+  if (p.dims == 2) {
+    for (std::int64_t y = 0; y < side; ++y)
+      for (std::int64_t x = 0; x < side; ++x) {
+        const std::int64_t u = y * side + x;
+        if (x + 1 < side) add(u, u + 1);
+        if (y + 1 < side) add(u, u + side);
+        if (x + 1 < side && y + 1 < side) add(u, u + side + 1);
+        if (x > 0 && y + 1 < side) add(u, u + side - 1);
+      }
+  } else {
+    for (std::int64_t z = 0; z < side; ++z)
+      for (std::int64_t y = 0; y < side; ++y)
+        for (std::int64_t x = 0; x < side; ++x) {
+          const std::int64_t u = (z * side + y) * side + x;
+          if (x + 1 < side) add(u, u + 1);
+          if (y + 1 < side) add(u, u + side);
+          if (z + 1 < side) add(u, u + side * side);
+        }
+  }
+  Dataset ds;
+  ds.graph = build_csr(edges, BuildOptions{}, &ds.build_stats);
+  edges = EdgeList{};
+  ds.name = "grid" + std::to_string(p.dims) + "d-s" + std::to_string(side) + (p.shuffle ? "-shuffled" : "");
+  ds.provenance = "generator grid dims=" + std::to_string(p.dims) + " side=" + std::to_string(side) +
+                  (p.dims == 2 ? " (8 neighbours)" : " (6 neighbours)") +
+                  (p.shuffle ? " ids shuffled seed=" + std::to_string(p.seed) : " row-major ids") +
+                  " nodes=" + std::to_string(n);
+  if (p.features > 0) add_synthetic_features(ds, p.features, p.classes, p.seed);
+  return ds;
+}
+
 Dataset demo_dataset() {
   Dataset ds = generate_sbm(SbmParams{});
   ds.name = "demo";

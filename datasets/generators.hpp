@@ -39,6 +39,20 @@ struct SbmParams {
 };
 Dataset generate_sbm(const SbmParams& params);
 
+/// A structured mesh: a 2-D grid with both diagonals (8 neighbours inside, a quad / triangle finite-element mesh's
+/// degree) or a 3-D grid (6 neighbours), side^dims nodes; ids in row-major order, or shuffled by a keyed bijection
+/// (`shuffle`: a mesh file written in no particular order). With features > 0 and classes > 0, synthetic features /
+/// labels / split as in add_synthetic_features.
+struct GridParams {
+  std::int64_t side = 1000;
+  int dims = 2;
+  bool shuffle = true;
+  std::int64_t features = 0;
+  std::int32_t classes = 0;
+  std::uint64_t seed = 1;
+};
+Dataset generate_grid(const GridParams& params);
+
 /// The built-in demo dataset: a deterministic SBM of 10,000 nodes (what `gcnpart` uses when no data is given).
 Dataset demo_dataset();
 

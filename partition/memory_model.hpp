@@ -17,6 +17,7 @@
 #include "datasets/dataset.hpp"
 #include "partition/allocation_plan.hpp"  // ModelSpec, DeviceShape and the list this model sums
 #include "partition/plan.hpp"
+#include "partition/reuse.hpp"
 
 namespace gcnpart::partition {
 
@@ -83,6 +84,9 @@ struct GraphStats {
   double degree_second_moment = 0;     ///< E[d^2]; 0 = unknown (a Poisson degree distribution is assumed)
   std::int64_t isolated = -1;          ///< nodes without edges; -1 = unknown (then none are set apart)
   std::int64_t degree_max = 0;
+  /// The aggregation's L2 reuse measured on the graph (partition/reuse.hpp); empty = unknown (the time model then
+  /// infers it from the degree distribution).
+  ReuseProfile reuse;
 
   /// Splits with unknowns resolved: unknown -> train = all nodes, valid = test = 0.
   [[nodiscard]] std::array<std::int64_t, 3> splits() const;

@@ -175,7 +175,16 @@ void run_bench_epoch(const BenchOptions& o) {
 
 struct CalibrateOptions {
   bench::CalibrateConfig config;
-  std::string graphs = "15:16,16:8,17:32,19:16,19:48,20:24", widths = "16,32,40,48,64,104,128,256,512", json, cards_file;
+  /// The graphs of the built-in partition/fit/calibration.json, by family (bench::parse_calibration_graph).
+  std::string graphs =
+      "15:16,16:8,17:32,19:16,19:48,20:24,"
+      "rmat-mild=rmat:17:16:0.45:0.22:0.22,rmat-mild=rmat:20:16:0.45:0.22:0.22,"
+      "uniform=sbm:300000:16:2:0.5,uniform=sbm:2000000:24:2:0.5,"
+      "community=sbm:500000:20:256:0.9,community=sbm:1500000:12:1024:0.95,"
+      "mesh=grid:700:2,mesh=grid:120:3,"
+      "mesh-ordered=grid:1400:2:natural,mesh-ordered=grid:60:3:natural,"
+      "snap=file:email-Enron,metis=file:4elt",
+      widths = "16,32,40,48,64,104,128,256,512", json, cards_file;
   bool no_gemm = false;
 };
 
@@ -184,14 +193,7 @@ void run_bench_calibrate(CalibrateOptions& o) {
   std::size_t at = 0;
   while (at <= o.graphs.size()) {
     const std::size_t end = std::min(o.graphs.find(',', at), o.graphs.size());
-    const std::string item = o.graphs.substr(at, end - at);
-    const std::size_t colon = item.find(':');
-    try {
-      if (colon == std::string::npos) throw std::invalid_argument(item);
-      o.config.graphs.emplace_back(std::stoi(item.substr(0, colon)), std::stod(item.substr(colon + 1)));
-    } catch (const std::exception&) {
-      throw InvalidInput::parameter("--graphs", o.graphs, "RMAT scale:edge-factor pairs, comma-separated (20:16,18:64)");
-    }
+    o.config.graphs.push_back(bench::parse_calibration_graph(o.graphs.substr(at, end - at)));
     at = end + 1;
   }
   o.config.widths = parse_widths(o.widths);
@@ -273,7 +275,11 @@ Command register_bench(CLI::App& app) {
   c->add_option("--device", cal_opts->config.device, "CUDA device: cuda or cuda:N")->capture_default_str();
   c->add_option("--card", cal_opts->config.card, "Catalogue id of this GPU (gcnpart cards)")->capture_default_str();
   c->add_option("--cards", cal_opts->cards_file, "Extra card file (JSON like partition/fit/cards.json; merged by id)");
-  c->add_option("--graphs", cal_opts->graphs, "RMAT scale:edge-factor graphs for the SpMMs")->capture_default_str();
+  c->add_option("--graphs", cal_opts->graphs,
+                "Graphs for the SpMMs, comma-separated FAMILY=SPEC (SPEC: rmat:SCALE:EDGE_FACTOR[:A:B:C], "
+                "sbm:NODES:DEGREE:CLASSES:P_INTRA, grid:SIDE:DIMS[:natural], file:DATA) or SCALE:EDGE_FACTOR "
+                "(Graph500 RMAT)")
+      ->capture_default_str();
   c->add_option("--widths", cal_opts->widths, "SpMM widths")->capture_default_str();
   c->add_option("--repeats", cal_opts->config.repeats, "Timed runs per call (median)")->capture_default_str();
   c->add_flag("--no-gemm", cal_opts->no_gemm, "Leave the GEMM efficiencies at their defaults");

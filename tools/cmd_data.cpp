@@ -110,7 +110,7 @@ Command register_convert(CLI::App& app) {
 }
 
 Command register_generate(CLI::App& app) {
-  auto* cmd = app.add_subcommand("generate", "Generate a synthetic graph (RMAT or stochastic block model) as .gcsr");
+  auto* cmd = app.add_subcommand("generate", "Generate a synthetic graph (RMAT, stochastic block model or grid mesh) as .gcsr");
   cmd->require_subcommand(1);
   auto out = std::make_shared<std::string>();
   auto json = std::make_shared<std::string>();
@@ -148,7 +148,22 @@ Command register_generate(CLI::App& app) {
   s->add_option("-o,--output", *out, "Output .gcsr file")->required();
   s->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
 
-  return {cmd, [r, s, out, json, rmat, sbm] {
+  auto grid = std::make_shared<datasets::GridParams>();
+  auto* m = cmd->add_subcommand("grid", "A mesh: 2-D grid with diagonals (8 neighbours) or 3-D grid (6 neighbours)");
+  m->add_option("--side", grid->side, "Nodes along each side (side^dims nodes)")->check(CLI::Range(2, 46340))
+      ->capture_default_str();
+  m->add_option("--dims", grid->dims, "2 or 3")->check(CLI::Range(2, 3))->capture_default_str();
+  m->add_flag("!--natural-order", grid->shuffle, "Keep row-major node ids (default: ids shuffled, a mesh file in no "
+                                                  "particular order)");
+  m->add_option("--features", grid->features, "Synthetic feature count (0 = structure only)")
+      ->check(CLI::NonNegativeNumber)->capture_default_str();
+  m->add_option("--classes", grid->classes, "Synthetic class count")->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  m->add_option("--seed", grid->seed, "Seed")->capture_default_str();
+  m->add_option("-o,--output", *out, "Output .gcsr file")->required();
+  m->add_option("--json", *json, "Write a summary as JSON to this file ('-' for stdout, then only the JSON)");
+
+  return {cmd, [r, m, out, json, rmat, sbm, grid] {
             check_outputs({{"-o", out.get()}, {"--json", json.get()}});
             JsonOnStdout json_only(*json);
             const auto t0 = std::chrono::steady_clock::now();
@@ -160,6 +175,8 @@ Command register_generate(CLI::App& app) {
                                                   std::to_string(rmat->c),
                                               "non-negative probabilities with a + b + c <= 1");
               ds = datasets::generate_rmat(*rmat);
+            } else if (m->parsed()) {
+              ds = datasets::generate_grid(*grid);
             } else {
               ds = datasets::generate_sbm(*sbm);
             }

@@ -70,6 +70,7 @@ struct FitOptions {
   // Split.
   std::string partitioner = "metis", strategies = "drop,halo,gather,pipeline";
   std::string calibration;
+  std::string calibration_without;
   std::string samples = "auto";
   std::string metis_sample = "auto";
   bool exact = false;
@@ -181,6 +182,9 @@ void print_header(const FitReport& r, const FitOptions& o) {
               "             collectives), efficiencies measured on the %s; +-%s = worst residual on %s;\n"
               "             other cards: extrapolated from their bandwidth, L2, SMs and tensor rates\n",
               r.calibration.card.c_str(), pct(r.calibration.band(), 0).c_str(), r.calibration.held_out_source.c_str());
+  std::fprintf(g_out, "L2 reuse     %s\n", r.reuse_source.c_str());
+  for (const auto& note : r.outside_calibration)
+    std::fprintf(g_out, "             outside calibration: %s (the band may not hold)\n", note.c_str());
   std::fprintf(g_out, "memory       per card = tracked peak + fixed per-GPU overhead (CUDA context, library handles): the one\n"
               "             figure printed everywhere below\n");
   if (!r.split_method.empty()) std::fprintf(g_out, "split        %s\n", r.split_method.c_str());
@@ -374,6 +378,20 @@ void run_fit(const FitOptions& o, bool data_given) {
   req.seed = o.seed;
   if (!o.calibration.empty())
     req.calibration = partition::load_calibration(o.calibration);
+  if (!o.calibration_without.empty()) {
+    const partition::CalibrationData all = req.calibration ? *req.calibration : partition::builtin_calibration();
+    std::vector<std::string> families;
+    for (const auto& x : all.spmm)
+      if (!x.family.empty() && std::find(families.begin(), families.end(), x.family) == families.end())
+        families.push_back(x.family);
+    if (std::find(families.begin(), families.end(), o.calibration_without) == families.end()) {
+      std::string list;
+      for (const auto& f : families) list += (list.empty() ? "" : ", ") + f;
+      throw InvalidInput::parameter("--calibration-without", o.calibration_without,
+                                    "a graph family of the calibration (" + (list.empty() ? "it names none" : list) + ")");
+    }
+    req.calibration = all.without_family(o.calibration_without);
+  }
   const FitReport report = partition::advise(req);
   print_header(report, o);
   for (const auto& cf : report.configurations) print_configuration(cf, report);
@@ -529,6 +547,9 @@ Command register_fit(CLI::App& app) {
                   "ulimit -v and the cgroup's limit)");
   cmd->add_option("--calibration", o->calibration,
                   "Calibration JSON (what `gcnpart bench calibrate` writes; default: the built-in H200 one)");
+  cmd->add_option("--calibration-without", o->calibration_without,
+                  "Leave one graph family's SpMM calls out of the calibration (leave-one-family-out validation: "
+                  "bench/run/fit_families.sh)");
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");
   return {cmd, [o, cmd] {
     check_fit_options(*o, *cmd);

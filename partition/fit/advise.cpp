@@ -213,6 +213,7 @@ EpochTime epoch_of(const Context& c, const StrategyFit& f, const Card& card, con
     }
     auto work = epoch_work(shape, model);
     work.degree_ratio = c.degree_ratio;
+    work.reuse = c.stats.reuse;  // the whole graph's (a part's stream is a subset: its reuse is at least this)
     EpochTime t;
     const bool own_only = shape.gather || shape.boundary;  // their aggregations run gcnpart's SpMM only
     if (base.spmm == SpmmAlgo::kOwn || own_only) t = predict_epoch(work, card, c.cal, link, false, math);
@@ -411,12 +412,12 @@ std::vector<std::int64_t> auto_own_widths(const Context& c, const Card& card) {
   std::vector<std::int64_t> widths;
   const double rows = static_cast<double>(c.stats.nodes);
   const double entries = 2.0 * static_cast<double>(c.stats.edges) + rows;  // Â with self loops
-  const double ratio = c.degree_ratio > 0 ? c.degree_ratio : 1.0;
+  const L2Reuse reuse{c.degree_ratio > 0 ? c.degree_ratio : 1.0, &c.stats.reuse, c.cal.l2_share};
   for (const auto& call : spmm_calls_per_epoch(c.model)) {
     const double w = static_cast<double>(call.width);
     const SpmmTerm term{w, rows, rows, entries};
-    const double own = spmm_call_seconds(term, 4.0, ratio, card, c.cal.spmm(false, false));
-    const double cusparse = spmm_call_seconds(term, 4.0, ratio, card, c.cal.spmm(true, false));
+    const double own = spmm_call_seconds(term, 4.0, reuse, card, c.cal.spmm(false, false));
+    const double cusparse = spmm_call_seconds(term, 4.0, reuse, card, c.cal.spmm(true, false));
     if (own * (1 + kAutoOwnMargin) <= cusparse &&
         std::find(widths.begin(), widths.end(), call.width) == widths.end())
       widths.push_back(call.width);
@@ -446,6 +447,8 @@ Context resolve(const FitRequest& r) {
       throw InvalidInput(InputLocation{c.ds->name, 0, 0}, "dataset has no features or labels", "",
                          "both (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
     c.stats = graph_stats(*c.ds);
+    // The aggregation's L2 reuse, measured on the graph in the engine's default (degree) order.
+    c.stats.reuse = reuse_profile(c.ds->graph, Reorder::kDegree);
   } else {
     c.stats = r.stats;
     c.stats.validate();
@@ -948,6 +951,44 @@ std::string format_gib(double bytes) {
   return bytes >= kMiB * 1024 ? format_fixed(bytes / (kMiB * 1024), 2) + " GiB" : human_bytes(bytes);
 }
 
+/// How the graph's L2 reuse is known, and where the graph lies outside what the SpMM terms were calibrated on: a
+/// node count below half the smallest or above twice the largest calibrated graph, or a hit fraction of 128-wide
+/// fp32 rows in the calibration card's L2 more than 5 points outside the calibrated graphs' range.
+void coverage(const Context& c, FitReport& rep) {
+  const Calibration& cal = c.cal;
+  const ReuseProfile& reuse = c.stats.reuse;
+  if (!reuse.empty()) {
+    rep.reuse_source = "measured on the graph in degree order" +
+                       (reuse.sampled_rows < 1 ? " (" + format_pct(reuse.sampled_rows, 0) + " of the rows followed)"
+                                               : std::string());
+  } else {
+    rep.reuse_source = "inferred from the degree distribution (statistics only; pass the graph file to measure it)";
+    if (cal.profiled)
+      rep.outside_calibration.push_back("the calibration's band was measured with reuse measured on each graph; "
+                                        "from statistics alone the SpMM term is less certain");
+  }
+  if (!cal.profiled || cal.calibrated_rows_max <= 0) return;
+  const auto nodes = static_cast<double>(c.stats.nodes);
+  if (nodes < cal.calibrated_rows_min / 2 || nodes > cal.calibrated_rows_max * 2)
+    rep.outside_calibration.push_back(with_commas(c.stats.nodes) + " nodes: the SpMM terms were measured on graphs of " +
+                                      with_commas(static_cast<std::int64_t>(cal.calibrated_rows_min)) + " to " +
+                                      with_commas(static_cast<std::int64_t>(cal.calibrated_rows_max)) + " nodes");
+  if (!reuse.empty()) {
+    const Card* card = nullptr;
+    for (const auto& k : c.req.catalogue.cards)
+      if (k.id == cal.card) card = &k;
+    if (card != nullptr) {
+      const double hit = L2Reuse{c.degree_ratio, &reuse, cal.l2_share}.hit_fraction(card->l2_bytes, 128 * 4.0, nodes);
+      constexpr double kSlack = 0.05;
+      if (hit < cal.calibrated_hit_min - kSlack || hit > cal.calibrated_hit_max + kSlack)
+        rep.outside_calibration.push_back("its L2 reuse (" + format_pct(hit, 0) + " of the gathered reads of 128-wide rows hit the " +
+                                          card->name + "'s L2) lies outside the calibrated graphs' " +
+                                          format_pct(cal.calibrated_hit_min, 0) + " to " +
+                                          format_pct(cal.calibrated_hit_max, 0));
+    }
+  }
+}
+
 FitReport advise(const FitRequest& request) {
   Context c = resolve(request);
   const auto configs = configurations(request);
@@ -969,6 +1010,7 @@ FitReport advise(const FitRequest& request) {
   rep.model = c.model;
   rep.tf32 = request.tf32;
   rep.calibration = c.cal;
+  coverage(c, rep);
   for (const auto& [k, fits] : c.splits)
     for (const auto& f : fits)
       if (rep.split_method.empty() && f.strategy != Strategy::kPipeline) rep.split_method = f.method;
@@ -991,6 +1033,16 @@ nlohmann::json FitReport::to_json() const {
                 {"feature_density", graph.feature_density},
                 {"degree_mean", graph.degree_mean},
                 {"degree_second_moment", graph.degree_second_moment}};
+  j["graph"]["splits"] = graph.splits();
+  j["graph"]["reuse_source"] = reuse_source;
+  j["calibration_coverage"] = {{"inside", outside_calibration.empty()},
+                               {"outside", outside_calibration},
+                               {"families", calibration.families}};
+  if (!graph.reuse.empty())
+    j["graph"]["reuse"] = {{"order", "degree"},
+                           {"reads", graph.reuse.reads},
+                           {"sampled_rows", graph.reuse.sampled_rows},
+                           {"hits_by_log2_rows", graph.reuse.hits}};
   j["model"] = {{"dims", model.dims()},
                 {"stored_dims", model.stored_dims()},
                 {"layers", model.layers},

@@ -190,6 +190,10 @@ struct FitReport {
   ModelSpec model;
   bool tf32 = false;
   Calibration calibration;
+  /// Where this graph lies against what the time model was calibrated on: how its L2 reuse was known, and a note
+  /// for each way it lies outside (a size or a reuse never calibrated). Empty notes: inside.
+  std::string reuse_source;
+  std::vector<std::string> outside_calibration;
   std::string split_method;        ///< where the K > 1 split figures come from (empty: no K > 1 asked)
   std::vector<int> rank_gpus;
   std::vector<FitConfiguration> configurations;

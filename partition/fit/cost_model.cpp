@@ -41,9 +41,16 @@ double l2_hit_fraction(double cached_rows, double rows, double degree_ratio) {
   return std::pow(p, (alpha - 1) / alpha);
 }
 
-SpmmBytes spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, double degree_ratio) {
+double L2Reuse::hit_fraction(std::int64_t l2_bytes, double row_bytes, double rows) const {
+  if (l2_bytes <= 0 || !(row_bytes > 0)) return 0;
+  const double cached_rows = l2_share * static_cast<double>(l2_bytes) / row_bytes;
+  if (profile != nullptr && !profile->empty()) return profile->hit_fraction(cached_rows);
+  return l2_hit_fraction(cached_rows, rows, degree_ratio);
+}
+
+SpmmBytes spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, const L2Reuse& reuse) {
   const double row = c.width * act;
-  const double hit = l2_bytes > 0 ? l2_hit_fraction(static_cast<double>(l2_bytes) / row, c.cols_in, degree_ratio) : 0;
+  const double hit = reuse.hit_fraction(l2_bytes, row, c.cols_in);
   const double gathered = std::max(c.cols_in * row, c.entries * row * (1 - hit));
   return {c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row + gathered,
           c.entries * row * hit};
@@ -53,9 +60,9 @@ namespace {
 constexpr int kDefaultSms = 100;  // a card without an SM count in the catalogue
 }  // namespace
 
-double spmm_call_seconds(const SpmmTerm& call, double act, double degree_ratio, const Card& card,
+double spmm_call_seconds(const SpmmTerm& call, double act, const L2Reuse& reuse, const Card& card,
                          const SpmmEfficiency& eff) {
-  const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, degree_ratio);
+  const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, reuse);
   const double sms = card.sms > 0 ? card.sms : kDefaultSms;
   return eff.fixed_seconds + b.dram / (card.memory_bandwidth_gbs * 1e9 * eff.dram.at(call.width)) +
          b.l2 / (sms * eff.l2_per_sm.at(call.width));
@@ -268,12 +275,12 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_math = Precision::kBf16;
   const double flops = tflops * kTera;
   const SpmmEfficiency& spmm_eff = cal.spmm(pick == SpmmPick::kCusparse, math.bf16_storage);
-  const double ratio = w.degree_ratio > 0 ? w.degree_ratio : 1.0;
+  const L2Reuse reuse{w.degree_ratio > 0 ? w.degree_ratio : 1.0, &w.reuse, cal.l2_share};
   if (!w.spmms.empty()) {
     for (const auto& call : w.spmms) {
-      double s = spmm_call_seconds(call, w.element_bytes, ratio, card, spmm_eff);
+      double s = spmm_call_seconds(call, w.element_bytes, reuse, card, spmm_eff);
       if (pick == SpmmPick::kFaster && !math.bf16_storage)
-        s = std::min(s, spmm_call_seconds(call, w.element_bytes, ratio, card, cal.spmm(true, false)));
+        s = std::min(s, spmm_call_seconds(call, w.element_bytes, reuse, card, cal.spmm(true, false)));
       t.spmm += s;
     }
   } else {
@@ -350,6 +357,21 @@ class CalibrationReader {
   std::string origin_;
 };
 
+/// A stored reuse profile ("reuse_hits": hit fractions at caches of 2^0, 2^1, ... rows), checked.
+ReuseProfile reuse_of(const CalibrationReader& in, const nlohmann::json& g, const std::string& path) {
+  ReuseProfile p;
+  if (!g.contains("reuse_hits")) return p;
+  const nlohmann::json& h = g.at("reuse_hits");
+  if (!h.is_array() || h.size() < 2) in.bad(path + "reuse_hits", h.dump().substr(0, 60), "an array of hit fractions");
+  for (const auto& x : h) {
+    if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() <= 1) ||
+        (!p.hits.empty() && x.get<double>() < p.hits.back()))
+      in.bad(path + "reuse_hits", x.dump(), "nondecreasing fractions in [0, 1]");
+    p.hits.push_back(x.get<double>());
+  }
+  return p;
+}
+
 GraphStats calibration_graph(const CalibrationReader& in, const nlohmann::json& g, const std::string& name) {
   const std::string path = "graphs." + name + ".";
   GraphStats s;
@@ -372,6 +394,7 @@ GraphStats calibration_graph(const CalibrationReader& in, const nlohmann::json& 
   }
   s.degree_mean = 2.0 * static_cast<double>(s.edges) / static_cast<double>(s.nodes);
   if (g.contains("degree_second_moment")) s.degree_second_moment = in.number(g, "degree_second_moment", path, 0);
+  s.reuse = reuse_of(in, g, path);
   s.validate();
   return s;
 }
@@ -400,6 +423,7 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
     m.what = in.text(e, "what", path);
     const std::string graph = in.text(e, "graph", path);
     m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
+    if (graphs.at(graph).contains("family")) m.family = in.text(graphs.at(graph), "family", "graphs." + graph + ".");
     m.model.layers = static_cast<int>(in.count(e, "layers", path));
     m.model.hidden = in.count(e, "hidden", path);
     m.model.features = m.graph.features;
@@ -433,6 +457,13 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
       x.cusparse = kind == "cusparse";
       x.bf16 = kind == "own-bf16";
       x.seconds = in.number(sp[i], "seconds", path, 1e-9);
+      // The timed graph's family and reuse profile, when the document has them (spmm_graphs.NAME).
+      if (doc.contains("spmm_graphs") && doc.at("spmm_graphs").contains(x.graph)) {
+        const nlohmann::json& g = doc.at("spmm_graphs").at(x.graph);
+        const std::string gpath = "spmm_graphs." + x.graph + ".";
+        if (g.contains("family")) x.family = in.text(g, "family", gpath);
+        x.reuse = reuse_of(in, g, gpath);
+      }
       data.spmm.push_back(x);
     }
   }
@@ -459,6 +490,14 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
     data.held_out_source = in.text(h, "source", "held_out.");
   }
   return data;
+}
+
+CalibrationData CalibrationData::without_family(const std::string& family) const {
+  CalibrationData d = *this;
+  std::erase_if(d.spmm, [&](const SpmmSample& x) { return x.family == family; });
+  std::erase_if(d.epochs, [&](const CalibrationMeasurement& m) { return m.family == family; });
+  d.origin += " without family " + family;
+  return d;
 }
 
 std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin) {
@@ -585,6 +624,7 @@ EpochWork work_of(const CalibrationMeasurement& m) {
   EpochWork w = epoch_work(single_device_shape(m.graph), m.model);
   if (m.graph.degree_second_moment > 0 && m.graph.degree_mean > 0)
     w.degree_ratio = m.graph.degree_second_moment / (m.graph.degree_mean * m.graph.degree_mean);
+  w.reuse = m.graph.reuse;
   return w;
 }
 
@@ -600,15 +640,17 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
 /// Upper bound of a fitted SpMM DRAM efficiency (see calibrate).
 constexpr double kMaxDramEfficiency = 2.0;
 
-Calibration calibrate(const Card& card, const CalibrationData& data) {
-  Calibration cal;
-  cal.card = card.id;
-  const Link none{"none", 0};
+namespace {
+
+/// The SpMM terms of `cal` from the timed calls at L2 share `share`, per kind: t = fixed + a_w DRAM / bandwidth +
+/// b_w L2 bytes / SMs, by non-negative least squares on the relative error (each row divided by its time); the DRAM
+/// efficiency is 1 / a_w, the L2 rate per SM 1 / b_w. Returns the summed squared relative residual of the kinds
+/// fitted (the defaults kept, and noted, for a kind with too few calls).
+double fit_spmm_terms(const Card& card, const CalibrationData& data, double share, Calibration& cal) {
+  cal.l2_share = share;
   const double bw = card.memory_bandwidth_gbs * kGiga;
-  auto note = [&](const std::string& factor, const std::string& where) { cal.provenance.emplace_back(factor, where); };
-  // SpMM, per kind: t = fixed + a_w DRAM / bandwidth + b_w L2 bytes / SMs, by least squares on the relative error
-  // (each row divided by its time); the DRAM efficiency is 1 / a_w, the L2 rate per SM 1 / b_w.
   const double sms = card.sms > 0 ? card.sms : kDefaultSms;
+  double residual = 0;
   for (int kind = 0; kind < 3; ++kind) {
     std::vector<const SpmmSample*> rows;
     std::vector<double> widths;
@@ -621,12 +663,13 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     const char* name = kind == 2 ? "spmm_bf16" : kind == 1 ? "spmm_cusparse" : "spmm_own";
     const std::size_t nw = widths.size(), n = 2 * nw + 1;
     if (rows.size() < n) {  // too few calls to separate the terms: keep the defaults
-      note(name, rows.empty() ? "default: not measured" : "default: too few timed calls to fit");
+      cal.provenance.emplace_back(name, rows.empty() ? "default: not measured" : "default: too few timed calls to fit");
       continue;
     }
     std::vector<std::vector<double>> a;
     for (const SpmmSample* x : rows) {
-      const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, x->degree_ratio);
+      const L2Reuse reuse{x->degree_ratio, &x->reuse, share};
+      const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, reuse);
       const auto i = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), x->call.width) - widths.begin());
       std::vector<double> row(n + 1, 0.0);
       row[i] = b.dram / bw / x->seconds;
@@ -640,22 +683,66 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     for (std::size_t i = 0; ok && i < n; ++i) ok = (*coef)[i] >= 0 && std::isfinite((*coef)[i]);
     ok = ok && std::any_of(coef->begin(), coef->begin() + static_cast<std::ptrdiff_t>(nw), [](double c) { return c > 0; });
     if (!ok) {
-      note(name, "default: the timed calls gave no positive fit");
+      cal.provenance.emplace_back(name, "default: the timed calls gave no positive fit");
       continue;
+    }
+    for (const auto& r : a) {
+      double e = r[n];
+      for (std::size_t j = 0; j < n; ++j) e -= r[j] * (*coef)[j];
+      residual += e * e;
     }
     SpmmEfficiency eff;
     eff.dram.points.clear();
     eff.l2_per_sm.points.clear();
     for (std::size_t i = 0; i < nw; ++i) {
       // A DRAM term the fit dropped (0) or tiny: bounded at kMaxDramEfficiency (above 1: the byte model counts more
-      // DRAM traffic than a well-ordered graph causes, its L2 serving more than the Pareto estimate says).
+      // DRAM traffic than a well-ordered graph causes, its L2 serving more than the estimate says).
       eff.dram.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[i], 1e-9)));
       eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
     }
     eff.fixed_seconds = (*coef)[2 * nw];
     (kind == 2 ? cal.spmm_bf16 : kind == 1 ? cal.spmm_cusparse : cal.spmm_own) = eff;
-    note(name, "measured: " + std::to_string(rows.size()) + " SpMM calls (" + std::to_string(nw) +
-                   " widths) timed on " + card.name);
+    cal.provenance.emplace_back(name, "measured: " + std::to_string(rows.size()) + " SpMM calls (" +
+                                          std::to_string(nw) + " widths) timed on " + card.name);
+  }
+  return residual;
+}
+
+}  // namespace
+
+
+Calibration calibrate(const Card& card, const CalibrationData& data) {
+  Calibration cal;
+  cal.card = card.id;
+  const Link none{"none", 0};
+  auto note = [&](const std::string& factor, const std::string& where) { cal.provenance.emplace_back(factor, where); };
+  // SpMM: per kind the terms at each L2 share of a grid when the timed graphs carry measured reuse profiles (the
+  // share with the least squared relative residual over every call kept), else at the whole L2.
+  const bool profiled = !data.spmm.empty() && std::all_of(data.spmm.begin(), data.spmm.end(),
+                                                          [](const SpmmSample& x) { return !x.reuse.empty(); });
+  std::vector<double> shares{1.0};
+  if (profiled) shares = {0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0};
+  double best_residual = -1;
+  for (double share : shares) {
+    Calibration trial = cal;
+    const double residual = fit_spmm_terms(card, data, share, trial);
+    if (best_residual < 0 || residual < best_residual) best_residual = residual, cal = std::move(trial);
+  }
+  cal.profiled = profiled;
+  if (profiled)
+    note("l2_share", "measured: " + std::to_string(cal.l2_share).substr(0, 5) +
+                         " of the L2 holds gathered rows (least residual over the SpMM calls)");
+  // What the SpMM terms saw: families, sizes, and the reuse of 128-wide fp32 rows at the card's L2.
+  for (const auto& x : data.spmm) {
+    if (!x.family.empty() && std::find(cal.families.begin(), cal.families.end(), x.family) == cal.families.end())
+      cal.families.push_back(x.family);
+    const double hit = L2Reuse{x.degree_ratio > 0 ? x.degree_ratio : 1.0, &x.reuse, cal.l2_share}
+                           .hit_fraction(card.l2_bytes, 128 * 4.0, x.call.cols_in);
+    const bool first = cal.calibrated_rows_max == 0;
+    cal.calibrated_rows_min = first ? x.call.rows_out : std::min(cal.calibrated_rows_min, x.call.rows_out);
+    cal.calibrated_rows_max = std::max(cal.calibrated_rows_max, x.call.rows_out);
+    cal.calibrated_hit_min = first ? hit : std::min(cal.calibrated_hit_min, hit);
+    cal.calibrated_hit_max = first ? hit : std::max(cal.calibrated_hit_max, hit);
   }
   if (data.copy_gbs > 0) {
     cal.stream_efficiency = std::min(1.0, data.copy_gbs / card.memory_bandwidth_gbs);

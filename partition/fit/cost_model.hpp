@@ -86,6 +86,15 @@ struct Calibration {
   [[nodiscard]] double gemm_efficiency(Precision math, double m, double n, double k) const;
   double launch_seconds = 5e-6;           ///< fixed cost per kernel launch (launch + tail of a tiny kernel)
   double step_seconds = 20e-6;            ///< fixed cost per step (loss copy to host, synchronisation)
+  /// Share of the L2 that keeps gathered rows (fitted with the SpMM terms when the timed graphs carry measured reuse
+  /// profiles; 1 otherwise).
+  double l2_share = 1;
+  /// The graph families the SpMM terms were measured on, and the range of their sizes and reuse (for "outside
+  /// calibration" notes): node counts and the measured hit fraction of 128-wide fp32 rows in the card's L2.
+  std::vector<std::string> families;
+  double calibrated_rows_min = 0, calibrated_rows_max = 0;
+  double calibrated_hit_min = 0, calibrated_hit_max = 0;
+  bool profiled = false;                  ///< the SpMM terms were fitted on measured reuse profiles
   double link_efficiency = 0.7;           ///< fraction of link bandwidth a ring collective reaches
   double collective_seconds = 20e-6;      ///< latency per collective call
   /// Where each factor comes from ("measured: ..." or "default: not measured"), by factor name.
@@ -123,16 +132,26 @@ struct SpmmTerm {
   double entries = 0;   ///< non-zeros walked
 };
 
+/// What the time model knows of a graph's L2 reuse: the profile measured on the graph (partition/reuse.hpp) when
+/// there is one, else E[d^2] / E[d]^2 of its degrees (the Pareto estimate of l2_hit_fraction); and the share of
+/// the card's L2 that holds gathered rows (Calibration::l2_share: the rest holds the streamed CSR and output rows).
+struct L2Reuse {
+  double degree_ratio = 1;
+  const ReuseProfile* profile = nullptr;  ///< non-empty: used instead of degree_ratio
+  double l2_share = 1;
+  /// Fraction of the gathered reads an L2 of `l2_bytes` serves for rows of `row_bytes`.
+  [[nodiscard]] double hit_fraction(std::int64_t l2_bytes, double row_bytes, double rows) const;
+};
+
 /// Bytes of one SpMM call: `dram` through DRAM (row offsets, column ids, the two scale vectors, the output rows,
 /// the gathered input rows an L2 of `l2_bytes` does not serve, at least every input row once) and `l2` served from
-/// L2 (the gathered rows it holds). `degree_ratio` is E[d^2] / E[d]^2 of the graph (1: uniform access).
-/// `element_bytes`: 4 (fp32) or 2 (bf16).
+/// L2 (the gathered rows it holds). `element_bytes`: 4 (fp32) or 2 (bf16).
 struct SpmmBytes {
   double dram = 0, l2 = 0;
 };
-SpmmBytes spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, double degree_ratio);
+SpmmBytes spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, const L2Reuse& reuse);
 /// Seconds of one SpMM call on `card` with the terms `eff` (the card's bandwidth, L2 size and SM count).
-double spmm_call_seconds(const SpmmTerm& call, double element_bytes, double degree_ratio, const Card& card,
+double spmm_call_seconds(const SpmmTerm& call, double element_bytes, const L2Reuse& reuse, const Card& card,
                          const SpmmEfficiency& eff);
 /// Fraction of the gathered entries an L2 holding `cached_rows` of `rows` serves when the hottest rows stay cached:
 /// the Lorenz curve of a Pareto degree distribution whose E[d^2] / E[d]^2 is `degree_ratio` (the share of entry
@@ -153,6 +172,7 @@ struct EpochWork {
   std::vector<SpmmTerm> spmms;                    ///< every aggregation call, for the per-call SpMM term
   double element_bytes = 4;                       ///< activation storage (fp32 4, bf16 2)
   double degree_ratio = 0;  ///< E[d^2] / E[d]^2 of the graph, set by the caller; 0 = unknown (uniform access)
+  ReuseProfile reuse;       ///< the graph's measured L2 reuse, set by the caller; empty = from degree_ratio
   std::int64_t kernels = 0;
   std::int64_t collectives = 0;
   double comm_bytes = 0;    ///< bytes sent per epoch (comm_bytes_per_epoch)
@@ -193,6 +213,7 @@ EpochTime predict_epoch_autotuned(const EpochWork& work, const Card& card, const
 /// A measured epoch: held out of the calibration (checks it) or, for launch-bound graphs, fixing the launch cost.
 struct CalibrationMeasurement {
   std::string what;
+  std::string family;         ///< the graph's family ("" = unnamed)
   GraphStats graph;
   ModelSpec model;
   bool cusparse = false;
@@ -203,8 +224,10 @@ struct CalibrationMeasurement {
 /// One SpMM call timed on the calibration card (`gcnpart bench spmm` / `bench calibrate`).
 struct SpmmSample {
   std::string graph;
+  std::string family;      ///< the graph's family ("" = unnamed)
   SpmmTerm call;
   double degree_ratio = 0;
+  ReuseProfile reuse;      ///< measured on the timed graph in the order it was timed; empty = none stored
   bool cusparse = false, bf16 = false;
   double seconds = 0;
 };
@@ -225,6 +248,8 @@ struct CalibrationData {
   std::vector<CalibrationMeasurement> epochs;
   double held_out_residual = -1;       ///< stored band; < 0: none stored (then the held-out epochs' worst)
   std::string held_out_source;
+  /// The document without the SpMM calls and epochs of graphs of `family` (leave-one-family-out validation).
+  [[nodiscard]] CalibrationData without_family(const std::string& family) const;
 };
 /// The H200 calibration compiled in from partition/fit/calibration.json.
 CalibrationData builtin_calibration();

@@ -330,3 +330,35 @@ TEST_CASE("rmat edge i is the documented Philox recipe: level l uses word l%4 of
     if (u != v) CHECK(has_edge(u, v));
   }
 }
+
+TEST_CASE("grid meshes: side^dims nodes, 8 / 6 neighbours inside, shuffled ids a relabelling of the natural order") {
+  using gcnpart::datasets::GridParams;
+  GridParams p;
+  p.side = 10;
+  p.shuffle = false;
+  const auto natural = gcnpart::datasets::generate_grid(p);
+  CHECK(natural.num_nodes() == 100);
+  // 2-D with diagonals: 9 x 10 x 2 axis edges + 9 x 9 x 2 diagonals, both directions stored.
+  CHECK(natural.graph.num_edges() == 2 * (2 * 9 * 10 + 2 * 9 * 9));
+  CHECK(natural.graph.degree(55) == 8);
+  CHECK(natural.graph.degree(0) == 3);
+  p.shuffle = true;
+  const auto shuffled = gcnpart::datasets::generate_grid(p);
+  CHECK(shuffled.graph.num_edges() == natural.graph.num_edges());
+  std::vector<std::int64_t> a, b;
+  for (std::int64_t u = 0; u < 100; ++u) a.push_back(natural.graph.degree(u)), b.push_back(shuffled.graph.degree(u));
+  CHECK(a != b);  // relabelled...
+  std::sort(a.begin(), a.end());
+  std::sort(b.begin(), b.end());
+  CHECK(a == b);  // ...with the same degrees
+  p.dims = 3;
+  p.side = 5;
+  const auto cube = gcnpart::datasets::generate_grid(p);
+  CHECK(cube.num_nodes() == 125);
+  CHECK(cube.graph.num_edges() == 2 * 3 * 4 * 25);
+  p.dims = 4;
+  CHECK_THROWS_AS(gcnpart::datasets::generate_grid(p), gcnpart::InvalidInput);
+  p.dims = 3;
+  p.side = 1291;
+  CHECK_THROWS_AS(gcnpart::datasets::generate_grid(p), gcnpart::InvalidInput);
+}

@@ -396,3 +396,36 @@ TEST_CASE("absurd statistics are refused with their size instead of overflowing 
   CHECK_FALSE(rep.configurations[0].fits);
   for (const auto& op : rep.options) CHECK(op.peak > 0);
 }
+
+TEST_CASE("the SpMM term sees the graph: reuse measured from a dataset, inferred from statistics, and said so") {
+  FitRequest req = small_request();
+  req.configs = {{"h200", 1}};
+  req.rank_gpus = {1};
+  const auto& ds = testing::cora();
+  req.dataset = &ds;
+  const FitReport measured = advise(req);
+  REQUIRE_FALSE(measured.graph.reuse.empty());
+  CHECK(measured.reuse_source.rfind("measured on the graph", 0) == 0);
+  // Cora (2,708 nodes) is smaller than half the smallest calibrated graph: outside calibration, and said so.
+  REQUIRE_FALSE(measured.outside_calibration.empty());
+  CHECK(measured.outside_calibration[0].find("2,708 nodes") != std::string::npos);
+  const auto j = measured.to_json();
+  CHECK(j["graph"]["reuse"]["hits_by_log2_rows"].size() == measured.graph.reuse.hits.size());
+  CHECK(j["calibration_coverage"]["inside"] == false);
+  CHECK(j["calibration_coverage"]["families"].size() >= 6);
+  // Statistics alone: the reuse comes from the degree distribution, and fit says the band was measured otherwise.
+  req.dataset = nullptr;
+  req.stats = graph_stats(ds);
+  req.stats.reuse = {};
+  const FitReport inferred = advise(req);
+  CHECK(inferred.reuse_source.rfind("inferred from the degree distribution", 0) == 0);
+  bool noted = false;
+  for (const auto& n : inferred.outside_calibration) noted = noted || n.find("from statistics alone") != std::string::npos;
+  CHECK(noted);
+  // A products-sized graph by statistics lies inside the calibrated sizes.
+  FitRequest big = products_sized_request();
+  big.configs = {{"h200", 1}};
+  big.rank_gpus = {1};
+  const FitReport inside = advise(big);
+  for (const auto& n : inside.outside_calibration) CHECK(n.find("nodes:") == std::string::npos);
+}

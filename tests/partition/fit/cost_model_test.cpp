@@ -37,21 +37,57 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   CHECK(cal.band() == doctest::Approx(data.held_out_residual));
   CHECK(std::round(100 * cal.band()) >= std::round(100 * worst));
   // The SpMM terms are measured per width, for each kind, and the DRAM efficiency grows with the width (wider rows,
-  // fuller sectors); the fit reproduces every timed call within 25 % (graphs of 2^15 to 2^20 nodes: the small ones
-  // launch- and tail-bound).
+  // fuller sectors). Over eight graph families (power-law, uniform, community, meshes in random and natural order,
+  // real graphs) the per-width terms with each graph's measured reuse reproduce 90 % of the timed calls within 25 %
+  // and every one within 70 % (the worst: narrow rows of meshes in natural order, whose reads nearly all hit L2).
   for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
     REQUIRE(t->dram.points.size() >= 3);
     CHECK(t->dram.at(256) > t->dram.at(64));
     CHECK(t->fixed_seconds >= 0);
   }
+  CHECK(cal.profiled);
+  CHECK(cal.families.size() >= 6);
+  CHECK(cal.l2_share > 0);
+  CHECK(cal.l2_share <= 1);
+  std::size_t within = 0;
   for (const auto& x : data.spmm) {
-    const double t = spmm_call_seconds(x.call, x.bf16 ? 2 : 4, x.degree_ratio, h200, cal.spmm(x.cusparse, x.bf16));
-    INFO(x.graph << " width " << x.call.width << (x.cusparse ? " cusparse" : x.bf16 ? " own-bf16" : " own"));
-    CHECK(std::fabs(t / x.seconds - 1) <= 0.25);
+    const double t = spmm_call_seconds(x.call, x.bf16 ? 2 : 4, L2Reuse{x.degree_ratio, &x.reuse, cal.l2_share}, h200,
+                                       cal.spmm(x.cusparse, x.bf16));
+    const std::string kind = x.cusparse ? "cusparse" : x.bf16 ? "own-bf16" : "own";
+    INFO(x.graph << " width " << x.call.width << " " << kind);
+    CHECK(std::fabs(t / x.seconds - 1) <= 0.70);
+    within += std::fabs(t / x.seconds - 1) <= 0.25 ? 1 : 0;
   }
+  CHECK(static_cast<double>(within) >= 0.9 * static_cast<double>(data.spmm.size()));
   CHECK(cal.launch_seconds > 0);
   CHECK(cal.stream_efficiency > 0.8);
   CHECK(cal.fitted);
+}
+
+TEST_CASE("leaving a family out removes its SpMM calls and epochs, and the calibration then knows fewer families") {
+  const CardCatalogue catalogue = builtin_cards();
+  const Card& h200 = catalogue.find("h200");
+  const CalibrationData data = builtin_calibration();
+  const Calibration all = calibrate(h200, data);
+  const CalibrationData without = data.without_family("uniform");
+  CHECK(without.spmm.size() < data.spmm.size());
+  CHECK(without.epochs.size() < data.epochs.size());
+  for (const auto& x : without.spmm) CHECK(x.family != "uniform");
+  for (const auto& m : without.epochs) CHECK(m.family != "uniform");
+  const Calibration lofo = calibrate(h200, without);
+  CHECK(lofo.families.size() + 1 == all.families.size());
+  CHECK(std::find(lofo.families.begin(), lofo.families.end(), "uniform") == lofo.families.end());
+  // Every held-out epoch of the left-out family, predicted without it, stays within the stored band (the band is
+  // the worst of these predictions over all families: bench/run/fit_families.sh).
+  for (const auto& m : data.epochs) {
+    if (m.family != "uniform") continue;
+    EpochWork w = epoch_work(single_device_shape(m.graph), m.model);
+    w.degree_ratio = m.graph.degree_second_moment / (m.graph.degree_mean * m.graph.degree_mean);
+    w.reuse = m.graph.reuse;
+    const EpochTime t = predict_epoch_autotuned(w, h200, lofo, Link{"none", 0}, m.model.precision);
+    INFO(m.what << ": measured " << m.seconds * 1e3 << " ms, predicted without its family " << t.seconds * 1e3);
+    CHECK(std::fabs(t.seconds / m.seconds - 1) <= data.held_out_residual);
+  }
 }
 
 TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants a negative fixed cost") {
@@ -74,7 +110,7 @@ TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants
       const double rows = std::pow(2.0, scale);
       x.call = SpmmTerm{width, rows, rows, rows * 24};
       x.degree_ratio = 20;
-      const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, truth);
+      const double t = spmm_call_seconds(x.call, 4, L2Reuse{x.degree_ratio}, h200, truth);
       x.seconds = t * (scale < 17 ? 0.97 : 1.03);
       data.spmm.push_back(x);
     }
@@ -85,19 +121,19 @@ TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants
   for (const auto& x : data.spmm) {
     CAPTURE(x.graph);
     CAPTURE(x.call.width);
-    const double t = spmm_call_seconds(x.call, 4, x.degree_ratio, h200, cal.spmm_own);
+    const double t = spmm_call_seconds(x.call, 4, L2Reuse{x.degree_ratio}, h200, cal.spmm_own);
     CHECK(std::fabs(t / x.seconds - 1) <= 0.05);
   }
 }
 
 TEST_CASE("the SpMM term sees the card's L2 and the degree distribution") {
   SpmmTerm call{256, 1e6, 1e6, 3e7};
-  const double no_cache = spmm_call_bytes(call, 4, 0, 1).dram;
-  const double small_l2 = spmm_call_bytes(call, 4, 6ll << 20, 1).dram;
-  const double big_l2 = spmm_call_bytes(call, 4, 60ll << 20, 1).dram;
-  const double skewed = spmm_call_bytes(call, 4, 60ll << 20, 40).dram;
+  const double no_cache = spmm_call_bytes(call, 4, 0, L2Reuse{1}).dram;
+  const double small_l2 = spmm_call_bytes(call, 4, 6ll << 20, L2Reuse{1}).dram;
+  const double big_l2 = spmm_call_bytes(call, 4, 60ll << 20, L2Reuse{1}).dram;
+  const double skewed = spmm_call_bytes(call, 4, 60ll << 20, L2Reuse{40}).dram;
   // What DRAM does not serve, L2 does: the gathered bytes are the same.
-  const SpmmBytes a = spmm_call_bytes(call, 4, 0, 1), b = spmm_call_bytes(call, 4, 60ll << 20, 40);
+  const SpmmBytes a = spmm_call_bytes(call, 4, 0, L2Reuse{1}), b = spmm_call_bytes(call, 4, 60ll << 20, L2Reuse{40});
   CHECK(a.dram + a.l2 == doctest::Approx(b.dram + b.l2));
   CHECK(no_cache > small_l2);
   CHECK(small_l2 > big_l2);
@@ -106,16 +142,24 @@ TEST_CASE("the SpMM term sees the card's L2 and the degree distribution") {
   CHECK(l2_hit_fraction(1e4, 1e6, 1) == doctest::Approx(0.01));
   CHECK(l2_hit_fraction(1e4, 1e6, 1e6) == doctest::Approx(0.1).epsilon(0.01));
   CHECK(l2_hit_fraction(2e6, 1e6, 40) == doctest::Approx(1));
+  // A measured profile replaces the degree estimate: a cache of every row serves everything but the first reads.
+  ReuseProfile all;
+  all.hits.assign(21, 0.0);
+  all.hits[20] = 0.9;
+  const L2Reuse measured{40, &all};
+  CHECK(measured.hit_fraction(60ll << 20, 256 * 4, 1e6) == doctest::Approx(all.hit_fraction(60.0 * 1024)));
+  CHECK(measured.hit_fraction(60ll << 40, 256 * 4, 1e6) == doctest::Approx(0.9));
+  CHECK(spmm_call_bytes(call, 4, 60ll << 20, measured).dram > big_l2);  // this profile reuses less than Pareto says
   // At least every input row is read once, however good the cache.
-  CHECK(spmm_call_bytes(call, 4, std::int64_t{1} << 40, 40).dram >= call.cols_in * 256 * 4);
+  CHECK(spmm_call_bytes(call, 4, std::int64_t{1} << 40, L2Reuse{40}).dram >= call.cols_in * 256 * 4);
 }
 
 TEST_CASE("calibration epochs come from partition/fit/calibration.json and a broken file is refused by field") {
   const auto ms = h200_measurements();
-  REQUIRE(ms.size() == 25);
+  REQUIRE(ms.size() == 35);
   CHECK(ms[0].what == "rmat-s12-e4-f64 h16 L2");
   CHECK(ms[0].fixes_launch);   // small RMAT epochs fix the launch cost
-  CHECK(!ms[3].fixes_launch);  // bench/run/fit_validate.sh's configurations are held out
+  CHECK(!ms[3].fixes_launch);  // bench/run/fit_families.sh's configurations are held out
   CHECK(builtin_calibration().spmm.size() >= 30);
   CHECK(ms[0].graph.nodes == 4096);
   CHECK(ms[0].graph.feature_density == 1.0);
@@ -123,8 +167,10 @@ TEST_CASE("calibration epochs come from partition/fit/calibration.json and a bro
   CHECK(ms[0].seconds < 2e-3);
   CHECK(!ms[0].cusparse);
   CHECK(ms[3].autotuned);  // "spmm": "auto", as gcnpart train ran them
-  CHECK(ms[4].model.precision == Precision::kBf16);
-  CHECK(ms[3].graph.split_sizes[0] == 65536 * 6 / 10);
+  CHECK(ms[11].model.precision == Precision::kBf16);  // rmat18 L3 h256 bf16
+  CHECK(ms[3].graph.split_sizes[0] == 262144 * 6 / 10);
+  CHECK(ms[3].family == "rmat");               // each held-out graph's family and measured reuse are stored
+  CHECK_FALSE(ms[3].graph.reuse.empty());
   const std::string good = R"({"graphs": {"g": {"nodes": 10, "edges": 9, "features": 4, "classes": 2,
     "feature_density": 1.0, "splits": [5, 2, 3]}}, "measurements": [{"what": "w", "graph": "g", "hidden": 8,
     "layers": 2, "spmm": "own", "precision": "fp32", "seconds": 0.001}]})";

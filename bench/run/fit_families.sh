@@ -1,0 +1,188 @@
+#!/usr/bin/env bash
+# fit on graph families it was not calibrated on (issue 36), on the GPU machine, in one call: for >= 30 one-GPU
+# configurations on graphs of eight families (RMAT, milder RMAT, uniform and community stochastic block models, meshes
+# in shuffled and in natural order, a real social graph, a real finite-element mesh; 62 k to 4.2 M nodes, 2-4 layers,
+# hidden 16-1024, fp32 and bf16), none of them a calibration graph, it trains each (gcnpart train --device cuda,
+# median step after the first) and prices each with gcnpart fit using the calibration WITHOUT the row's family
+# (--calibration-without: leave-one-family-out), and with the whole calibration beside it. Writes
+# $OUT/fit-families.json and $OUT/fit-families.md (per row, per family, and the summary: share within 15 %, worst,
+# mean signed error; memory error) and packs every train / fit JSON and log into $OUT/fit_families.tar.gz.
+#   GCNPART_BIN=.carry/gcnpart CALIBRATION=cal.json bench/run/fit_families.sh
+# Parameters (environment):
+#   CALIBRATION  the calibration document (what `gcnpart bench calibrate` wrote; default: the built-in one, which must
+#                then carry the families: partition/fit/calibration.json)
+#   GCNPART_BIN  the binary (default build/gpu/tools/gcnpart; nothing is built here)
+#   EPOCHS       epochs per training run (default 6)
+#   ROWS         run only the rows whose tag matches this extended regular expression
+#   FIT_JOBS     fits run at once after the trainings (default 8)
+#   TRAIN_BUDGET seconds after which no further row is trained (the fits of those trained still run)
+#   OUT          where the reports go (default /tmp/out)
+# Needs GCNPART_DATA for soc-Slashdot0902 and wing. After a change to the model alone, re-price the measured rows on
+# the CPU: bench/run/fit_families.sh's fits only (FIT_ONLY=1 with the same OUT and the graphs regenerated).
+set -uo pipefail
+cd "$(dirname "$0")/../.." || exit 1
+out=${OUT:-/tmp/out}
+mkdir -p "$out"
+work=${TMPDIR:-/tmp}/gcnpart-fit-families
+mkdir -p "$work"
+epochs=${EPOCHS:-6}
+g=${GCNPART_BIN:-build/gpu/tools/gcnpart}
+cal=()
+[ -n "${CALIBRATION:-}" ] && cal=(--calibration "$CALIBRATION")
+command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
+
+# Graphs: name -> family, then how to make it (generate arguments, or a dataset with synthetic features).
+declare -A family=(
+  [rmat18]=rmat [rmat21]=rmat [rmat22]=rmat
+  [mild19]=rmat-mild [mild21]=rmat-mild
+  [uni1m]=uniform [products]=uniform
+  [comm800k]=community [comm3m]=community
+  [mesh2d]=mesh [mesh3d]=mesh
+  [ord2d]=mesh-ordered [ord3d]=mesh-ordered
+  [slashdot]=snap [wing]=metis
+)
+declare -A make=(
+  [rmat18]="generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40"
+  [rmat21]="generate rmat --scale 21 --edge-factor 30 --features 100 --classes 47"
+  [rmat22]="generate rmat --scale 22 --edge-factor 16 --features 100 --classes 47"
+  [mild19]="generate rmat --scale 19 --edge-factor 24 --a 0.45 --b 0.22 --c 0.22 --features 128 --classes 40"
+  [mild21]="generate rmat --scale 21 --edge-factor 12 --a 0.45 --b 0.22 --c 0.22 --features 100 --classes 47"
+  [uni1m]="generate sbm --nodes 1000000 --avg-degree 20 --classes 8 --p-intra 0.3 --features 128 --train-per-class 20000"
+  [products]="generate sbm --nodes 2449029 --avg-degree 50.6 --features 100 --classes 47 --train-per-class 2000 --valid 20000 --test 50000"
+  [comm800k]="generate sbm --nodes 800000 --avg-degree 16 --classes 128 --p-intra 0.9 --features 128 --train-per-class 500"
+  [comm3m]="generate sbm --nodes 3000000 --avg-degree 12 --classes 256 --p-intra 0.95 --features 100 --train-per-class 500"
+  [mesh2d]="generate grid --side 1100 --dims 2 --features 128 --classes 16"
+  [mesh3d]="generate grid --side 140 --dims 3 --features 100 --classes 16"
+  [ord2d]="generate grid --side 2050 --dims 2 --natural-order --features 100 --classes 16"
+  [ord3d]="generate grid --side 100 --dims 3 --natural-order --features 128 --classes 16"
+  [slashdot]="soc-Slashdot0902 --synthetic-features 128 --synthetic-classes 16"
+  [wing]="wing --synthetic-features 64 --synthetic-classes 8"
+)
+# Rows: graph layers hidden precision
+rows=(  # interleaved by family: a spent TRAIN_BUDGET leaves every family some rows
+  "rmat18 2 64 fp32" "mild19 2 128 fp32" "uni1m 2 256 fp32" "comm800k 2 512 fp32"
+  "mesh2d 2 256 fp32" "ord2d 2 256 fp32" "slashdot 2 256 fp32" "wing 2 128 fp32"
+  "rmat18 3 256 bf16" "mild19 3 1024 bf16" "uni1m 4 128 bf16" "comm800k 3 128 bf16"
+  "mesh2d 3 1024 fp32" "ord2d 3 128 bf16" "slashdot 3 64 bf16" "wing 3 512 bf16"
+  "rmat21 2 256 fp32" "mild21 2 256 bf16" "products 3 256 fp32" "comm3m 2 256 fp32"
+  "mesh3d 2 128 bf16" "ord3d 2 512 bf16" "slashdot 2 1024 fp32" "wing 4 16 fp32"
+  "rmat21 3 512 bf16" "mild21 3 64 fp32" "products 3 256 bf16" "comm3m 3 64 bf16"
+  "mesh3d 4 256 fp32" "ord3d 3 16 fp32" "rmat22 4 128 fp32" "products 2 16 fp32"
+)
+
+data_args() {  # the DATA argument (and synthetic-feature options) of a graph, generating it first when needed
+  local name=$1 spec=${make[$1]}
+  if [[ $spec == generate* ]]; then
+    local f="$work/$name.gcsr"
+    # shellcheck disable=SC2086  # the generator's arguments, split on purpose
+    [ -f "$f" ] || $g -q $spec -o "$f" > "$work/generate-$name.log" 2>&1 || { echo "generate $name failed" >&2; return 1; }
+    echo "$f"
+  else
+    echo "$spec"
+  fi
+}
+
+results="$work/rows.jsonl"
+if [ -z "${FIT_ONLY:-}" ]; then
+  : > "$results"
+  began=$(date +%s)
+  for row in "${rows[@]}"; do
+    if [ -n "${TRAIN_BUDGET:-}" ] && [ $(( $(date +%s) - began )) -gt "$TRAIN_BUDGET" ]; then
+      echo "training budget of $TRAIN_BUDGET s spent: $row and the rows after it not trained"; break
+    fi
+    read -r name layers hidden precision <<< "$row"
+    tag="$name-L$layers-h$hidden-$precision"
+    [ -n "${ROWS:-}" ] && ! [[ $tag =~ $ROWS ]] && continue
+    data=$(data_args "$name") || continue
+    start=$(date +%s)
+    # shellcheck disable=SC2086
+    timeout 300 $g -q train $data --device cuda --layers "$layers" --hidden "$hidden" --precision "$precision" \
+      --epochs "$epochs" --json "$work/train-$tag.json" > "$work/train-$tag.log" 2>&1 ||
+      { echo "$tag: train failed"; tail -3 "$work/train-$tag.log"; continue; }
+    echo "$row ${family[$name]}" >> "$results"
+    echo "$tag trained in $(( $(date +%s) - start )) s"
+  done
+fi
+
+# The fits, FIT_JOBS at a time: leave-one-family-out and the whole calibration (one command a line).
+jobs="$work/fits.txt"
+: > "$jobs"
+while read -r name layers hidden precision fam; do
+  tag="$name-L$layers-h$hidden-$precision"
+  data=$(data_args "$name") || continue
+  for which in lofo all; do
+    extra=""
+    [ "$which" = lofo ] && extra="--calibration-without $fam"
+    echo "$g -q fit $data --card h200 --rank-gpus 1 --layers $layers --hidden $hidden --precision $precision" \
+      "${cal[*]+${cal[*]}} $extra --json $work/fit-$which-$tag.json > $work/fit-$which-$tag.log 2>&1 ||" \
+      "echo '$tag: fit ($which) failed'" >> "$jobs"
+  done
+done < "$results"
+start=$(date +%s)
+xargs -d '\n' -P "${FIT_JOBS:-8}" -I{} bash -c '{}' < "$jobs"
+echo "fits in $(( $(date +%s) - start )) s"
+
+python3 - "$results" "$work" "$out" "$epochs" <<'PY'
+import datetime, json, os, statistics, sys
+rows_file, work, out, epochs = sys.argv[1:]
+rows = []
+for line in open(rows_file):
+    if not line.strip():
+        continue
+    name, layers, hidden, precision, fam = line.split()
+    tag = "%s-L%s-h%s-%s" % (name, layers, hidden, precision)
+    try:
+        t = json.load(open(os.path.join(work, "train-%s.json" % tag)))
+        lofo = json.load(open(os.path.join(work, "fit-lofo-%s.json" % tag)))
+        full = json.load(open(os.path.join(work, "fit-all-%s.json" % tag)))
+    except (OSError, ValueError) as e:
+        print("%s: missing (%s)" % (tag, e), file=sys.stderr)
+        continue
+    s = t["summary"]
+    e, m = lofo["configurations"][0]["single"]["epoch"], lofo["configurations"][0]["single"]["memory"]
+    ef = full["configurations"][0]["single"]["epoch"]
+    measured = s["epoch_seconds"]["median"]
+    r = {"graph": name, "family": fam, "nodes": lofo["graph"]["nodes"], "edges": lofo["graph"]["edges"],
+         "layers": int(layers), "hidden": int(hidden), "precision": precision,
+         "measured_epoch_s": measured, "predicted_epoch_s": e["seconds"], "predicted_epoch_all_s": ef["seconds"],
+         "error": e["seconds"] / measured - 1, "error_all": ef["seconds"] / measured - 1,
+         "measured_tracked_peak": s["memory"]["peak_bytes"], "predicted_tracked_peak": m["tracked_peak_bytes"],
+         "memory_error": m["tracked_peak_bytes"] / s["memory"]["peak_bytes"] - 1,
+         "bound": e.get("bound"), "terms": e.get("terms_seconds"),
+         "outside_calibration": lofo.get("calibration_coverage", {}).get("outside", []),
+         "reuse_source": lofo["graph"].get("reuse_source")}
+    rows.append(r)
+def stats(rs, key):
+    errs = [r[key] for r in rs]
+    if not errs:
+        return {}
+    return {"rows": len(errs), "within_15": sum(abs(x) <= 0.15 for x in errs) / len(errs),
+            "worst": max(abs(x) for x in errs), "mean_signed": statistics.mean(errs)}
+fams = sorted(set(r["family"] for r in rows))
+summary = {"date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
+           "epochs_per_run": int(epochs), "families": len(fams),
+           "leave_one_family_out": stats(rows, "error"), "whole_calibration": stats(rows, "error_all"),
+           "memory_worst": max((abs(r["memory_error"]) for r in rows), default=None),
+           "by_family": {f: stats([r for r in rows if r["family"] == f], "error") for f in fams},
+           "method": "gcnpart train --device cuda: median train step over the epochs after the first; tracked peak "
+                     "(summary.memory.peak_bytes); gcnpart fit on the same data with the calibration less the row's "
+                     "family (--calibration-without) and with all of it"}
+json.dump({"summary": summary, "rows": rows}, open(os.path.join(out, "fit-families.json"), "w"), indent=1)
+with open(os.path.join(out, "fit-families.md"), "w") as md:
+    md.write("| graph | family | nodes | model | measured ms | predicted ms (family left out) | error | whole cal. | memory error | bound |\n")
+    md.write("|---|---|---:|---|---:|---:|---:|---:|---:|---|\n")
+    for r in rows:
+        md.write("| %s | %s | %s | L%d h%d %s | %.2f | %.2f | %+.1f %% | %+.1f %% | %+.1f %% | %s |\n" % (
+            r["graph"], r["family"], format(r["nodes"], ","), r["layers"], r["hidden"], r["precision"],
+            1e3 * r["measured_epoch_s"], 1e3 * r["predicted_epoch_s"], 100 * r["error"], 100 * r["error_all"],
+            100 * r["memory_error"], r["bound"]))
+    for k in ("leave_one_family_out", "whole_calibration"):
+        st = summary[k]
+        if st:
+            md.write("\n%s: %d rows, %.0f %% within 15 %%, worst %.1f %%, mean signed %+.1f %%\n" % (
+                k.replace("_", " "), st["rows"], 100 * st["within_15"], 100 * st["worst"], 100 * st["mean_signed"]))
+    if summary["memory_worst"] is not None:
+        md.write("memory: worst %.1f %%\n" % (100 * summary["memory_worst"]))
+print(open(os.path.join(out, "fit-families.md")).read())
+PY
+tar -czf "$out/fit_families.tar.gz" --exclude="*.gcsr" -C "$(dirname "$work")" "$(basename "$work")"
