@@ -287,6 +287,10 @@ struct CalibrateConfig {
   int warmup = 3;
   int repeats = 10;
   bool gemm = true;
+  /// Profiled epochs (every operation timed by class) on the SpMM graphs of at least this many nodes, two models
+  /// each (2 x 256 fp32, 3 x 128 bf16; synthetic features): they fit the element-wise efficiency and the GEMMs'
+  /// in-epoch factor. 0: none.
+  std::int64_t profile_min_nodes = 200000;
   std::uint64_t seed = 1;
   Log log;
   /// @throws InvalidInput naming --graphs, --card or --repeats.

@@ -12,6 +12,7 @@
 
 #include "bench/bench.hpp"
 #include "bench/detail/timing.hpp"
+#include "datasets/dataset.hpp"
 #include "datasets/dataset_path.hpp"
 #include "datasets/generators.hpp"
 #include "datasets/loaders.hpp"
@@ -60,10 +61,11 @@ json time_gemms(const std::string& device_spec, std::int64_t rows, int warmup, i
   // (in, out) of the GCN's GEMMs: round widths, and those of real data (100 features, 47 classes) as the engine
   // stores them for each math (partition::stored_width: 100 / 48 in fp32, 104 / 48 in bf16; cuBLAS ran the
   // unaligned 47 and 100 well below the aligned shapes' rate, and the engine no longer runs them).
-  // Hidden 1024: its three shapes (features in, square, classes out) run at rates the 512 ones do not predict.
+  // Hidden 1024: its three shapes (features in, square, classes out) run at rates the 512 ones do not predict; so
+  // do narrow models (hidden 16: 100 -> 16, 16 -> 47 and its transposes run far below the wide shapes' rate).
   const std::vector<std::pair<std::int64_t, std::int64_t>> base_shapes{
-      {128, 256}, {256, 256}, {256, 64},   {512, 512},  {100, 256},
-      {256, 47},  {47, 256},  {100, 1024}, {1024, 1024}, {1024, 47}};
+      {128, 256}, {256, 256}, {256, 64},   {512, 512},   {100, 256}, {256, 47}, {47, 256},
+      {100, 1024}, {1024, 1024}, {1024, 47}, {100, 16}, {16, 47},  {128, 16}, {64, 64}};
   std::int64_t widest = 0;
   for (const auto& [in, out] : base_shapes)
     widest = std::max({widest, partition::stored_width(in, Precision::kBf16), partition::stored_width(out, Precision::kBf16),
@@ -234,7 +236,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
   json graphs = json::object(), spmm = json::array(), measurements = json::array();
   double copy_sum = 0;
   int copies = 0;
-  json spmm_graphs = json::object();
+  json spmm_graphs = json::object(), profiles = json::array();
   for (const CalibrationGraph& g : config.graphs) {
     const datasets::Dataset ds = make_calibration_graph(g, config.seed);
     const std::string name = g.name();
@@ -242,7 +244,8 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
     // The graph's reuse in the order bench spmm times it (SpmmBenchConfig::reorder, the engine's degree order).
     const partition::ReuseProfile reuse = partition::reuse_profile(ds.graph, Reorder::kDegree);
     spmm_graphs[name] = {{"family", g.family}, {"nodes", ds.num_nodes()}, {"entries", ds.graph.num_edges()},
-                         {"provenance", ds.provenance}, {"reuse_hits", reuse.hits}};
+                         {"provenance", ds.provenance}, {"reuse_hits", reuse.hits},
+                         {"static_hits", reuse.static_hits}};
     SpmmBenchConfig sc;
     sc.device = config.device;
     sc.widths = config.widths;
@@ -253,6 +256,40 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
     sc.seed = config.seed;
     sc.log = config.log;
     const SpmmBenchReport rep = bench_spmm(ds, sc);
+    if (config.profile_min_nodes > 0 && ds.num_nodes() >= config.profile_min_nodes) {
+      // Profiled epochs on this graph (synthetic features): the element-wise and in-epoch GEMM factors.
+      datasets::Dataset featured = ds;
+      datasets::add_synthetic_features(featured, 64, 8, config.seed);
+      json entry = graph_entry(featured);
+      entry["family"] = g.family;
+      entry["reuse_hits"] = reuse.hits;
+      entry["static_hits"] = reuse.static_hits;
+      graphs[name] = entry;
+      for (const auto& [hidden, layers, precision] :
+           {std::tuple{std::int64_t{256}, 2, "fp32"}, std::tuple{std::int64_t{128}, 3, "bf16"}}) {
+        EpochBenchConfig ec;
+        ec.device = config.device;
+        ec.spmm = "auto";
+        ec.layers = layers;
+        ec.hidden = hidden;
+        ec.precision = precision;
+        ec.warmup = 3;
+        ec.repeats = 5;
+        ec.seed = config.seed;
+        const EpochBenchReport er = bench_epoch(featured, ec);
+        for (const auto& run : er.runs) {
+          if (run.status != "ok" || run.profiled_epoch_ms <= 0) continue;
+          json classes = json::object();
+          for (std::size_t k = 0; k < kernels::kOpClassNames.size(); ++k)
+            classes[kernels::kOpClassNames[k]] = run.profile.ms[k] * 1e-3;
+          profiles.push_back({{"what", name + " h" + std::to_string(hidden) + " L" + std::to_string(layers) + " " + precision},
+                              {"graph", name}, {"hidden", hidden}, {"layers", layers}, {"spmm", "auto"},
+                              {"precision", precision}, {"seconds", run.profiled_epoch_ms * 1e-3},
+                              {"class_seconds", classes}});
+          if (config.log) config.log("calibrate: profiled epoch " + profiles.back()["what"].get<std::string>());
+        }
+      }
+    }
     copy_sum += rep.copy_gbs;
     ++copies;
     const double ratio = degree_ratio(ds.graph);
@@ -266,6 +303,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
   }
   doc["copy_gbs"] = copy_sum / copies;
   doc["spmm_graphs"] = spmm_graphs;
+  doc["epoch_profiles"] = profiles;
   doc["spmm"] = spmm;
   doc["gemm"] = config.gemm ? time_gemms(config.device, std::int64_t{1} << 20, config.warmup, config.repeats, config.log)
                             : json::array();

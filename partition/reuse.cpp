@@ -65,7 +65,8 @@ std::int64_t reads_of(const datasets::Csr& g) {
 
 }  // namespace
 
-double ReuseProfile::hit_fraction(double rows) const {
+namespace {
+double interpolate_log2(const std::vector<double>& hits, double rows) {
   if (hits.empty() || !(rows >= 1)) return 0;
   const double k = std::log2(rows);
   const auto last = static_cast<double>(hits.size() - 1);
@@ -73,6 +74,13 @@ double ReuseProfile::hit_fraction(double rows) const {
   const auto i = static_cast<std::size_t>(k);
   const double t = k - static_cast<double>(i);
   return hits[i] + t * (hits[i + 1] - hits[i]);
+}
+}  // namespace
+
+double ReuseProfile::hit_fraction(double rows) const { return interpolate_log2(hits, rows); }
+
+double ReuseProfile::static_hit_fraction(double rows) const {
+  return static_hits.empty() ? hit_fraction(rows) : interpolate_log2(static_hits, rows);
 }
 
 ReuseProfile reuse_profile(const datasets::Csr& g, Reorder order, std::int64_t max_reads) {
@@ -156,6 +164,29 @@ ReuseProfile reuse_profile(const datasets::Csr& g, Reorder order, std::int64_t m
     p.hits[static_cast<std::size_t>(k)] = hit / a;
   }
   for (std::size_t k = 1; k < p.hits.size(); ++k) p.hits[k] = std::max(p.hits[k], p.hits[k - 1]);
+  // Frequency-optimal: a row is read degree + 1 times (its neighbours and its own self loop); the 2^k most-read rows
+  // cached serve all their reads but the first. From a degree histogram, O(nodes + largest degree).
+  {
+    std::int64_t max_degree = 0;
+    for (std::int64_t u = 0; u < g.num_nodes; ++u) max_degree = std::max(max_degree, g.degree(u));
+    std::vector<std::int64_t> rows_at(static_cast<std::size_t>(max_degree) + 1, 0);
+    for (std::int64_t u = 0; u < g.num_nodes; ++u) ++rows_at[static_cast<std::size_t>(g.degree(u))];
+    const double total = static_cast<double>(g.num_edges() + g.num_nodes);
+    p.static_hits.assign(kMaxLogRows + 1, 0.0);
+    double cached = 0, served = 0;
+    std::int64_t d = max_degree;
+    for (int k = 0; k <= kMaxLogRows; ++k) {
+      const double cache = std::ldexp(1.0, k);
+      while (d >= 0 && cached < cache) {  // take rows of degree d until the cache is full
+        const double take = std::min(static_cast<double>(rows_at[static_cast<std::size_t>(d)]), cache - cached);
+        cached += take;
+        served += take * static_cast<double>(d);  // degree + 1 reads, the first a miss
+        rows_at[static_cast<std::size_t>(d)] -= static_cast<std::int64_t>(take);
+        if (rows_at[static_cast<std::size_t>(d)] == 0) --d;
+      }
+      p.static_hits[static_cast<std::size_t>(k)] = served / total;
+    }
+  }
   return p;
 }
 

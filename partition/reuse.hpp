@@ -24,11 +24,16 @@ namespace gcnpart::partition {
 /// row always miss).
 struct ReuseProfile {
   std::vector<double> hits;      ///< hits[k]: at a cache of 2^k rows; nondecreasing; empty = not measured
+  /// The same for a cache that keeps the 2^k most-read rows (frequency-optimal, each still missed once): what a
+  /// replacement policy better than LRU approaches on a skewed graph. Empty = not measured.
+  std::vector<double> static_hits;
   double sampled_rows = 1;       ///< share of the rows whose reads were followed (a hash of the row id; 1 = all)
   std::int64_t reads = 0;        ///< reads in the stream (entries of the graph with self loops)
   [[nodiscard]] bool empty() const noexcept { return hits.empty(); }
   /// At a cache of `rows` rows (interpolated in log2; 0 below one row, the last value beyond the table).
   [[nodiscard]] double hit_fraction(double rows) const;
+  /// The frequency-optimal cache's (static_hits; hit_fraction when not measured).
+  [[nodiscard]] double static_hit_fraction(double rows) const;
 };
 
 /// The profile of the aggregation over `graph` (a symmetric CSR as datasets build it; Â's self loops are added as one

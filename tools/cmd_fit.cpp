@@ -71,6 +71,7 @@ struct FitOptions {
   std::string partitioner = "metis", strategies = "drop,halo,gather,pipeline";
   std::string calibration;
   std::string calibration_without;
+  bool check_calibration = false;
   std::string samples = "auto";
   std::string metis_sample = "auto";
   bool exact = false;
@@ -484,6 +485,46 @@ void pair_cards_with_gpus(const CLI::App& cmd, FitOptions& o) {
 
 }  // namespace
 
+/// fit --check-calibration: the leave-one-family-out table of the calibration's held-out epochs.
+void check_calibration(const FitOptions& o) {
+  const partition::CalibrationData data =
+      o.calibration.empty() ? partition::builtin_calibration() : partition::load_calibration(o.calibration);
+  const partition::CardCatalogue cat = partition::load_cards(o.cards_file);
+  const partition::Card& card = cat.find(data.card, "the calibration card (" + data.card + ")");
+  const auto rows = partition::check_held_out(card, data);
+  if (rows.empty())
+    throw InvalidInput::parameter("--check-calibration", data.origin,
+                                  "a calibration whose held-out epochs name their graph family");
+  nlohmann::json j = nlohmann::json::array();
+  double worst = 0, worst_whole = 0, sum = 0;
+  std::size_t within = 0;
+  std::printf("%-52s %-13s %10s %10s %8s %8s\n", "held-out epoch", "family", "measured", "left out", "error",
+              "whole");
+  for (const auto& r : rows) {
+    std::printf("%-52s %-13s %8.2f ms %8.2f ms %+7.1f%% %+7.1f%%\n", r.what.substr(0, 52).c_str(), r.family.c_str(),
+                r.measured_seconds * 1e3, r.without_family_seconds * 1e3, 100 * r.error(), 100 * r.whole_error());
+    worst = std::max(worst, std::fabs(r.error()));
+    worst_whole = std::max(worst_whole, std::fabs(r.whole_error()));
+    sum += r.error();
+    within += std::fabs(r.error()) <= 0.15 ? 1 : 0;
+    j.push_back({{"what", r.what}, {"family", r.family}, {"measured_seconds", r.measured_seconds},
+                 {"without_family_seconds", r.without_family_seconds}, {"whole_seconds", r.whole_seconds},
+                 {"error", r.error()}, {"whole_error", r.whole_error()},
+                 {"whole_terms_seconds", {{"spmm", r.terms.spmm}, {"elementwise", r.terms.stream}, {"gemm", r.terms.gemm},
+                                          {"launch", r.terms.launch}}}});
+  }
+  const double n = static_cast<double>(rows.size());
+  std::printf("family left out: %zu epochs, %.0f %% within 15 %%, worst %.1f %%, mean signed %+.1f %%; whole "
+              "calibration: worst %.1f %%\n",
+              rows.size(), 100.0 * static_cast<double>(within) / n, 100 * worst, 100 * sum / n, 100 * worst_whole);
+  if (!o.json.empty())
+    write_json(o.json, {{"rows", j},
+                        {"within_15", static_cast<double>(within) / n},
+                        {"worst", worst},
+                        {"mean_signed", sum / n},
+                        {"whole_worst", worst_whole}});
+}
+
 Command register_fit(CLI::App& app) {
   auto* cmd = app.add_subcommand(
       "fit",
@@ -550,8 +591,16 @@ Command register_fit(CLI::App& app) {
   cmd->add_option("--calibration-without", o->calibration_without,
                   "Leave one graph family's SpMM calls out of the calibration (leave-one-family-out validation: "
                   "bench/run/fit_families.sh)");
+  cmd->add_flag("--check-calibration", o->check_calibration,
+               "Only predict the calibration's held-out epochs, each with its graph family left out and with the whole "
+               "calibration, and print the errors (no graph needed; what bench/run/fit_families.sh measured, "
+               "re-priced after a model change)");
   cmd->add_option("--json", o->json, "Write everything as JSON ('-' for stdout)");
   return {cmd, [o, cmd] {
+    if (o->check_calibration) {
+      check_calibration(*o);
+      return;
+    }
     check_fit_options(*o, *cmd);
     pair_cards_with_gpus(*cmd, *o);
     run_fit(*o, cmd->get_option("DATA")->count() > 0);

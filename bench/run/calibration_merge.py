@@ -44,6 +44,8 @@ def main() -> int:
                                "classes": g["classes"], "splits": g["splits"],
                                "degree_second_moment": g["degree_second_moment"],
                                "reuse_hits": g["reuse"]["hits_by_log2_rows"]}
+        if g["reuse"].get("optimal_hits_by_log2_rows"):
+            doc["graphs"][name]["static_hits"] = g["reuse"]["optimal_hits_by_log2_rows"]
         doc["measurements"].append({"what": "%s L%d h%d %s (bench/run/fit_families.sh)" % (
                                         r["graph"], r["layers"], r["hidden"], r["precision"]),
                                     "graph": name, "hidden": r["hidden"], "layers": r["layers"], "spmm": "auto",

@@ -412,7 +412,7 @@ std::vector<std::int64_t> auto_own_widths(const Context& c, const Card& card) {
   std::vector<std::int64_t> widths;
   const double rows = static_cast<double>(c.stats.nodes);
   const double entries = 2.0 * static_cast<double>(c.stats.edges) + rows;  // Â with self loops
-  const L2Reuse reuse{c.degree_ratio > 0 ? c.degree_ratio : 1.0, &c.stats.reuse, c.cal.l2_share};
+  const L2Reuse reuse{c.degree_ratio > 0 ? c.degree_ratio : 1.0, &c.stats.reuse, c.cal.l2_share, c.cal.frequency_blend};
   for (const auto& call : spmm_calls_per_epoch(c.model)) {
     const double w = static_cast<double>(call.width);
     const SpmmTerm term{w, rows, rows, entries};
@@ -824,6 +824,10 @@ json calibration_json(const Calibration& cal) {
             {"spmm_cusparse_by_width", table(cal.spmm_cusparse)},
             {"spmm_bf16_by_width", table(cal.spmm_bf16)},
             {"stream_efficiency", cal.stream_efficiency},
+            {"elementwise_efficiency", cal.elementwise_efficiency},
+            {"gemm_epoch_factor", cal.gemm_epoch_factor},
+            {"l2_share", cal.l2_share},
+            {"frequency_blend", cal.frequency_blend},
             {"gemm_efficiency", cal.gemm_fp32_efficiency},
             {"gemm_fp32_efficiency", cal.gemm_fp32_efficiency},
             {"gemm_tf32_efficiency", cal.gemm_tf32_efficiency},
@@ -978,7 +982,7 @@ void coverage(const Context& c, FitReport& rep) {
     for (const auto& k : c.req.catalogue.cards)
       if (k.id == cal.card) card = &k;
     if (card != nullptr) {
-      const double hit = L2Reuse{c.degree_ratio, &reuse, cal.l2_share}.hit_fraction(card->l2_bytes, 128 * 4.0, nodes);
+      const double hit = L2Reuse{c.degree_ratio, &reuse, cal.l2_share, cal.frequency_blend}.hit_fraction(card->l2_bytes, 128 * 4.0, nodes);
       constexpr double kSlack = 0.05;
       if (hit < cal.calibrated_hit_min - kSlack || hit > cal.calibrated_hit_max + kSlack)
         rep.outside_calibration.push_back("its L2 reuse (" + format_pct(hit, 0) + " of the gathered reads of 128-wide rows hit the " +
@@ -1042,7 +1046,8 @@ nlohmann::json FitReport::to_json() const {
     j["graph"]["reuse"] = {{"order", "degree"},
                            {"reads", graph.reuse.reads},
                            {"sampled_rows", graph.reuse.sampled_rows},
-                           {"hits_by_log2_rows", graph.reuse.hits}};
+                           {"hits_by_log2_rows", graph.reuse.hits},
+                           {"optimal_hits_by_log2_rows", graph.reuse.static_hits}};
   j["model"] = {{"dims", model.dims()},
                 {"stored_dims", model.stored_dims()},
                 {"layers", model.layers},

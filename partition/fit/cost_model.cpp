@@ -44,7 +44,10 @@ double l2_hit_fraction(double cached_rows, double rows, double degree_ratio) {
 double L2Reuse::hit_fraction(std::int64_t l2_bytes, double row_bytes, double rows) const {
   if (l2_bytes <= 0 || !(row_bytes > 0)) return 0;
   const double cached_rows = l2_share * static_cast<double>(l2_bytes) / row_bytes;
-  if (profile != nullptr && !profile->empty()) return profile->hit_fraction(cached_rows);
+  if (profile != nullptr && !profile->empty()) {
+    const double lru = profile->hit_fraction(cached_rows);
+    return std::max(lru, lru + frequency_blend * (profile->static_hit_fraction(cached_rows) - lru));
+  }
   return l2_hit_fraction(cached_rows, rows, degree_ratio);
 }
 
@@ -275,7 +278,7 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   if (math.bf16_storage && card.bf16_tflops > 0) tflops = card.bf16_tflops, gemm_math = Precision::kBf16;
   const double flops = tflops * kTera;
   const SpmmEfficiency& spmm_eff = cal.spmm(pick == SpmmPick::kCusparse, math.bf16_storage);
-  const L2Reuse reuse{w.degree_ratio > 0 ? w.degree_ratio : 1.0, &w.reuse, cal.l2_share};
+  const L2Reuse reuse{w.degree_ratio > 0 ? w.degree_ratio : 1.0, &w.reuse, cal.l2_share, cal.frequency_blend};
   if (!w.spmms.empty()) {
     for (const auto& call : w.spmms) {
       double s = spmm_call_seconds(call, w.element_bytes, reuse, card, spmm_eff);
@@ -286,10 +289,14 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   } else {
     t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
-  t.stream = w.stream_bytes / (bw * cal.stream_efficiency);
+  const bool profiled_math = !math.bf16_storage;  // the profile-fitted factors: fp32 / tf32 epochs only
+  const double stream_eff =
+      profiled_math && cal.elementwise_efficiency > 0 ? cal.elementwise_efficiency : cal.stream_efficiency;
+  const double gemm_factor = profiled_math ? cal.gemm_epoch_factor : 1.0;
+  t.stream = w.stream_bytes / (bw * stream_eff);
   for (const auto& g : w.gemms)
-    t.gemm += std::max(g.flops / (flops * cal.gemm_efficiency(gemm_math, g.m, g.n, g.k)),
-                       g.bytes / (bw * cal.stream_efficiency));
+    t.gemm += gemm_factor * std::max(g.flops / (flops * cal.gemm_efficiency(gemm_math, g.m, g.n, g.k)),
+                                     g.bytes / (bw * stream_eff));
   t.launch = static_cast<double>(w.kernels) * cal.launch_seconds + cal.step_seconds;
   if (w.collectives > 0) {
     const double link_bw = link.gbs * kGiga * cal.link_efficiency;
@@ -357,18 +364,27 @@ class CalibrationReader {
   std::string origin_;
 };
 
-/// A stored reuse profile ("reuse_hits": hit fractions at caches of 2^0, 2^1, ... rows), checked.
-ReuseProfile reuse_of(const CalibrationReader& in, const nlohmann::json& g, const std::string& path) {
-  ReuseProfile p;
-  if (!g.contains("reuse_hits")) return p;
-  const nlohmann::json& h = g.at("reuse_hits");
-  if (!h.is_array() || h.size() < 2) in.bad(path + "reuse_hits", h.dump().substr(0, 60), "an array of hit fractions");
+/// A stored hit table (fractions at caches of 2^0, 2^1, ... rows), checked.
+std::vector<double> hits_of(const CalibrationReader& in, const nlohmann::json& g, const std::string& field,
+                            const std::string& path) {
+  std::vector<double> hits;
+  if (!g.contains(field)) return hits;
+  const nlohmann::json& h = g.at(field);
+  if (!h.is_array() || h.size() < 2) in.bad(path + field, h.dump().substr(0, 60), "an array of hit fractions");
   for (const auto& x : h) {
     if (!x.is_number() || !(x.get<double>() >= 0 && x.get<double>() <= 1) ||
-        (!p.hits.empty() && x.get<double>() < p.hits.back()))
-      in.bad(path + "reuse_hits", x.dump(), "nondecreasing fractions in [0, 1]");
-    p.hits.push_back(x.get<double>());
+        (!hits.empty() && x.get<double>() < hits.back()))
+      in.bad(path + field, x.dump(), "nondecreasing fractions in [0, 1]");
+    hits.push_back(x.get<double>());
   }
+  return hits;
+}
+
+/// A stored reuse profile ("reuse_hits": LRU, "static_hits": frequency-optimal).
+ReuseProfile reuse_of(const CalibrationReader& in, const nlohmann::json& g, const std::string& path) {
+  ReuseProfile p;
+  p.hits = hits_of(in, g, "reuse_hits", path);
+  if (!p.hits.empty()) p.static_hits = hits_of(in, g, "static_hits", path);
   return p;
 }
 
@@ -441,6 +457,33 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
     m.model.validate();
     data.epochs.push_back(std::move(m));
   }
+  if (doc.contains("epoch_profiles")) {
+    const nlohmann::json& ps = doc.at("epoch_profiles");
+    if (!ps.is_array()) in.bad("epoch_profiles", ps.dump().substr(0, 60), "an array of profiled epochs");
+    for (std::size_t i = 0; i < ps.size(); ++i) {
+      const nlohmann::json& e = ps[i];
+      const std::string path = "epoch_profiles[" + std::to_string(i) + "].";
+      EpochProfile p;
+      CalibrationMeasurement& m = p.epoch;
+      m.what = in.text(e, "what", path);
+      const std::string graph = in.text(e, "graph", path);
+      m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
+      if (graphs.at(graph).contains("family")) m.family = in.text(graphs.at(graph), "family", "graphs." + graph + ".");
+      m.model.layers = static_cast<int>(in.count(e, "layers", path));
+      m.model.hidden = in.count(e, "hidden", path);
+      m.model.features = m.graph.features;
+      m.model.classes = m.graph.classes;
+      m.model.precision = in.name<Precision>(e, "precision", path);
+      m.autotuned = in.name<SpmmAlgo>(e, "spmm", path) == SpmmAlgo::kAuto;
+      m.seconds = in.number(e, "seconds", path, 1e-9);
+      m.model.validate();
+      const nlohmann::json& c = in.field(e, "class_seconds", path);
+      p.spmm_seconds = in.number(c, "spmm", path + "class_seconds.", 0);
+      p.gemm_seconds = in.number(c, "gemm", path + "class_seconds.", 0);
+      p.other_seconds = in.number(c, "other", path + "class_seconds.", 0);
+      data.profiles.push_back(std::move(p));
+    }
+  }
   if (doc.contains("spmm")) {
     const nlohmann::json& sp = doc.at("spmm");
     if (!sp.is_array()) in.bad("spmm", sp.dump().substr(0, 60), "an array of timed SpMM calls");
@@ -496,6 +539,7 @@ CalibrationData CalibrationData::without_family(const std::string& family) const
   CalibrationData d = *this;
   std::erase_if(d.spmm, [&](const SpmmSample& x) { return x.family == family; });
   std::erase_if(d.epochs, [&](const CalibrationMeasurement& m) { return m.family == family; });
+  std::erase_if(d.profiles, [&](const EpochProfile& p) { return p.epoch.family == family; });
   d.origin += " without family " + family;
   return d;
 }
@@ -646,8 +690,9 @@ namespace {
 /// b_w L2 bytes / SMs, by non-negative least squares on the relative error (each row divided by its time); the DRAM
 /// efficiency is 1 / a_w, the L2 rate per SM 1 / b_w. Returns the summed squared relative residual of the kinds
 /// fitted (the defaults kept, and noted, for a kind with too few calls).
-double fit_spmm_terms(const Card& card, const CalibrationData& data, double share, Calibration& cal) {
+double fit_spmm_terms(const Card& card, const CalibrationData& data, double share, double blend, Calibration& cal) {
   cal.l2_share = share;
+  cal.frequency_blend = blend;
   const double bw = card.memory_bandwidth_gbs * kGiga;
   const double sms = card.sms > 0 ? card.sms : kDefaultSms;
   double residual = 0;
@@ -668,7 +713,7 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
     }
     std::vector<std::vector<double>> a;
     for (const SpmmSample* x : rows) {
-      const L2Reuse reuse{x->degree_ratio, &x->reuse, share};
+      const L2Reuse reuse{x->degree_ratio, &x->reuse, share, blend};
       const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, reuse);
       const auto i = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), x->call.width) - widths.begin());
       std::vector<double> row(n + 1, 0.0);
@@ -720,23 +765,28 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   // share with the least squared relative residual over every call kept), else at the whole L2.
   const bool profiled = !data.spmm.empty() && std::all_of(data.spmm.begin(), data.spmm.end(),
                                                           [](const SpmmSample& x) { return !x.reuse.empty(); });
-  std::vector<double> shares{1.0};
+  std::vector<double> shares{1.0}, blends{0.0};
   if (profiled) shares = {0.25, 0.375, 0.5, 0.625, 0.75, 0.875, 1.0};
+  const bool optimal = profiled && std::all_of(data.spmm.begin(), data.spmm.end(),
+                                               [](const SpmmSample& x) { return !x.reuse.static_hits.empty(); });
+  if (optimal) blends = {0.0, 0.25, 0.5, 0.75, 1.0};
   double best_residual = -1;
-  for (double share : shares) {
-    Calibration trial = cal;
-    const double residual = fit_spmm_terms(card, data, share, trial);
-    if (best_residual < 0 || residual < best_residual) best_residual = residual, cal = std::move(trial);
-  }
+  for (double share : shares)
+    for (double blend : blends) {
+      Calibration trial = cal;
+      const double residual = fit_spmm_terms(card, data, share, blend, trial);
+      if (best_residual < 0 || residual < best_residual) best_residual = residual, cal = std::move(trial);
+    }
   cal.profiled = profiled;
   if (profiled)
     note("l2_share", "measured: " + std::to_string(cal.l2_share).substr(0, 5) +
-                         " of the L2 holds gathered rows (least residual over the SpMM calls)");
+                         " of the L2 holds gathered rows, " + std::to_string(cal.frequency_blend).substr(0, 4) +
+                         " of the way from LRU to the frequency-optimal cache (least residual over the SpMM calls)");
   // What the SpMM terms saw: families, sizes, and the reuse of 128-wide fp32 rows at the card's L2.
   for (const auto& x : data.spmm) {
     if (!x.family.empty() && std::find(cal.families.begin(), cal.families.end(), x.family) == cal.families.end())
       cal.families.push_back(x.family);
-    const double hit = L2Reuse{x.degree_ratio > 0 ? x.degree_ratio : 1.0, &x.reuse, cal.l2_share}
+    const double hit = L2Reuse{x.degree_ratio > 0 ? x.degree_ratio : 1.0, &x.reuse, cal.l2_share, cal.frequency_blend}
                            .hit_fraction(card.l2_bytes, 128 * 4.0, x.call.cols_in);
     const bool first = cal.calibrated_rows_max == 0;
     cal.calibrated_rows_min = first ? x.call.rows_out : std::min(cal.calibrated_rows_min, x.call.rows_out);
@@ -785,6 +835,42 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   } else {
     note("collective_latency", "default: not measured");
   }
+  // Profiled epochs: the element-wise kernels' efficiency (their bytes over the "other" class's time) and the GEMMs'
+  // in-epoch factor (the "gemm" class over the per-shape terms), each by least squares on the relative error.
+  {
+    double ss = 0, s1 = 0, gs = 0, g1 = 0;
+    int used = 0;
+    for (const auto& p : data.profiles) {
+      if (traits(p.epoch.model.precision).bf16_storage) continue;  // see Calibration::elementwise_efficiency
+      const EpochWork w = work_of(p.epoch);
+      Calibration unit = cal;  // streams at the card's full bandwidth, GEMMs at their shapes' rates
+      unit.elementwise_efficiency = 1;
+      unit.gemm_epoch_factor = 1;
+      const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
+      if (p.other_seconds > 0 && t.stream > 0) {
+        const double x = t.stream / p.other_seconds;  // other = stream / efficiency
+        ss += x * x, s1 += x;
+      }
+      Calibration shapes = cal;
+      shapes.gemm_epoch_factor = 1;
+      const EpochTime tg = predict_epoch_autotuned(w, card, shapes, none, p.epoch.model.precision);
+      if (p.gemm_seconds > 0 && tg.gemm > 0) {
+        const double x = tg.gemm / p.gemm_seconds;  // gemm = factor x predicted
+        gs += x * x, g1 += x;
+      }
+      ++used;
+    }
+    if (s1 > 0) {
+      cal.elementwise_efficiency = std::clamp(ss / s1, 0.05, 1.0);
+      note("elementwise", "measured: element-wise kernels of " + std::to_string(used) +
+                              " fp32 profiled epochs on " + card.name + " (fp32 / tf32 epochs)");
+    }
+    if (g1 > 0) {
+      cal.gemm_epoch_factor = std::clamp(g1 / gs, 0.5, 4.0);
+      note("gemm_epoch", "measured: GEMMs of " + std::to_string(used) + " fp32 profiled epochs on " + card.name +
+                             " against the same shapes timed alone (fp32 / tf32 epochs)");
+    }
+  }
   // Launch cost: least squares through the step cost on the launch-bound epochs (role "launch").
   double num = 0, den = 0;
   int launch_points = 0;
@@ -819,6 +905,26 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   cal.source = "per-kernel efficiencies measured on " + card.name + (data.measured.empty() ? "" : " (" + data.measured + ")") +
                "; held-out epochs: " + std::to_string(cal.points.size());
   return cal;
+}
+
+std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data) {
+  const Link none{"none", 0};
+  const Calibration whole = calibrate(card, data);
+  std::map<std::string, Calibration> without;  // one calibration per family left out
+  std::vector<HeldOutCheck> out;
+  for (const auto& m : data.epochs) {
+    if (m.fixes_launch || m.family.empty()) continue;
+    auto it = without.find(m.family);
+    if (it == without.end()) it = without.emplace(m.family, calibrate(card, data.without_family(m.family))).first;
+    const EpochWork w = work_of(m);
+    const auto price = [&](const Calibration& cal) {
+      return m.autotuned ? predict_epoch_autotuned(w, card, cal, none, m.model.precision)
+                         : predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
+    };
+    const EpochTime t = price(whole);
+    out.push_back({m.what, m.family, m.seconds, price(it->second).seconds, t.seconds, t});
+  }
+  return out;
 }
 
 }  // namespace gcnpart::partition

@@ -72,6 +72,13 @@ struct Calibration {
   double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
   double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
   double gemm_bf16_efficiency = 0.5;      ///< of the BF16 tensor rate
+  /// fp32 / tf32 epochs, fitted on the calibration's fp32 profiled epochs: the element-wise kernels' efficiency
+  /// (their bytes over the profile's "other" time; < 0: stream_efficiency) and the GEMMs inside an epoch against the
+  /// same shapes timed alone (1: none). bf16 epochs keep stream_efficiency and the shapes' rates: the same fit on the
+  /// bf16 profiles (64 features, 8 classes) moved the development rows of bench/run/fit_families.sh from +0.4 % to
+  /// +17 % mean error (bench/results/h200-2026-12-04-families).
+  double elementwise_efficiency = -1;
+  double gemm_epoch_factor = 1;
   /// One GEMM shape timed on the card: its efficiency (of the math's peak rate). GEMMs whose two narrow
   /// dimensions are not multiples of the tensor tile (a class count of 47, 100 features) run far below the median,
   /// so each GEMM of an epoch takes the efficiency of the nearest timed shape (see gemm_efficiency).
@@ -89,6 +96,8 @@ struct Calibration {
   /// Share of the L2 that keeps gathered rows (fitted with the SpMM terms when the timed graphs carry measured reuse
   /// profiles; 1 otherwise).
   double l2_share = 1;
+  /// Between LRU (0) and the frequency-optimal cache (1): fitted with l2_share (L2Reuse::frequency_blend).
+  double frequency_blend = 0;
   /// The graph families the SpMM terms were measured on, and the range of their sizes and reuse (for "outside
   /// calibration" notes): node counts and the measured hit fraction of 128-wide fp32 rows in the card's L2.
   std::vector<std::string> families;
@@ -139,6 +148,9 @@ struct L2Reuse {
   double degree_ratio = 1;
   const ReuseProfile* profile = nullptr;  ///< non-empty: used instead of degree_ratio
   double l2_share = 1;
+  /// How far the card's replacement policy gets from LRU towards the frequency-optimal cache on a skewed graph:
+  /// hit = max(lru, lru + blend (optimal - lru)) (Calibration::frequency_blend).
+  double frequency_blend = 0;
   /// Fraction of the gathered reads an L2 of `l2_bytes` serves for rows of `row_bytes`.
   [[nodiscard]] double hit_fraction(std::int64_t l2_bytes, double row_bytes, double rows) const;
 };
@@ -231,6 +243,11 @@ struct SpmmSample {
   bool cusparse = false, bf16 = false;
   double seconds = 0;
 };
+/// A profiled epoch on the calibration card: its time by operation class (kernels/op_profiler.hpp).
+struct EpochProfile {
+  CalibrationMeasurement epoch;
+  double spmm_seconds = 0, gemm_seconds = 0, other_seconds = 0;
+};
 /// One GEMM timed on the calibration card.
 struct GemmSample {
   double m = 0, n = 0, k = 0;
@@ -246,6 +263,7 @@ struct CalibrationData {
   double link_gbs = 0;                 ///< ring all-reduce bus bandwidth between two cards; 0 = not measured
   double collective_seconds = 0;       ///< latency of a small collective; 0 = not measured
   std::vector<CalibrationMeasurement> epochs;
+  std::vector<EpochProfile> profiles;  ///< profiled epochs of calibration graphs (element-wise, in-epoch GEMM)
   double held_out_residual = -1;       ///< stored band; < 0: none stored (then the held-out epochs' worst)
   std::string held_out_source;
   /// The document without the SpMM calls and epochs of graphs of `family` (leave-one-family-out validation).
@@ -270,5 +288,18 @@ std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, c
 Calibration calibrate(const Card& card, const CalibrationData& data);
 /// Same, from epochs alone (the SpMM tables stay at their defaults): for tests.
 Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement>& measurements);
+
+/// One held-out epoch of a calibration document predicted twice: with its graph's family left out of the
+/// calibration (CalibrationData::without_family) and with the whole of it.
+struct HeldOutCheck {
+  std::string what, family;
+  double measured_seconds = 0, without_family_seconds = 0, whole_seconds = 0;
+  EpochTime terms;  ///< the whole calibration's prediction by term
+  [[nodiscard]] double error() const { return without_family_seconds / measured_seconds - 1; }
+  [[nodiscard]] double whole_error() const { return whole_seconds / measured_seconds - 1; }
+};
+/// Every held-out epoch (role "held-out") of `data` whose graph names a family, in document order: the
+/// leave-one-family-out validation of the calibration, on the CPU (`gcnpart fit --check-calibration`).
+std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data);
 
 }  // namespace gcnpart::partition
