@@ -41,17 +41,18 @@ std::uint64_t mix(std::uint64_t x) {  // splitmix64's finaliser
 }
 
 /// Calls read(row) for every read of the aggregation's stream: rows in the new order, each row's own id first (Â's
-/// self loop), then its columns (an explicit self loop of the graph skipped: Â has one), in new ids.
+/// self loop), then its columns (an explicit self loop of the graph skipped: Â has one). Rows are named by their
+/// stored ids: a reuse time depends on where reads fall in the stream, not on what the rows are called, so the
+/// renumbering is never applied to the columns.
 template <class Read>
 void for_each_read(const datasets::Csr& g, const Reordering& r, Read&& read) {
   const bool identity = r.identity();
   for (std::int64_t p = 0; p < g.num_nodes; ++p) {
     const std::int64_t u = identity ? p : r.order[static_cast<std::size_t>(p)];
-    read(p);
+    read(u);
     for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e) {
       const std::int64_t v = g.col_ids[e];
-      if (v == u) continue;
-      read(identity ? v : static_cast<std::int64_t>(r.rank[static_cast<std::size_t>(v)]));
+      if (v != u) read(v);
     }
   }
 }
@@ -107,18 +108,23 @@ ReuseProfile reuse_profile(const datasets::Csr& g, Reorder order, std::int64_t m
   }
   const std::uint64_t threshold = share < 1 ? static_cast<std::uint64_t>(std::ldexp(share, 64)) : ~0ull;
   const double weight = 1 / share;
+  // Per row, once: 0 = not followed, 1 = a hub (weight 1), 2 = hashed in (weight 1 / share). A byte per row stays in
+  // cache where the rows' counters would not.
+  std::vector<std::uint8_t> follow(static_cast<std::size_t>(g.num_nodes), 1);
+  if (share < 1)
+    for (std::int64_t u = 0; u < g.num_nodes; ++u)
+      follow[static_cast<std::size_t>(u)] = g.degree(u) >= hub_degree                          ? 1
+                                            : mix(static_cast<std::uint64_t>(u)) < threshold ? 2
+                                                                                             : 0;
   std::vector<std::int64_t> last(static_cast<std::size_t>(g.num_nodes), -1);
   std::vector<double> count(kBuckets, 0.0);
   std::int64_t position = 0;
   double followed = 0, cold = 0;
-  const bool identity = r.identity();
   for_each_read(g, r, [&](std::int64_t row) {
     const std::int64_t at = position++;
-    double w = 1;
-    if (share < 1 && g.degree(identity ? row : r.order[static_cast<std::size_t>(row)]) < hub_degree) {
-      if (mix(static_cast<std::uint64_t>(row)) >= threshold) return;
-      w = weight;
-    }
+    const std::uint8_t f = follow[static_cast<std::size_t>(row)];
+    if (f == 0) return;
+    const double w = f == 2 ? weight : 1.0;
     followed += w;
     std::int64_t& prev = last[static_cast<std::size_t>(row)];
     if (prev < 0) {

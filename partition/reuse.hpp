@@ -40,7 +40,7 @@ struct ReuseProfile {
 /// read of the row itself before its columns) with its rows renumbered as `order` renumbers them (the engine's
 /// default kDegree; kNone: the stored order). Above `max_reads` reads, the reads of a hashed sample of the rows are
 /// followed (the share recorded), which keeps every reuse time exact. O(reads + nodes); `seconds` of CPU time.
-ReuseProfile reuse_profile(const datasets::Csr& graph, Reorder order, std::int64_t max_reads = std::int64_t{1} << 26);
+ReuseProfile reuse_profile(const datasets::Csr& graph, Reorder order, std::int64_t max_reads = std::int64_t{1} << 24);
 
 /// The exact LRU hit fraction of the same stream at a cache of `rows` rows (a stack-distance count, O(reads log
 /// reads)): the reference the StatStack estimate is tested against; small graphs only.
