@@ -9,6 +9,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <ctime>
 #include <filesystem>
 #include <iostream>
@@ -23,6 +24,23 @@
 #include "base/error.hpp"
 
 namespace gcnpart::cli {
+
+std::string data_folder(const std::string& option) {
+  if (!option.empty()) return option;
+  if (const char* env = std::getenv("GCNPART_DATA"); env != nullptr && *env != '\0') return env;
+  std::error_code ec;
+  // The user's data folder, then the one the build was configured next to (a source checkout's ../shared/datasets).
+  std::string user;
+  if (const char* xdg = std::getenv("XDG_DATA_HOME"); xdg != nullptr && *xdg != '\0')
+    user = std::string(xdg) + "/gcnpart/datasets";
+  else if (const char* home = std::getenv("HOME"); home != nullptr && *home != '\0')
+    user = std::string(home) + "/.local/share/gcnpart/datasets";
+  if (!user.empty() && std::filesystem::is_directory(user, ec)) return user;
+#ifdef GCNPART_DEFAULT_DATA_DIR
+  if (std::filesystem::is_directory(GCNPART_DEFAULT_DATA_DIR, ec)) return GCNPART_DEFAULT_DATA_DIR;
+#endif
+  return {};
+}
 
 void add_spmm_tuning_options(CLI::App& cmd, kernels::SpmmTuning& tuning) {
   cmd.add_option("--spmm-long-row", tuning.long_row,
@@ -167,8 +185,7 @@ datasets::Dataset load_data(const DataOptions& opts) {
     lo.max_host_bytes = parse_bytes(opts.max_host_memory, "--max-host-memory");
     if (lo.max_host_bytes < 1) throw InvalidInput::parameter("--max-host-memory", opts.max_host_memory, "> 0 bytes");
   }
-  std::string data_dir = opts.data_dir;
-  if (const char* env = std::getenv("GCNPART_DATA"); data_dir.empty() && env != nullptr) data_dir = env;
+  const std::string data_dir = data_folder(opts.data_dir);
   if (opts.path.empty())  // only `fit` leaves DATA optional (statistics instead); a forgotten one is not the demo
     throw InvalidInput::parameter("DATA", "", "a dataset: a path, a name found in --data-dir / GCNPART_DATA, or "
                                               "'demo' for the built-in one");
@@ -234,8 +251,7 @@ void check_outputs(std::initializer_list<std::pair<const char*, const std::strin
 void check_outputs(std::initializer_list<std::pair<const char*, const std::string*>> outputs, const DataOptions& data) {
   check_outputs(outputs);
   if (data.path.empty() || data.path == "demo") return;
-  std::string data_dir = data.data_dir;
-  if (const char* env = std::getenv("GCNPART_DATA"); data_dir.empty() && env != nullptr) data_dir = env;
+  const std::string data_dir = data_folder(data.data_dir);
   std::string input;
   try {
     input = datasets::resolve_dataset_path(data.path, data_dir);

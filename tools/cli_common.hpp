@@ -24,9 +24,14 @@ namespace gcnpart::cli {
 using engine::dataset_json;  // one JSON form of a dataset, the library's
 
 /// Options every subcommand that reads DATA shares.
+/// The folder a dataset name is looked up in: `option` (--data-dir) when given, else $GCNPART_DATA, else
+/// $XDG_DATA_HOME/gcnpart/datasets (~/.local/share/gcnpart/datasets) when it exists, else the datasets folder the
+/// build was configured next to (a checkout's ../shared/datasets) when it exists; empty when none.
+std::string data_folder(const std::string& option);
+
 struct DataOptions {
   std::string path;      ///< DATA: a path, a name looked up in data_dir, or "demo"; never defaulted
-  std::string data_dir;  ///< --data-dir; empty: $GCNPART_DATA
+  std::string data_dir;  ///< --data-dir; empty: data_folder()
   std::string format = "auto";
   std::string split;
   std::int64_t synthetic_features = 0;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <exception>
@@ -50,6 +51,54 @@ const CLI::Option* parsed_option(const CLI::App& app, const std::string& name) {
     if (const CLI::Option* o = sub->get_option_no_throw(name); o != nullptr && o->count() > 0) return o;
   }
   return nullptr;
+}
+
+/// Edit distance of two short strings (option names).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+/// For a parse error: the first "--name" on the command line that the parsed subcommand chain does not know, with
+/// the nearest option it does know ("--epoch": "--epochs"); empty when every one is known or none is near.
+std::string unknown_option_hint(const CLI::App& app, int argc, char** argv) {
+  std::vector<const CLI::App*> chain{&app};
+  while (!chain.back()->get_subcommands().empty()) chain.push_back(chain.back()->get_subcommands().front());
+  std::vector<std::string> known;
+  for (const CLI::App* a : chain)
+    for (const CLI::Option* o : a->get_options())
+      for (const std::string& n : o->get_lnames()) known.push_back("--" + n);
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg.rfind("--", 0) != 0 || arg.size() < 3) continue;
+    if (const auto eq = arg.find('='); eq != std::string::npos) arg.resize(eq);
+    if (std::find(known.begin(), known.end(), arg) != known.end()) continue;
+    std::string best;
+    std::size_t best_d = 3;  // at most two edits away, or the typed name a prefix of exactly one option
+    int prefixed = 0;
+    std::string prefix_match;
+    for (const auto& k : known) {
+      const std::size_t d = edit_distance(arg, k);
+      if (d < best_d) best_d = d, best = k;
+      if (k.rfind(arg, 0) == 0) ++prefixed, prefix_match = k;
+    }
+    if (best.empty() && prefixed == 1) best = prefix_match;
+    std::string where = "gcnpart";
+    for (std::size_t c = 1; c < chain.size(); ++c) where += " " + chain[c]->get_name();
+    return "unknown option " + arg + (best.empty() ? "" : " (did you mean " + best + "?)") + "; see " + where +
+           " --help";
+  }
+  return {};
 }
 
 /// A bad parameter's message shows the value as typed ("1.5", "99999999999999999999"), not as the library saw it
@@ -100,6 +149,10 @@ int main(int argc, char** argv) {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     if (e.get_exit_code() == 0) return app.exit(e);  // --help, --version
+    if (const std::string hint = unknown_option_hint(app, argc, argv); !hint.empty()) {
+      std::fprintf(stderr, "gcnpart: error: %s\n", hint.c_str());
+      return static_cast<int>(ExitCode::kUsage);
+    }
     std::fprintf(stderr, "gcnpart: error: %s (see gcnpart --help)\n", e.what());
     return static_cast<int>(ExitCode::kUsage);
   }

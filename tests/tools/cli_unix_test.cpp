@@ -65,9 +65,18 @@ TEST_CASE("a dataset name is looked up in --data-dir, else in GCNPART_DATA, and 
   INFO(missing.output);
   CHECK(missing.status == 4);
   CHECK(missing.output.find("no dataset of that name in the data folder " + folder) != std::string::npos);
-  const auto unset = run("-q info nosuch", "GCNPART_DATA=");
+  // Unset: the user's data folder ($XDG_DATA_HOME/gcnpart/datasets, ~/.local/share/gcnpart/datasets) when it exists,
+  // else the datasets folder next to the checkout the build came from, else a message that says to set one.
+  const auto unset = run("-q info nosuch", "GCNPART_DATA= XDG_DATA_HOME=" + folder + "/xdg-none HOME=" + folder);
+  INFO(unset.output);
   CHECK(unset.status == 4);
-  CHECK(unset.output.find("set GCNPART_DATA") != std::string::npos);
+  CHECK((unset.output.find("set GCNPART_DATA") != std::string::npos ||
+         unset.output.find("no dataset of that name in the data folder") != std::string::npos));
+  std::filesystem::create_directories(folder + "/home/.local/share/gcnpart/datasets");
+  std::filesystem::copy_file(folder + "/graphs/tiny.gcsr", folder + "/home/.local/share/gcnpart/datasets/tiny.gcsr");
+  const auto by_home = run("-q info tiny", "GCNPART_DATA= XDG_DATA_HOME= HOME=" + folder + "/home");
+  INFO(by_home.output);
+  CHECK(by_home.status == 0);
 }
 
 TEST_CASE("--version names the commit and whether the build has CUDA") {
@@ -143,4 +152,18 @@ TEST_CASE("compare --help names the pipeline rows and says --imbalance is a targ
   CHECK(r.output.find("not a bound") != std::string::npos);
   CHECK(r.output.find("one node's weight") != std::string::npos);
   CHECK(r.output.find("--data-dir") != std::string::npos);
+}
+
+TEST_CASE("a mistyped option is named with the nearest one and the subcommand's help") {
+  const auto epoch = run("-q train demo --epoch 3");
+  INFO(epoch.output);
+  CHECK(epoch.status == 2);
+  CHECK(epoch.output.find("unknown option --epoch (did you mean --epochs?); see gcnpart train --help") !=
+        std::string::npos);
+  const auto nodes = run("-q fit --nodez 5");
+  CHECK(nodes.status == 2);
+  CHECK(nodes.output.find("did you mean --nodes?") != std::string::npos);
+  const auto far = run("-q train demo --completely-unknown 1");
+  CHECK(far.status == 2);
+  CHECK(far.output.find("unknown option --completely-unknown; see gcnpart train --help") != std::string::npos);
 }

@@ -17,6 +17,7 @@ stopped at the next epoch boundary (its memory freed).
 """
 from __future__ import annotations
 
+import difflib as _difflib
 import json as _json
 import os
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence, Union
@@ -33,6 +34,13 @@ __all__ = [
 __version__ = "0.1.0"
 
 Progress = Union[bool, Callable[[dict], Any], None]
+
+_SPLIT_NAMES = ["train", "valid", "val", "test"]
+
+
+def __dir__() -> list:
+    """What the package offers (its helpers and the modules it imports stay out of dir(gcnpart))."""
+    return sorted(__all__ + ["__version__", "Progress"])
 
 
 def cuda_available() -> bool:
@@ -55,17 +63,20 @@ class Dataset:
 
     # -- construction
     @classmethod
-    def from_arrays(cls, edge_index: Any, num_nodes: Optional[int] = None, x: Any = None, y: Any = None,
-                    splits: Optional[Mapping[str, Any]] = None, *, name: str = "arrays",
-                    symmetrize: bool = True) -> "Dataset":
+    def from_arrays(cls, edge_index: Any, x: Any = None, y: Any = None, splits: Optional[Mapping[str, Any]] = None,
+                    *, num_nodes: Optional[int] = None, name: str = "arrays", symmetrize: bool = True) -> "Dataset":
         """A dataset from arrays (numpy, torch CPU or CUDA tensors, DLPack or buffer-protocol objects).
+
+        The positional order is PyG's ``Data(x, edge_index, y)`` less the keywords: ``from_arrays(edge_index, x,
+        y, splits)``; ``num_nodes`` is keyword-only.
 
         Args:
             edge_index: integer array of shape (2, E), int32 or int64 (PyG's layout); each column an edge.
-            num_nodes: number of nodes; default: rows of ``x``, else labels, else the largest id + 1.
             x: node features (N, F); float32 C-contiguous is read in place, other real types are converted once.
             y: labels (N,) or (N, 1), integers, -1 for unlabelled.
-            splits: {"train": ids or boolean mask, "valid": ..., "test": ...} ("val" is taken as "valid").
+            splits: {"train": ids or boolean mask, "valid": ..., "test": ...} ("val" is taken as "valid"); other
+                names are refused here, before any work.
+            num_nodes: number of nodes; default: rows of ``x``, else labels, else the largest id + 1.
             name: the dataset's name in reports.
             symmetrize: add the reverse of every edge (GCN expects an undirected graph).
 
@@ -78,6 +89,15 @@ class Dataset:
             >>> ds = gcnpart.Dataset.from_arrays(ei, x=np.eye(3, dtype=np.float32), y=[0, 1, 0],
             ...                                  splits={"train": [0, 1], "test": [2]})
         """
+        if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+            _core.invalid_input("x", f"the integer {int(x)}",
+                                "node features (N, F); the node count is keyword-only: "
+                                "from_arrays(edge_index, x, y, splits, num_nodes=N)")
+        for key in (splits or {}):
+            if str(key) not in _SPLIT_NAMES:
+                close = _difflib.get_close_matches(str(key), _SPLIT_NAMES, n=1)
+                _core.invalid_input("splits", repr(key), "the names train, valid (or val) and test" +
+                                    (f" (did you mean {close[0]!r}?)" if close else ""))
         src, dst = _arrays.edge_index(edge_index)
         xa = ya = None
         if x is not None:
@@ -160,8 +180,12 @@ class Dataset:
         Raises:
             ImportError: when torch or torch_geometric is not installed.
         """
-        import torch
-        from torch_geometric.data import Data
+        try:
+            import torch
+            from torch_geometric.data import Data
+        except ImportError as e:
+            raise ImportError(f"Dataset.to_pyg() needs torch and torch_geometric ({e.name or e} is not installed: "
+                              "pip install torch torch_geometric)") from e
 
         n = self.num_nodes
         data = Data(edge_index=torch.from_numpy(self.edge_index), num_nodes=n)
@@ -219,12 +243,15 @@ def from_pyg(data: Any, *, name: str = "pyg", symmetrize: bool = True) -> Datase
         >>> from torch_geometric.datasets import Planetoid
         >>> ds = gcnpart.from_pyg(Planetoid(root, "Cora")[0], name="cora")
     """
+    if getattr(data, "edge_index", None) is None:
+        _core.invalid_input("data", type(data).__name__,
+                            "a torch_geometric.data.Data (or any object) with an edge_index of shape (2, E)")
     splits = {}
     for theirs, ours in (("train_mask", "train"), ("val_mask", "valid"), ("test_mask", "test")):
         mask = getattr(data, theirs, None)
         if mask is not None:
             splits[ours] = mask
-    return Dataset.from_arrays(data.edge_index, num_nodes=data.num_nodes, x=getattr(data, "x", None),
+    return Dataset.from_arrays(data.edge_index, num_nodes=getattr(data, "num_nodes", None), x=getattr(data, "x", None),
                                y=getattr(data, "y", None), splits=splits, name=name, symmetrize=symmetrize)
 
 
@@ -366,8 +393,9 @@ class TrainReport:
     def accuracy(self) -> dict:
         """Mean accuracy over the runs per split; None for a split without rows."""
         acc = self._doc["summary"]["accuracy"]
-        rows = self._doc.get("split_rows", {})
-        return {k: (None if rows.get(k, 1) == 0 else acc[k]["mean"]) for k in ("train", "valid", "test")}
+        splits = self._dataset.splits  # a split the dataset does not have, or an empty one, has no accuracy
+        return {k: (acc[k]["mean"] if k in acc and len(splits.get(k, ())) > 0 else None)
+                for k in ("train", "valid", "test")}
 
     @property
     def test_accuracy(self) -> float:
@@ -481,11 +509,25 @@ def fit(dataset_or_statistics: Union[Dataset, Mapping[str, Any]], *, layers: int
     if isinstance(dataset_or_statistics, Dataset):
         return FitReport(_core.fit(dataset_or_statistics._core, opts))
     if isinstance(dataset_or_statistics, Mapping):
+        for key in ("nodes", "edges", "features", "classes"):
+            if key not in dataset_or_statistics:
+                _core.invalid_input("statistics", f"no {key!r}", "a dict with nodes, edges, features and classes")
         opts.update(dataset_or_statistics)
-        return FitReport(_core.fit(None, opts))
+        try:
+            return FitReport(_core.fit(None, opts))
+        except InvalidInput as e:  # the checks are the CLI's: name the dict's keys, not its flags
+            text = str(e)
+            for flag, key in _FIT_FLAGS:
+                text = text.replace(f"parameter {flag}:", f"statistics[{key!r}]:")
+            raise InvalidInput(text) from None
     _core.invalid_input("dataset_or_statistics", type(dataset_or_statistics).__name__,
                         "a gcnpart.Dataset or a dict of statistics (nodes, edges, features, classes)")
     raise AssertionError("unreachable")
+
+
+_FIT_FLAGS = [("--nodes", "nodes"), ("--edges", "edges"), ("--features", "features"), ("--classes", "classes"),
+              ("--feature-density", "feature_density"), ("--degree-m2", "degree_m2"),
+              ("--isolated-nodes", "isolated"), ("--train-nodes", "train_nodes")]
 
 
 def compare(dataset: Dataset, *, parts: Sequence[int] = (2, 4), layers: Sequence[int] = (2, 3),

@@ -59,6 +59,8 @@ def ids(a: Any, name: str, shape_text: str) -> np.ndarray:
 
 def edge_index(a: Any) -> tuple[np.ndarray, np.ndarray]:
     arr = to_numpy(a, "edge_index")
+    if arr.dtype.kind not in "iu":  # the whole array is described, not a row of it
+        _invalid("edge_index", _describe(arr), "an integer array (int32 or int64) of shape (2, E)")
     if arr.ndim != 2 or arr.shape[0] != 2:
         _invalid("edge_index", _describe(arr), "shape (2, E) as in PyG (row 0 sources, row 1 targets)")
     return ids(arr[0], "edge_index", "(2, E)"), ids(arr[1], "edge_index", "(2, E)")
