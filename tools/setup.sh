@@ -48,6 +48,26 @@ gcnpart_install() {
   fi
 }
 
+# gcnpart_gpu_visible: true when nvidia-smi lists a GPU.
+gcnpart_gpu_visible() {
+  command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1
+}
+
+# gcnpart_configure PRESET [-DVAR=VALUE...]: configures the preset with those cache values, again when one of them
+# differs from the build folder's cache (a folder configured for CUDA that tools/run now builds CPU-only).
+gcnpart_configure() {
+  local preset=$1; shift
+  local cache="build/$preset/CMakeCache.txt" stale=0
+  [ -f "build/$preset/build.ninja" ] || stale=1
+  for d in "$@"; do
+    local kv=${d#-D} name value
+    name=${kv%%=*}
+    value=${kv#*=}
+    grep -q "^$name:[A-Z]*=$value\$" "$cache" 2>/dev/null || stale=1
+  done
+  [ $stale -eq 0 ] || cmake --preset "$preset" "$@" >&2
+}
+
 # gcnpart_build PRESET [targets...]
 gcnpart_build() {
   local preset=$1; shift
