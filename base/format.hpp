@@ -1,6 +1,7 @@
 // Number and time formats every report shares (terminal tables, verdict sentences, JSON dates).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -21,6 +22,9 @@ namespace gcnpart {
 [[nodiscard]] std::string with_commas(std::int64_t v);
 /// "12.34 MiB": binary units, two decimals above bytes.
 [[nodiscard]] std::string human_bytes(double bytes);
+/// Levenshtein distance of two short strings, ASCII letters compared without case (names, option spellings: the
+/// "did you mean" of datasets and CLI options).
+[[nodiscard]] std::size_t edit_distance(const std::string& a, const std::string& b);
 /// The current UTC time as "2026-11-29T18:40:00Z" (the date of every JSON report).
 [[nodiscard]] std::string now_iso();
 

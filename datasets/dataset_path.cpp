@@ -9,6 +9,7 @@
 #include <system_error>
 
 #include "base/error.hpp"
+#include "base/format.hpp"
 
 namespace gcnpart::datasets {
 
@@ -63,22 +64,6 @@ std::string lower(std::string s) {
   return s;
 }
 
-/// Levenshtein distance of two short names (case-insensitive).
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  const std::string x = lower(a), y = lower(b);
-  std::vector<std::size_t> row(y.size() + 1);
-  for (std::size_t j = 0; j <= y.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= x.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= y.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (x[i - 1] == y[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[y.size()];
-}
 
 }  // namespace
 

@@ -15,6 +15,7 @@
 #include "base/atomic_file.hpp"
 #include "kernels/context.hpp"
 #include "base/error.hpp"
+#include "base/format.hpp"
 #include "base/progress.hpp"
 #include "tools/cli_common.hpp"
 
@@ -53,21 +54,6 @@ const CLI::Option* parsed_option(const CLI::App& app, const std::string& name) {
   return nullptr;
 }
 
-/// Edit distance of two short strings (option names).
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
 
 /// For a parse error: the first "--name" on the command line that the parsed subcommand chain does not know, with
 /// the nearest option it does know ("--epoch": "--epochs"); empty when every one is known or none is near.
@@ -88,7 +74,7 @@ std::string unknown_option_hint(const CLI::App& app, int argc, char** argv) {
     int prefixed = 0;
     std::string prefix_match;
     for (const auto& k : known) {
-      const std::size_t d = edit_distance(arg, k);
+      const std::size_t d = gcnpart::edit_distance(arg, k);
       if (d < best_d) best_d = d, best = k;
       if (k.rfind(arg, 0) == 0) ++prefixed, prefix_match = k;
     }

@@ -415,6 +415,27 @@ GraphStats calibration_graph(const CalibrationReader& in, const nlohmann::json& 
   return s;
 }
 
+/// The fields a measured epoch and a profiled one share: what, its graph (and family), the model, the SpMM kind, the
+/// time (at least `min_seconds`).
+CalibrationMeasurement epoch_of(const CalibrationReader& in, const nlohmann::json& e, const nlohmann::json& graphs,
+                                const std::string& path, double min_seconds) {
+  CalibrationMeasurement m;
+  m.what = in.text(e, "what", path);
+  const std::string graph = in.text(e, "graph", path);
+  m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
+  if (graphs.at(graph).contains("family")) m.family = in.text(graphs.at(graph), "family", "graphs." + graph + ".");
+  m.model.layers = static_cast<int>(in.count(e, "layers", path));
+  m.model.hidden = in.count(e, "hidden", path);
+  m.model.features = m.graph.features;
+  m.model.classes = m.graph.classes;
+  m.model.precision = in.name<Precision>(e, "precision", path);
+  const SpmmAlgo algo = in.name<SpmmAlgo>(e, "spmm", path);
+  m.cusparse = algo == SpmmAlgo::kCusparse;
+  m.autotuned = algo == SpmmAlgo::kAuto;
+  m.seconds = in.number(e, "seconds", path, min_seconds);
+  return m;
+}
+
 }  // namespace
 
 CalibrationData parse_calibration_data(const std::string& text, const std::string& origin) {
@@ -435,20 +456,7 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
   for (std::size_t i = 0; i < list.size(); ++i) {
     const nlohmann::json& e = list[i];
     const std::string path = "measurements[" + std::to_string(i) + "].";
-    CalibrationMeasurement m;
-    m.what = in.text(e, "what", path);
-    const std::string graph = in.text(e, "graph", path);
-    m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
-    if (graphs.at(graph).contains("family")) m.family = in.text(graphs.at(graph), "family", "graphs." + graph + ".");
-    m.model.layers = static_cast<int>(in.count(e, "layers", path));
-    m.model.hidden = in.count(e, "hidden", path);
-    m.model.features = m.graph.features;
-    m.model.classes = m.graph.classes;
-    m.model.precision = in.name<Precision>(e, "precision", path);
-    const SpmmAlgo algo = in.name<SpmmAlgo>(e, "spmm", path);
-    m.cusparse = algo == SpmmAlgo::kCusparse;
-    m.autotuned = algo == SpmmAlgo::kAuto;
-    m.seconds = in.number(e, "seconds", path, 0);
+    CalibrationMeasurement m = epoch_of(in, e, graphs, path, 0);
     if (e.contains("role")) {
       const std::string role = in.text(e, "role", path);
       if (role != "launch" && role != "held-out") in.bad(path + "role", role, "\"launch\" or \"held-out\"");
@@ -464,19 +472,8 @@ CalibrationData parse_calibration_data(const std::string& text, const std::strin
       const nlohmann::json& e = ps[i];
       const std::string path = "epoch_profiles[" + std::to_string(i) + "].";
       EpochProfile p;
-      CalibrationMeasurement& m = p.epoch;
-      m.what = in.text(e, "what", path);
-      const std::string graph = in.text(e, "graph", path);
-      m.graph = calibration_graph(in, in.field(graphs, graph, "graphs."), graph);
-      if (graphs.at(graph).contains("family")) m.family = in.text(graphs.at(graph), "family", "graphs." + graph + ".");
-      m.model.layers = static_cast<int>(in.count(e, "layers", path));
-      m.model.hidden = in.count(e, "hidden", path);
-      m.model.features = m.graph.features;
-      m.model.classes = m.graph.classes;
-      m.model.precision = in.name<Precision>(e, "precision", path);
-      m.autotuned = in.name<SpmmAlgo>(e, "spmm", path) == SpmmAlgo::kAuto;
-      m.seconds = in.number(e, "seconds", path, 1e-9);
-      m.model.validate();
+      p.epoch = epoch_of(in, e, graphs, path, 1e-9);
+      p.epoch.model.validate();
       const nlohmann::json& c = in.field(e, "class_seconds", path);
       p.spmm_seconds = in.number(c, "spmm", path + "class_seconds.", 0);
       p.gemm_seconds = in.number(c, "gemm", path + "class_seconds.", 0);
