@@ -268,9 +268,9 @@ struct CalibrationGraph {
 };
 /// "FAMILY=SPEC", or "SCALE:EDGE_FACTOR" (Graph500 RMAT, family "rmat"). @throws InvalidInput naming --graphs.
 CalibrationGraph parse_calibration_graph(const std::string& item);
-/// The graph of a spec (structure only; `seed` for the generators). @throws InvalidInput naming --graphs; the
-/// loaders' errors for a file.
-datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_t seed);
+/// The graph of a spec (structure only; `seed` for the generators; a file:NAME looked up in `data_dir`).
+/// @throws InvalidInput naming --graphs; the loaders' errors for a file.
+datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_t seed, const std::string& data_dir);
 
 struct CalibrateConfig {
   std::string device = "cuda";
@@ -279,6 +279,7 @@ struct CalibrateConfig {
   /// over-determined, small ones among them (the fixed cost); none of bench/run/fit_validate.sh's held-out graphs.
   /// The default (tools/cmd_bench.cpp) is what the built-in partition/fit/calibration.json was measured with.
   std::vector<CalibrationGraph> graphs;
+  std::string data_dir;  ///< where file:NAME graphs are looked up (the CLI's data folder: cli::data_folder)
   /// SpMM widths: powers of two and the widths the engine stores real data's class and feature counts at (41 / 47
   /// classes -> 48 in fp32 and bf16, 33..40 -> 40 in bf16, 100 features -> 100 / 104: partition::stored_width),
   /// multiples of 8 so that fp32 and bf16 run them in place (the unaligned 41 / 47 / 100 took the padded copy, which

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <functional>
 #include <tuple>
 #include <string>
@@ -146,6 +145,21 @@ double number_of(const std::string& item, const std::string& field) {
   }
 }
 
+/// The epochs calibrate runs: this GPU, the seed, the SpMM kind and the model; warm-up and timed runs as given.
+EpochBenchConfig epoch_config(const CalibrateConfig& config, const char* spmm, int layers, std::int64_t hidden,
+                              const char* precision, int warmup, int repeats) {
+  EpochBenchConfig ec;
+  ec.device = config.device;
+  ec.spmm = spmm;
+  ec.layers = layers;
+  ec.hidden = hidden;
+  ec.precision = precision;
+  ec.warmup = warmup;
+  ec.repeats = repeats;
+  ec.seed = config.seed;
+  return ec;
+}
+
 constexpr const char* kSpecs =
     "FAMILY=SPEC with SPEC rmat:SCALE:EDGE_FACTOR[:A:B:C], sbm:NODES:DEGREE:CLASSES:P_INTRA, grid:SIDE:DIMS[:natural] "
     "or file:DATA; or SCALE:EDGE_FACTOR (Graph500 RMAT)";
@@ -175,7 +189,7 @@ CalibrationGraph parse_calibration_graph(const std::string& item) {
   return g;
 }
 
-datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_t seed) {
+datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_t seed, const std::string& data_dir) {
   const auto f = split(g.spec, ':');
   const std::string item = g.family + "=" + g.spec;
   if (f[0] == "rmat") {
@@ -207,9 +221,7 @@ datasets::Dataset make_calibration_graph(const CalibrationGraph& g, std::uint64_
     p.seed = seed;
     return datasets::generate_grid(p);
   }
-  std::string data = g.spec.substr(5);
-  const char* env = std::getenv("GCNPART_DATA");
-  return datasets::load_dataset(datasets::resolve_dataset_path(data, env != nullptr ? env : ""));
+  return datasets::load_dataset(datasets::resolve_dataset_path(g.spec.substr(5), data_dir));
 }
 
 void CalibrateConfig::validate() const {
@@ -238,7 +250,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
   int copies = 0;
   json spmm_graphs = json::object(), profiles = json::array();
   for (const CalibrationGraph& g : config.graphs) {
-    const datasets::Dataset ds = make_calibration_graph(g, config.seed);
+    const datasets::Dataset ds = make_calibration_graph(g, config.seed, config.data_dir);
     const std::string name = g.name();
     if (config.log) config.log("calibrate: SpMM on " + name);
     // The graph's reuse in the order bench spmm times it (SpmmBenchConfig::reorder, the engine's degree order).
@@ -267,16 +279,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
       graphs[name] = entry;
       for (const auto& [hidden, layers, precision] :
            {std::tuple{std::int64_t{256}, 2, "fp32"}, std::tuple{std::int64_t{128}, 3, "bf16"}}) {
-        EpochBenchConfig ec;
-        ec.device = config.device;
-        ec.spmm = "auto";
-        ec.layers = layers;
-        ec.hidden = hidden;
-        ec.precision = precision;
-        ec.warmup = 3;
-        ec.repeats = 5;
-        ec.seed = config.seed;
-        const EpochBenchReport er = bench_epoch(featured, ec);
+        const EpochBenchReport er = bench_epoch(featured, epoch_config(config, "auto", layers, hidden, precision, 3, 5));
         for (const auto& run : er.runs) {
           if (run.status != "ok" || run.profiled_epoch_ms <= 0) continue;
           json classes = json::object();
@@ -318,15 +321,7 @@ nlohmann::json bench_calibrate(const CalibrateConfig& config) {
     const datasets::Dataset ds = datasets::generate_rmat(p);
     const std::string name = "rmat-s" + std::to_string(scale) + "-e4-f64";
     graphs[name] = graph_entry(ds);
-    EpochBenchConfig ec;
-    ec.device = config.device;
-    ec.spmm = "own";
-    ec.layers = layers;
-    ec.hidden = hidden;
-    ec.warmup = 5;
-    ec.repeats = 20;
-    ec.seed = config.seed;
-    const EpochBenchReport er = bench_epoch(ds, ec);
+    const EpochBenchReport er = bench_epoch(ds, epoch_config(config, "own", layers, hidden, "fp32", 5, 20));
     for (const auto& run : er.runs)
       if (run.status == "ok")
         measurements.push_back({{"what", name + " h" + std::to_string(hidden) + " L" + std::to_string(layers)},

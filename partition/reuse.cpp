@@ -64,9 +64,6 @@ std::int64_t reads_of(const datasets::Csr& g) {
   return g.num_edges() - loops + g.num_nodes;
 }
 
-}  // namespace
-
-namespace {
 double interpolate_log2(const std::vector<double>& hits, double rows) {
   if (hits.empty() || !(rows >= 1)) return 0;
   const double k = std::log2(rows);
@@ -76,6 +73,16 @@ double interpolate_log2(const std::vector<double>& hits, double rows) {
   const double t = k - static_cast<double>(i);
   return hits[i] + t * (hits[i + 1] - hits[i]);
 }
+
+/// rows_at[d]: the rows of degree d.
+std::vector<std::int64_t> degree_histogram(const datasets::Csr& g) {
+  std::int64_t max_degree = 0;
+  for (std::int64_t u = 0; u < g.num_nodes; ++u) max_degree = std::max(max_degree, g.degree(u));
+  std::vector<std::int64_t> rows_at(static_cast<std::size_t>(max_degree) + 1, 0);
+  for (std::int64_t u = 0; u < g.num_nodes; ++u) ++rows_at[static_cast<std::size_t>(g.degree(u))];
+  return rows_at;
+}
+
 }  // namespace
 
 double ReuseProfile::hit_fraction(double rows) const { return interpolate_log2(hits, rows); }
@@ -96,14 +103,13 @@ ReuseProfile reuse_profile(const datasets::Csr& g, Reorder order, std::int64_t m
   // inverse. The weighted distribution is the whole stream's (unbiased).
   std::int64_t hub_degree = std::numeric_limits<std::int64_t>::max();
   double share = 1;
+  const std::vector<std::int64_t> rows_at = degree_histogram(g);
+  const auto max_degree = static_cast<std::int64_t>(rows_at.size()) - 1;
   if (p.reads > max_reads) {
-    std::int64_t max_degree = 0;
-    for (std::int64_t u = 0; u < g.num_nodes; ++u) max_degree = std::max(max_degree, g.degree(u));
-    std::vector<std::int64_t> reads_at(static_cast<std::size_t>(max_degree) + 1, 0);
-    for (std::int64_t u = 0; u < g.num_nodes; ++u) reads_at[static_cast<std::size_t>(g.degree(u))] += g.degree(u) + 1;
-    std::int64_t hub_reads = 0;
-    for (std::int64_t d = max_degree; d >= 0 && hub_reads + reads_at[static_cast<std::size_t>(d)] <= max_reads / 2; --d)
-      hub_reads += reads_at[static_cast<std::size_t>(d)], hub_degree = d;
+    std::int64_t hub_reads = 0;  // a row of degree d is read d + 1 times
+    for (std::int64_t d = max_degree;
+         d >= 0 && hub_reads + rows_at[static_cast<std::size_t>(d)] * (d + 1) <= max_reads / 2; --d)
+      hub_reads += rows_at[static_cast<std::size_t>(d)] * (d + 1), hub_degree = d;
     share = std::min(1.0, static_cast<double>(max_reads - hub_reads) / static_cast<double>(p.reads - hub_reads));
   }
   const std::uint64_t threshold = share < 1 ? static_cast<std::uint64_t>(std::ldexp(share, 64)) : ~0ull;
@@ -172,26 +178,20 @@ ReuseProfile reuse_profile(const datasets::Csr& g, Reorder order, std::int64_t m
   for (std::size_t k = 1; k < p.hits.size(); ++k) p.hits[k] = std::max(p.hits[k], p.hits[k - 1]);
   // Frequency-optimal: a row is read degree + 1 times (its neighbours and its own self loop); the 2^k most-read rows
   // cached serve all their reads but the first. From a degree histogram, O(nodes + largest degree).
-  {
-    std::int64_t max_degree = 0;
-    for (std::int64_t u = 0; u < g.num_nodes; ++u) max_degree = std::max(max_degree, g.degree(u));
-    std::vector<std::int64_t> rows_at(static_cast<std::size_t>(max_degree) + 1, 0);
-    for (std::int64_t u = 0; u < g.num_nodes; ++u) ++rows_at[static_cast<std::size_t>(g.degree(u))];
-    const double total = static_cast<double>(g.num_edges() + g.num_nodes);
-    p.static_hits.assign(kMaxLogRows + 1, 0.0);
-    double cached = 0, served = 0;
-    std::int64_t d = max_degree;
-    for (int k = 0; k <= kMaxLogRows; ++k) {
-      const double cache = std::ldexp(1.0, k);
-      while (d >= 0 && cached < cache) {  // take rows of degree d until the cache is full
-        const double take = std::min(static_cast<double>(rows_at[static_cast<std::size_t>(d)]), cache - cached);
-        cached += take;
-        served += take * static_cast<double>(d);  // degree + 1 reads, the first a miss
-        rows_at[static_cast<std::size_t>(d)] -= static_cast<std::int64_t>(take);
-        if (rows_at[static_cast<std::size_t>(d)] == 0) --d;
-      }
-      p.static_hits[static_cast<std::size_t>(k)] = served / total;
+  const double total = static_cast<double>(g.num_edges() + g.num_nodes);
+  p.static_hits.assign(kMaxLogRows + 1, 0.0);
+  double cached = 0, served = 0;
+  std::int64_t d = max_degree, left = rows_at[static_cast<std::size_t>(d)];  // rows of degree d not yet cached
+  for (int k = 0; k <= kMaxLogRows; ++k) {
+    const double cache = std::ldexp(1.0, k);
+    while (d >= 0 && cached < cache) {  // take rows of degree d until the cache is full
+      const double take = std::min(static_cast<double>(left), cache - cached);
+      cached += take;
+      served += take * static_cast<double>(d);  // degree + 1 reads, the first a miss
+      left -= static_cast<std::int64_t>(take);
+      if (left == 0 && --d >= 0) left = rows_at[static_cast<std::size_t>(d)];
     }
+    p.static_hits[static_cast<std::size_t>(k)] = served / total;
   }
   return p;
 }

@@ -197,6 +197,7 @@ void run_bench_calibrate(CalibrateOptions& o) {
     at = end + 1;
   }
   o.config.widths = parse_widths(o.widths);
+  o.config.data_dir = data_folder("");
   o.config.gemm = !o.no_gemm;
   o.config.log = [](const std::string& line) { std::fprintf(stderr, "%s\n", line.c_str()); };
   const partition::CardCatalogue cat = partition::load_cards(o.cards_file);

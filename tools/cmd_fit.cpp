@@ -381,10 +381,7 @@ void run_fit(const FitOptions& o, bool data_given) {
     req.calibration = partition::load_calibration(o.calibration);
   if (!o.calibration_without.empty()) {
     const partition::CalibrationData all = req.calibration ? *req.calibration : partition::builtin_calibration();
-    std::vector<std::string> families;
-    for (const auto& x : all.spmm)
-      if (!x.family.empty() && std::find(families.begin(), families.end(), x.family) == families.end())
-        families.push_back(x.family);
+    const std::vector<std::string> families = all.families();
     if (std::find(families.begin(), families.end(), o.calibration_without) == families.end()) {
       std::string list;
       for (const auto& f : families) list += (list.empty() ? "" : ", ") + f;
@@ -508,10 +505,10 @@ void check_calibration(const FitOptions& o) {
     sum += r.error();
     within += std::fabs(r.error()) <= 0.15 ? 1 : 0;
     j.push_back({{"what", r.what}, {"family", r.family}, {"measured_seconds", r.measured_seconds},
-                 {"without_family_seconds", r.without_family_seconds}, {"whole_seconds", r.whole_seconds},
+                 {"without_family_seconds", r.without_family_seconds}, {"whole_seconds", r.whole.seconds},
                  {"error", r.error()}, {"whole_error", r.whole_error()},
-                 {"whole_terms_seconds", {{"spmm", r.terms.spmm}, {"elementwise", r.terms.stream}, {"gemm", r.terms.gemm},
-                                          {"launch", r.terms.launch}}}});
+                 {"whole_terms_seconds", {{"spmm", r.whole.spmm}, {"elementwise", r.whole.stream}, {"gemm", r.whole.gemm},
+                                          {"launch", r.whole.launch}}}});
   }
   const double n = static_cast<double>(rows.size());
   std::printf("family left out: %zu epochs, %.0f %% within 15 %%, worst %.1f %%, mean signed %+.1f %%; whole "

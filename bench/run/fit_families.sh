@@ -1,81 +1,38 @@
 #!/usr/bin/env bash
 # fit on graph families it was not calibrated on (issue 36), on the GPU machine, in one call: for >= 30 one-GPU
-# configurations on graphs of eight families (RMAT, milder RMAT, uniform and community stochastic block models, meshes
-# in shuffled and in natural order, a real social graph, a real finite-element mesh; 62 k to 4.2 M nodes, 2-4 layers,
-# hidden 16-1024, fp32 and bf16), none of them a calibration graph, it trains each (gcnpart train --device cuda,
-# median step after the first) and prices each with gcnpart fit using the calibration WITHOUT the row's family
-# (--calibration-without: leave-one-family-out), and with the whole calibration beside it. Writes
-# $OUT/fit-families.json and $OUT/fit-families.md (per row, per family, and the summary: share within 15 %, worst,
-# mean signed error; memory error) and packs every train / fit JSON and log into $OUT/fit_families.tar.gz.
-#   GCNPART_BIN=.carry/gcnpart CALIBRATION=cal.json bench/run/fit_families.sh
-# Parameters (environment):
+# configurations on graphs of eight families (bench/run/families.sh: RMAT, milder RMAT, uniform and community
+# stochastic block models, meshes in shuffled and in natural order, a real social graph, a real finite-element mesh;
+# 62 k to 4.2 M nodes, 2-4 layers, hidden 16-1024, fp32 and bf16), none of them a calibration graph, it trains each
+# (gcnpart train --device cuda, median step after the first) and prices each with gcnpart fit using the calibration
+# WITHOUT the row's family (--calibration-without: leave-one-family-out), and with the whole calibration beside it.
+# Writes $OUT/fit-families.json and $OUT/fit-families.md (per row, per family, and the summary: share within 15 %,
+# worst, mean signed error; memory error) and packs every train / fit JSON and log into $OUT/fit-families.tar.gz
+# (bench/run/common.sh).
+#   GCNPART=.carry/gcnpart CALIBRATION=cal.json bench/run/fit_families.sh
+# Parameters (environment; common.sh's too: OUT, GCNPART, GRAPH_DIR, GCNPART_DATA):
 #   CALIBRATION  the calibration document (what `gcnpart bench calibrate` wrote; default: the built-in one, which must
 #                then carry the families: partition/fit/calibration.json)
-#   GCNPART_BIN  the binary (default build/gpu/tools/gcnpart; nothing is built here)
 #   EPOCHS       epochs per training run (default 6)
 #   ROWS         run only the rows whose tag matches this extended regular expression
 #   FIT_JOBS     fits run at once after the trainings (default 8)
-#   TRAIN_BUDGET seconds after which no further row is trained (the fits of those trained still run)
+#   DEADLINE     seconds after which no further row is trained (default 480; the fits of those trained still run)
 #   SET          dev (default): the 32 rows the model was developed on (2026-12-04: the first validation, then used to
 #                choose the model's terms); fresh: 34 rows on 14 further graphs, measured once, after the model was fixed
-#   OUT          where the reports go (default /tmp/out)
-# Needs GCNPART_DATA for soc-Slashdot0902 and wing. After a change to the model alone, re-price the measured rows on
-# the CPU: bench/run/fit_families.sh's fits only (FIT_ONLY=1 with the same OUT and the graphs regenerated).
+# After a change to the model alone, `gcnpart fit --check-calibration` re-prices the held-out epochs stored in the
+# calibration (bench/run/calibration_merge.py puts them there) on the CPU.
 set -uo pipefail
-cd "$(dirname "$0")/../.." || exit 1
-out=${OUT:-/tmp/out}
-mkdir -p "$out"
-work=${TMPDIR:-/tmp}/gcnpart-fit-families
-mkdir -p "$work"
+. "$(dirname "$0")/common.sh"
+DEADLINE=${DEADLINE:-480}
+bench_init fit-families
+[ -n "${GCNPART_BIN:-}" ] && GCNPART=$GCNPART_BIN  # the name the 2026-12-04 calls used
+ensure_gcnpart
+. "$(dirname "$0")/families.sh"
 epochs=${EPOCHS:-6}
-g=${GCNPART_BIN:-build/gpu/tools/gcnpart}
 cal=()
 [ -n "${CALIBRATION:-}" ] && cal=(--calibration "$CALIBRATION")
-command -v nvidia-smi > /dev/null && nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv | tee "$out/gpu.txt"
 
-# Graphs: name -> family, then how to make it (generate arguments, or a dataset with synthetic features).
-declare -A family=(
-  [rmat18]=rmat [rmat21]=rmat [rmat22]=rmat
-  [mild19]=rmat-mild [mild21]=rmat-mild
-  [uni1m]=uniform [products]=uniform
-  [comm800k]=community [comm3m]=community
-  [mesh2d]=mesh [mesh3d]=mesh
-  [ord2d]=mesh-ordered [ord3d]=mesh-ordered
-  [slashdot]=snap [wing]=metis
-  [rmat20s7]=rmat [rmat22s7]=rmat [mild18s7]=rmat-mild [mild22s7]=rmat-mild [uni600k]=uniform [uni3m]=uniform
-  [comm1m]=community [comm400k]=community [mesh1600]=mesh [mesh110]=mesh [ord800]=mesh-ordered [ord130]=mesh-ordered
-)
-declare -A make=(
-  [rmat18]="generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40"
-  [rmat21]="generate rmat --scale 21 --edge-factor 30 --features 100 --classes 47"
-  [rmat22]="generate rmat --scale 22 --edge-factor 16 --features 100 --classes 47"
-  [mild19]="generate rmat --scale 19 --edge-factor 24 --a 0.45 --b 0.22 --c 0.22 --features 128 --classes 40"
-  [mild21]="generate rmat --scale 21 --edge-factor 12 --a 0.45 --b 0.22 --c 0.22 --features 100 --classes 47"
-  [uni1m]="generate sbm --nodes 1000000 --avg-degree 20 --classes 8 --p-intra 0.3 --features 128 --train-per-class 20000"
-  [products]="generate sbm --nodes 2449029 --avg-degree 50.6 --features 100 --classes 47 --train-per-class 2000 --valid 20000 --test 50000"
-  [comm800k]="generate sbm --nodes 800000 --avg-degree 16 --classes 128 --p-intra 0.9 --features 128 --train-per-class 500"
-  [comm3m]="generate sbm --nodes 3000000 --avg-degree 12 --classes 256 --p-intra 0.95 --features 100 --train-per-class 500"
-  [mesh2d]="generate grid --side 1100 --dims 2 --features 128 --classes 16"
-  [mesh3d]="generate grid --side 140 --dims 3 --features 100 --classes 16"
-  [ord2d]="generate grid --side 2050 --dims 2 --natural-order --features 100 --classes 16"
-  [ord3d]="generate grid --side 100 --dims 3 --natural-order --features 128 --classes 16"
-  [slashdot]="soc-Slashdot0902 --synthetic-features 128 --synthetic-classes 16"
-  [wing]="wing --synthetic-features 64 --synthetic-classes 8"
-  [rmat20s7]="generate rmat --scale 20 --edge-factor 20 --seed 7 --features 128 --classes 32"
-  [rmat22s7]="generate rmat --scale 22 --edge-factor 12 --seed 7 --features 100 --classes 47"
-  [mild18s7]="generate rmat --scale 18 --edge-factor 32 --a 0.45 --b 0.22 --c 0.22 --seed 7 --features 64 --classes 16"
-  [mild22s7]="generate rmat --scale 22 --edge-factor 8 --a 0.45 --b 0.22 --c 0.22 --seed 7 --features 100 --classes 47"
-  [uni600k]="generate sbm --nodes 600000 --avg-degree 12 --classes 4 --p-intra 0.25 --features 128 --seed 7 --train-per-class 20000"
-  [uni3m]="generate sbm --nodes 3500000 --avg-degree 30 --classes 10 --p-intra 0.1 --features 100 --seed 7 --train-per-class 5000"
-  [comm1m]="generate sbm --nodes 1200000 --avg-degree 24 --classes 512 --p-intra 0.92 --features 128 --seed 7 --train-per-class 200"
-  [comm400k]="generate sbm --nodes 400000 --avg-degree 10 --classes 64 --p-intra 0.85 --features 64 --seed 7 --train-per-class 500"
-  [mesh1600]="generate grid --side 1600 --dims 2 --seed 7 --features 100 --classes 8"
-  [mesh110]="generate grid --side 110 --dims 3 --seed 7 --features 128 --classes 8"
-  [ord800]="generate grid --side 800 --dims 2 --natural-order --features 128 --classes 8"
-  [ord130]="generate grid --side 130 --dims 3 --natural-order --features 64 --classes 8"
-)
 # Rows: graph layers hidden precision
-rows=(  # interleaved by family: a spent TRAIN_BUDGET leaves every family some rows
+rows=(  # interleaved by family: a passed DEADLINE leaves every family some rows
   "rmat18 2 64 fp32" "mild19 2 128 fp32" "uni1m 2 256 fp32" "comm800k 2 512 fp32"
   "mesh2d 2 256 fp32" "ord2d 2 256 fp32" "slashdot 2 256 fp32" "wing 2 128 fp32"
   "rmat18 3 256 bf16" "mild19 3 1024 bf16" "uni1m 4 128 bf16" "comm800k 3 128 bf16"
@@ -100,59 +57,39 @@ if [ "${SET:-dev}" = fresh ]; then  # measured once, after the model was fixed o
   )
 fi
 
-data_args() {  # the DATA argument (and synthetic-feature options) of a graph, generating it first when needed
-  local name=$1 spec=${make[$1]}
-  if [[ $spec == generate* ]]; then
-    local f="$work/$name.gcsr"
-    # shellcheck disable=SC2086  # the generator's arguments, split on purpose
-    [ -f "$f" ] || $g -q $spec -o "$f" > "$work/generate-$name.log" 2>&1 || { echo "generate $name failed" >&2; return 1; }
-    echo "$f"
-  else
-    echo "$spec"
-  fi
-}
-
-results="$work/rows.jsonl"
-if [ -z "${FIT_ONLY:-}" ]; then
-  : > "$results"
-  began=$(date +%s)
-  for row in "${rows[@]}"; do
-    if [ -n "${TRAIN_BUDGET:-}" ] && [ $(( $(date +%s) - began )) -gt "$TRAIN_BUDGET" ]; then
-      echo "training budget of $TRAIN_BUDGET s spent: $row and the rows after it not trained"; break
-    fi
-    read -r name layers hidden precision <<< "$row"
-    tag="$name-L$layers-h$hidden-$precision"
-    [ -n "${ROWS:-}" ] && ! [[ $tag =~ $ROWS ]] && continue
-    data=$(data_args "$name") || continue
-    start=$(date +%s)
-    # shellcheck disable=SC2086
-    timeout 300 $g -q train $data --device cuda --layers "$layers" --hidden "$hidden" --precision "$precision" \
-      --epochs "$epochs" --json "$work/train-$tag.json" > "$work/train-$tag.log" 2>&1 ||
-      { echo "$tag: train failed"; tail -3 "$work/train-$tag.log"; continue; }
-    echo "$row ${family[$name]}" >> "$results"
-    echo "$tag trained in $(( $(date +%s) - start )) s"
-  done
-fi
+results="$W/rows.jsonl"
+: > "$results"
+for row in "${rows[@]}"; do
+  read -r name layers hidden precision <<< "$row"
+  tag="$name-L$layers-h$hidden-$precision"
+  [ -n "${ROWS:-}" ] && ! [[ $tag =~ $ROWS ]] && continue
+  late "$tag and the rows after it" && break
+  data=$(family_data "$name") || continue
+  # shellcheck disable=SC2086  # $data: DATA and its options
+  step "train-$tag" 300 "$GCNPART" -q train $data --device cuda --layers "$layers" --hidden "$hidden" \
+    --precision "$precision" --epochs "$epochs" --json "$W/train-$tag.json" || continue
+  echo "$row ${family[$name]}" >> "$results"
+done
 
 # The fits, FIT_JOBS at a time: leave-one-family-out and the whole calibration (one command a line).
-jobs="$work/fits.txt"
+jobs="$W/fits.txt"
 : > "$jobs"
 while read -r name layers hidden precision fam; do
   tag="$name-L$layers-h$hidden-$precision"
-  data=$(data_args "$name") || continue
+  data=$(family_data "$name") || continue
   for which in lofo all; do
     extra=""
     [ "$which" = lofo ] && extra="--calibration-without $fam"
-    echo "$g -q fit $data --card h200 --rank-gpus 1 --layers $layers --hidden $hidden --precision $precision" \
-      "${cal[*]+${cal[*]}} $extra --json $work/fit-$which-$tag.json > $work/fit-$which-$tag.log 2>&1 ||" \
+    echo "$GCNPART -q fit $data --card h200 --rank-gpus 1 --layers $layers --hidden $hidden --precision $precision" \
+      "${cal[*]+${cal[*]}} $extra --json $W/fit-$which-$tag.json > $W/fit-$which-$tag.log 2>&1 ||" \
       "echo '$tag: fit ($which) failed'" >> "$jobs"
   done
 done < "$results"
-start=$(date +%s)
+start=$SECONDS
 xargs -d '\n' -P "${FIT_JOBS:-8}" -I{} bash -c '{}' < "$jobs"
-echo "fits in $(( $(date +%s) - start )) s"
+note "fits: $(( SECONDS - start ))s"
 
-python3 - "$results" "$work" "$out" "$epochs" <<'PY'
+python3 - "$results" "$W" "$W" "$epochs" <<'PY'
 import datetime, json, os, statistics, sys
 rows_file, work, out, epochs = sys.argv[1:]
 rows = []
@@ -215,4 +152,5 @@ with open(os.path.join(out, "fit-families.md"), "w") as md:
         md.write("memory: worst %.1f %%\n" % (100 * summary["memory_worst"]))
 print(open(os.path.join(out, "fit-families.md")).read())
 PY
-tar -czf "$out/fit_families.tar.gz" --exclude="*.gcsr" -C "$(dirname "$work")" "$(basename "$work")"
+cp "$W/fit-families.json" "$W/fit-families.md" "$OUT/"
+bench_pack

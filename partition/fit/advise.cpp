@@ -558,9 +558,9 @@ std::vector<FitChange> would_fit(const Context& c, const Card& card, int gpus) {
       break;
   }
   // bf16 storage (pipeline trains fp32 only).
-  if (c.model.precision == Precision::kFp32 && card_refusal(ModelSpec{.precision = Precision::kBf16}, card).empty()) {
-    ModelSpec m = c.model;
-    m.precision = Precision::kBf16;
+  ModelSpec m = c.model;
+  m.precision = Precision::kBf16;
+  if (c.model.precision == Precision::kFp32 && card_refusal(m, card).empty()) {
     std::vector<StrategyFit> fits;
     for (const auto& f : here)
       if (traits(f.strategy).bf16) fits.push_back(refit(f, m));
@@ -977,20 +977,15 @@ void coverage(const Context& c, FitReport& rep) {
     rep.outside_calibration.push_back(with_commas(c.stats.nodes) + " nodes: the SpMM terms were measured on graphs of " +
                                       with_commas(static_cast<std::int64_t>(cal.calibrated_rows_min)) + " to " +
                                       with_commas(static_cast<std::int64_t>(cal.calibrated_rows_max)) + " nodes");
-  if (!reuse.empty()) {
-    const Card* card = nullptr;
-    for (const auto& k : c.req.catalogue.cards)
-      if (k.id == cal.card) card = &k;
-    if (card != nullptr) {
-      const double hit = L2Reuse{c.degree_ratio, &reuse, cal.l2_share, cal.frequency_blend}.hit_fraction(card->l2_bytes, 128 * 4.0, nodes);
-      constexpr double kSlack = 0.05;
-      if (hit < cal.calibrated_hit_min - kSlack || hit > cal.calibrated_hit_max + kSlack)
-        rep.outside_calibration.push_back("its L2 reuse (" + format_pct(hit, 0) + " of the gathered reads of 128-wide rows hit the " +
-                                          card->name + "'s L2) lies outside the calibrated graphs' " +
-                                          format_pct(cal.calibrated_hit_min, 0) + " to " +
-                                          format_pct(cal.calibrated_hit_max, 0));
-    }
-  }
+  if (reuse.empty()) return;
+  const Card& card = c.req.catalogue.find(cal.card, "the calibration card (" + cal.card + ")");  // resolve() found it
+  const double hit =
+      L2Reuse{c.degree_ratio, &reuse, cal.l2_share, cal.frequency_blend}.hit_fraction(card.l2_bytes, kCoverageRowBytes, nodes);
+  constexpr double kSlack = 0.05;
+  if (hit < cal.calibrated_hit_min - kSlack || hit > cal.calibrated_hit_max + kSlack)
+    rep.outside_calibration.push_back("its L2 reuse (" + format_pct(hit, 0) + " of the gathered reads of 128-wide rows hit the " +
+                                      card.name + "'s L2) lies outside the calibrated graphs' " +
+                                      format_pct(cal.calibrated_hit_min, 0) + " to " + format_pct(cal.calibrated_hit_max, 0));
 }
 
 FitReport advise(const FitRequest& request) {

@@ -541,6 +541,13 @@ CalibrationData CalibrationData::without_family(const std::string& family) const
   return d;
 }
 
+std::vector<std::string> CalibrationData::families() const {
+  std::vector<std::string> out;
+  for (const auto& x : spmm)
+    if (!x.family.empty() && std::find(out.begin(), out.end(), x.family) == out.end()) out.push_back(x.family);
+  return out;
+}
+
 std::vector<CalibrationMeasurement> parse_calibration(const std::string& text, const std::string& origin) {
   return parse_calibration_data(text, origin).epochs;
 }
@@ -752,7 +759,6 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
 
 }  // namespace
 
-
 Calibration calibrate(const Card& card, const CalibrationData& data) {
   Calibration cal;
   cal.card = card.id;
@@ -779,12 +785,11 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     note("l2_share", "measured: " + std::to_string(cal.l2_share).substr(0, 5) +
                          " of the L2 holds gathered rows, " + std::to_string(cal.frequency_blend).substr(0, 4) +
                          " of the way from LRU to the frequency-optimal cache (least residual over the SpMM calls)");
-  // What the SpMM terms saw: families, sizes, and the reuse of 128-wide fp32 rows at the card's L2.
+  // What the SpMM terms saw: families, sizes, and the reuse of kCoverageRowBytes rows at the card's L2.
+  cal.families = data.families();
   for (const auto& x : data.spmm) {
-    if (!x.family.empty() && std::find(cal.families.begin(), cal.families.end(), x.family) == cal.families.end())
-      cal.families.push_back(x.family);
     const double hit = L2Reuse{x.degree_ratio > 0 ? x.degree_ratio : 1.0, &x.reuse, cal.l2_share, cal.frequency_blend}
-                           .hit_fraction(card.l2_bytes, 128 * 4.0, x.call.cols_in);
+                           .hit_fraction(card.l2_bytes, kCoverageRowBytes, x.call.cols_in);
     const bool first = cal.calibrated_rows_max == 0;
     cal.calibrated_rows_min = first ? x.call.rows_out : std::min(cal.calibrated_rows_min, x.call.rows_out);
     cal.calibrated_rows_max = std::max(cal.calibrated_rows_max, x.call.rows_out);
@@ -840,17 +845,16 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
     for (const auto& p : data.profiles) {
       if (traits(p.epoch.model.precision).bf16_storage) continue;  // see Calibration::elementwise_efficiency
       const EpochWork w = work_of(p.epoch);
-      Calibration unit = cal;  // streams at the card's full bandwidth, GEMMs at their shapes' rates
+      // Element-wise at the card's full bandwidth (their time then gives the efficiency); GEMMs at their shapes'
+      // rates (gemm_epoch_factor is still 1 here).
+      Calibration unit = cal;
       unit.elementwise_efficiency = 1;
-      unit.gemm_epoch_factor = 1;
       const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
       if (p.other_seconds > 0 && t.stream > 0) {
         const double x = t.stream / p.other_seconds;  // other = stream / efficiency
         ss += x * x, s1 += x;
       }
-      Calibration shapes = cal;
-      shapes.gemm_epoch_factor = 1;
-      const EpochTime tg = predict_epoch_autotuned(w, card, shapes, none, p.epoch.model.precision);
+      const EpochTime tg = predict_epoch_autotuned(w, card, cal, none, p.epoch.model.precision);
       if (p.gemm_seconds > 0 && tg.gemm > 0) {
         const double x = tg.gemm / p.gemm_seconds;  // gemm = factor x predicted
         gs += x * x, g1 += x;
@@ -918,8 +922,7 @@ std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData
       return m.autotuned ? predict_epoch_autotuned(w, card, cal, none, m.model.precision)
                          : predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
     };
-    const EpochTime t = price(whole);
-    out.push_back({m.what, m.family, m.seconds, price(it->second).seconds, t.seconds, t});
+    out.push_back({m.what, m.family, m.seconds, price(it->second).seconds, price(whole)});
   }
   return out;
 }

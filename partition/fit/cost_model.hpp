@@ -99,7 +99,7 @@ struct Calibration {
   /// Between LRU (0) and the frequency-optimal cache (1): fitted with l2_share (L2Reuse::frequency_blend).
   double frequency_blend = 0;
   /// The graph families the SpMM terms were measured on, and the range of their sizes and reuse (for "outside
-  /// calibration" notes): node counts and the measured hit fraction of 128-wide fp32 rows in the card's L2.
+  /// calibration" notes): node counts and the measured hit fraction of kCoverageRowBytes rows in the card's L2.
   std::vector<std::string> families;
   double calibrated_rows_min = 0, calibrated_rows_max = 0;
   double calibrated_hit_min = 0, calibrated_hit_max = 0;
@@ -132,6 +132,10 @@ struct Calibration {
     return bf16 ? spmm_bf16 : cusparse ? spmm_cusparse : spmm_own;
   }
 };
+
+/// The row whose L2 hit fraction places a graph against the calibrated ones (Calibration::calibrated_hit_min/max):
+/// 128 fp32 columns.
+inline constexpr double kCoverageRowBytes = 128 * 4.0;
 
 /// One aggregation (SpMM) call as the time model sees it.
 struct SpmmTerm {
@@ -268,6 +272,8 @@ struct CalibrationData {
   std::string held_out_source;
   /// The document without the SpMM calls and epochs of graphs of `family` (leave-one-family-out validation).
   [[nodiscard]] CalibrationData without_family(const std::string& family) const;
+  /// The families its SpMM calls name, in document order.
+  [[nodiscard]] std::vector<std::string> families() const;
 };
 /// The H200 calibration compiled in from partition/fit/calibration.json.
 CalibrationData builtin_calibration();
@@ -293,10 +299,10 @@ Calibration calibrate(const Card& card, const std::vector<CalibrationMeasurement
 /// calibration (CalibrationData::without_family) and with the whole of it.
 struct HeldOutCheck {
   std::string what, family;
-  double measured_seconds = 0, without_family_seconds = 0, whole_seconds = 0;
-  EpochTime terms;  ///< the whole calibration's prediction by term
+  double measured_seconds = 0, without_family_seconds = 0;
+  EpochTime whole;  ///< the whole calibration's prediction, by term
   [[nodiscard]] double error() const { return without_family_seconds / measured_seconds - 1; }
-  [[nodiscard]] double whole_error() const { return whole_seconds / measured_seconds - 1; }
+  [[nodiscard]] double whole_error() const { return whole.seconds / measured_seconds - 1; }
 };
 /// Every held-out epoch (role "held-out") of `data` whose graph names a family, in document order: the
 /// leave-one-family-out validation of the calibration, on the CPU (`gcnpart fit --check-calibration`).
