@@ -9,6 +9,7 @@
 #include <limits>
 
 #include "base/atomic_file.hpp"
+#include "base/binary_format.hpp"
 #include "base/error.hpp"
 
 namespace gcnpart::engine {
@@ -59,48 +60,130 @@ void remove_checkpoints_except(const std::string& dir, int rank, int parts, int 
 }
 
 namespace {
-constexpr char kWeightsMagic[8] = {'G', 'C', 'N', 'P', 'W', 'T', 'S', '1'};
-constexpr char kCheckpointMagic[8] = {'G', 'C', 'N', 'P', 'C', 'K', 'P', '1'};
+// Version 2 of both formats ends every part (the header, each tensor or vector) in the CRC32 of its bytes; version 1
+// had no checksums and still loads (a user's old weights), with the finiteness checks only.
+constexpr char kWeightsMagic[8] = {'G', 'C', 'N', 'P', 'W', 'T', 'S', '2'};
+constexpr char kWeightsMagicV1[8] = {'G', 'C', 'N', 'P', 'W', 'T', 'S', '1'};
+constexpr char kCheckpointMagic[8] = {'G', 'C', 'N', 'P', 'C', 'K', 'P', '2'};
+constexpr char kCheckpointMagicV1[8] = {'G', 'C', 'N', 'P', 'C', 'K', 'P', '1'};
 
-template <class T>
-void put_vector(AtomicFile& f, const std::vector<T>& v) {
-  const std::int64_t n = static_cast<std::int64_t>(v.size());
-  f.write(&n, sizeof n);
-  f.write(v.data(), v.size() * sizeof(T));
+/// zlib returns 0 for a null buffer instead of continuing: an empty part must leave the running CRC alone.
+std::uint32_t crc_update(std::uint32_t crc, const void* data, std::uint64_t bytes) {
+  return bytes == 0 ? crc : binary::crc32(crc, data, bytes);
 }
 
-/// Reads a length-prefixed vector, refusing lengths the rest of the file cannot hold.
-template <class T>
-std::vector<T> get_vector(std::ifstream& in, const std::string& path, std::uint64_t file_size, const char* what) {
-  std::int64_t n = -1;
-  in.read(reinterpret_cast<char*>(&n), sizeof n);
-  const auto at = static_cast<std::uint64_t>(in.tellg());
-  if (!in || n < 0 || static_cast<std::uint64_t>(n) * sizeof(T) > file_size - std::min(file_size, at))
-    throw InvalidInput(InputLocation{path, 0, 0}, std::string("bad length of ") + what, std::to_string(n),
-                       "a length the file can hold");
-  std::vector<T> v(static_cast<std::size_t>(n));
-  in.read(reinterpret_cast<char*>(v.data()), static_cast<std::streamsize>(v.size() * sizeof(T)));
-  if (!in) throw InvalidInput(InputLocation{path, 0, 0}, std::string("truncated ") + what, "end of file", "more data");
-  return v;
+/// Writes parts, each followed by the CRC32 of its bytes.
+class PartWriter {
+ public:
+  explicit PartWriter(AtomicFile& f) : f_(f) {}
+  void write(const void* data, std::size_t bytes) {
+    f_.write(data, bytes);
+    crc_ = crc_update(crc_, data, bytes);
+  }
+  template <class T>
+  void write_vector(const std::vector<T>& v) {
+    const std::int64_t n = static_cast<std::int64_t>(v.size());
+    write(&n, sizeof n);
+    write(v.data(), v.size() * sizeof(T));
+  }
+  void end_part() {
+    f_.write(&crc_, sizeof crc_);
+    crc_ = 0;
+  }
+
+ private:
+  AtomicFile& f_;
+  std::uint32_t crc_ = 0;
+};
+
+/// Reads a file written by PartWriter (version 2: end_part checks each part's CRC32) or a version-1 file (no CRCs).
+class PartReader {
+ public:
+  PartReader(std::ifstream& in, std::string path, std::uint64_t file_size, bool checksummed)
+      : in_(in), path_(std::move(path)), size_(file_size), checksummed_(checksummed) {}
+
+  /// False on a short read (the caller names what is missing).
+  bool read(void* data, std::uint64_t bytes) {
+    if (!in_.read(static_cast<char*>(data), static_cast<std::streamsize>(bytes))) return false;
+    crc_ = crc_update(crc_, data, bytes);
+    at_ += bytes;
+    return true;
+  }
+  /// A length-prefixed vector, refusing lengths the rest of the file cannot hold.
+  template <class T>
+  std::vector<T> read_vector(const std::string& what) {
+    std::int64_t n = -1;
+    if (!read(&n, sizeof n) || n < 0 || static_cast<std::uint64_t>(n) > (size_ - std::min(size_, at_)) / sizeof(T))
+      throw InvalidInput(InputLocation{path_, 0, 0}, "bad length of the " + what, std::to_string(n),
+                         "a length the file can hold");
+    std::vector<T> v(static_cast<std::size_t>(n));
+    if (!read(v.data(), v.size() * sizeof(T)))
+      throw InvalidInput(InputLocation{path_, 0, 0}, "truncated " + what, "end of file", "more data");
+    return v;
+  }
+  /// Version 2: the CRC32 stored next must match the bytes read since the previous part ended.
+  /// @throws InvalidInput naming the file, the part `what` and its byte offset.
+  void end_part(const std::string& what) {
+    if (!checksummed_) return;
+    std::uint32_t stored = 0;
+    const std::uint64_t stored_at = at_;
+    if (!in_.read(reinterpret_cast<char*>(&stored), sizeof stored))
+      binary::fail_at_byte(path_, stored_at, "truncated checksum of the " + what, "end of file", "a 4-byte CRC32");
+    at_ += sizeof stored;
+    if (stored != crc_)
+      binary::fail_at_byte(path_, begin_, "checksum mismatch in the " + what, "CRC32 " + binary::hex32(crc_),
+                           binary::hex32(stored) + " (stored at byte " + std::to_string(stored_at) +
+                               "; the file is damaged or was edited)");
+    crc_ = 0;
+    begin_ = at_;
+  }
+  /// Version 2 ends with the last part: trailing bytes mean a damaged or foreign file.
+  void expect_end(const std::string& last_part) {
+    if (checksummed_ && size_ != at_)
+      binary::fail_at_byte(path_, at_, "trailing bytes after the last " + last_part, std::to_string(size_) + " bytes",
+                           std::to_string(at_) + " (the file is damaged or was edited)");
+  }
+
+ private:
+  std::ifstream& in_;
+  std::string path_;
+  std::uint64_t size_;
+  bool checksummed_;
+  std::uint64_t at_ = 0, begin_ = 0;
+  std::uint32_t crc_ = 0;
+};
+
+/// Which version the magic names: 2, 1 or 0 (not ours).
+int format_version(const char (&magic)[8], const char (&v2)[8], const char (&v1)[8]) {
+  if (std::memcmp(magic, v2, 8) == 0) return 2;
+  if (std::memcmp(magic, v1, 8) == 0) return 1;
+  return 0;
 }
 }  // namespace
 
 void save_checkpoint(const std::string& path, const Checkpoint& c) {
   AtomicFile f(path);
-  f.write(kCheckpointMagic, sizeof kCheckpointMagic);
-  f.write(&c.seed, sizeof c.seed);
+  PartWriter w(f);
+  w.write(kCheckpointMagic, sizeof kCheckpointMagic);
+  w.write(&c.seed, sizeof c.seed);
   const std::int64_t header[3] = {c.next_epoch, c.model.step, c.since_best};
-  f.write(header, sizeof header);
-  f.write(&c.best_valid, sizeof c.best_valid);
-  put_vector(f, c.dims);
-  put_vector(f, c.model.params);
-  put_vector(f, c.model.adam_m);
-  put_vector(f, c.model.adam_v);
-  put_vector(f, c.train_loss);
-  put_vector(f, c.valid_loss);
+  w.write(header, sizeof header);
+  w.write(&c.best_valid, sizeof c.best_valid);
+  w.end_part();
+  w.write_vector(c.dims);
+  w.end_part();
+  w.write_vector(c.model.params);
+  w.end_part();
+  w.write_vector(c.model.adam_m);
+  w.end_part();
+  w.write_vector(c.model.adam_v);
+  w.end_part();
+  w.write_vector(c.train_loss);
+  w.end_part();
+  w.write_vector(c.valid_loss);
+  w.end_part();
   f.commit();
 }
-
 namespace {
 /// The index of the first value of `v` that is not finite (NaN or infinite), or -1.
 template <class T>
@@ -126,26 +209,36 @@ Checkpoint load_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path, "cannot open checkpoint");
   const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, kCheckpointMagic, 8) != 0)
-    throw InvalidInput(InputLocation{path, 0, 0}, "not a gcnpart checkpoint", "bad magic", "GCNPCKP1");
+  char magic[8] = {};
+  const bool whole_magic = static_cast<bool>(in.read(magic, 8));
+  const int version = whole_magic ? format_version(magic, kCheckpointMagic, kCheckpointMagicV1) : 0;
+  if (version == 0)
+    throw InvalidInput(InputLocation{path, 0, 0}, "not a gcnpart checkpoint", "bad magic", "GCNPCKP2 (or GCNPCKP1)");
+  in.seekg(0);
+  PartReader r(in, path, size, version >= 2);
   Checkpoint c;
-  std::int64_t header[3];
-  in.read(reinterpret_cast<char*>(&c.seed), sizeof c.seed);
-  in.read(reinterpret_cast<char*>(header), sizeof header);
-  in.read(reinterpret_cast<char*>(&c.best_valid), sizeof c.best_valid);
-  if (!in || header[0] < 0 || header[1] < 0 || header[2] < 0)
+  std::int64_t header[3] = {-1, -1, -1};
+  const bool read_header = r.read(magic, 8) && r.read(&c.seed, sizeof c.seed) && r.read(header, sizeof header) &&
+                           r.read(&c.best_valid, sizeof c.best_valid);
+  if (!read_header) throw InvalidInput(InputLocation{path, 0, 0}, "truncated checkpoint header", "end of file", "more data");
+  r.end_part("checkpoint header");
+  if (header[0] < 0 || header[1] < 0 || header[2] < 0)
     throw InvalidInput(InputLocation{path, 0, 0}, "bad checkpoint header", "epoch " + std::to_string(header[0]),
                        "non-negative epoch, step and counter");
   c.next_epoch = static_cast<int>(header[0]);
   c.model.step = header[1];
   c.since_best = static_cast<int>(header[2]);
-  c.dims = get_vector<std::int64_t>(in, path, size, "layer widths");
-  c.model.params = get_vector<float>(in, path, size, "parameters");
-  c.model.adam_m = get_vector<float>(in, path, size, "Adam first moments");
-  c.model.adam_v = get_vector<float>(in, path, size, "Adam second moments");
-  c.train_loss = get_vector<double>(in, path, size, "training losses");
-  c.valid_loss = get_vector<double>(in, path, size, "validation losses");
+  auto part = [&r]<class T>(std::vector<T>& v, const std::string& what) {
+    v = r.read_vector<T>(what);
+    r.end_part(what);
+  };
+  part(c.dims, "layer widths");
+  part(c.model.params, "parameters");
+  part(c.model.adam_m, "Adam first moments");
+  part(c.model.adam_v, "Adam second moments");
+  part(c.train_loss, "training losses");
+  part(c.valid_loss, "validation losses");
+  r.expect_end("part (validation losses)");
   expect_finite(path, c.model.params, "parameters");
   expect_finite(path, c.model.adam_m, "Adam first moments");
   expect_finite(path, c.model.adam_v, "Adam second moments");
@@ -163,14 +256,13 @@ Checkpoint load_checkpoint(const std::string& path) {
 void save_weights(const std::string& path, const std::vector<std::int64_t>& dims,
                   const std::vector<std::vector<float>>& params) {
   AtomicFile f(path);
-  f.write(kWeightsMagic, sizeof kWeightsMagic);
-  const std::int64_t n = static_cast<std::int64_t>(dims.size());
-  f.write(&n, sizeof n);
-  f.write(dims.data(), dims.size() * sizeof(std::int64_t));
+  PartWriter w(f);
+  w.write(kWeightsMagic, sizeof kWeightsMagic);
+  w.write_vector(dims);
+  w.end_part();
   for (const auto& p : params) {
-    const std::int64_t count = static_cast<std::int64_t>(p.size());
-    f.write(&count, sizeof count);
-    f.write(p.data(), p.size() * sizeof(float));
+    w.write_vector(p);
+    w.end_part();
   }
   f.commit();
 }
@@ -181,15 +273,19 @@ std::vector<std::vector<float>> load_weights(const std::string& path, const std:
   auto fail = [&](const std::string& problem, const std::string& value, const std::string& expected) {
     throw InvalidInput(InputLocation{path, 0, 0}, problem, value, expected);
   };
-  char magic[8];
-  if (!in.read(magic, 8) || std::memcmp(magic, kWeightsMagic, 8) != 0)
-    fail("not a gcnpart weights file", "bad magic", "GCNPWTS1");
+  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
+  char magic[8] = {};
+  const bool whole_magic = static_cast<bool>(in.read(magic, 8));
+  const int version = whole_magic ? format_version(magic, kWeightsMagic, kWeightsMagicV1) : 0;
+  if (version == 0) fail("not a gcnpart weights file", "bad magic", "GCNPWTS2 (or GCNPWTS1)");
+  in.seekg(0);
+  PartReader r(in, path, size, version >= 2);
+  r.read(magic, 8);
   std::int64_t n = 0;
-  if (!in.read(reinterpret_cast<char*>(&n), sizeof n) || n < 2 || n > 65)
-    fail("layer count", std::to_string(n), "2..65 widths");
+  if (!r.read(&n, sizeof n) || n < 2 || n > 65) fail("layer count", std::to_string(n), "2..65 widths");
   std::vector<std::int64_t> saved(static_cast<std::size_t>(n));
-  in.read(reinterpret_cast<char*>(saved.data()), static_cast<std::streamsize>(n * sizeof(std::int64_t)));
-  if (!in) fail("truncated header", "end of file", "layer widths");
+  if (!r.read(saved.data(), saved.size() * sizeof(std::int64_t))) fail("truncated header", "end of file", "layer widths");
+  r.end_part("header (layer widths)");
   if (saved != dims) {
     std::string s, d;
     for (auto v : saved) s += (s.empty() ? "" : ",") + std::to_string(v);
@@ -199,16 +295,19 @@ std::vector<std::vector<float>> load_weights(const std::string& path, const std:
   std::vector<std::vector<float>> params;
   for (std::int64_t l = 0; l + 1 < n; ++l) {
     for (const std::int64_t want : {saved[l] * saved[l + 1], saved[l + 1]}) {
+      const std::string what = std::string(params.size() % 2 == 0 ? "weights" : "bias") + " of layer " + std::to_string(l);
       std::int64_t count = 0;
-      if (!in.read(reinterpret_cast<char*>(&count), sizeof count) || count != want)
+      if (!r.read(&count, sizeof count) || count != want)
         fail("tensor size of layer " + std::to_string(l), std::to_string(count), std::to_string(want));
       std::vector<float> p(static_cast<std::size_t>(count));
-      if (!in.read(reinterpret_cast<char*>(p.data()), static_cast<std::streamsize>(count * sizeof(float))))
+      if (!r.read(p.data(), p.size() * sizeof(float)))
         fail("truncated tensor of layer " + std::to_string(l), "end of file", std::to_string(count) + " floats");
-      expect_finite(path, p, std::string(params.size() % 2 == 0 ? "weights" : "bias") + " of layer " + std::to_string(l));
+      r.end_part(what);
+      expect_finite(path, p, what);
       params.push_back(std::move(p));
     }
   }
+  r.expect_end("tensor");
   return params;
 }
 

@@ -347,6 +347,8 @@ TEST_CASE("a run killed after a checkpoint and resumed ends with the same weight
 
 TEST_CASE("a corrupt or foreign checkpoint is refused") {
   testing::TempDir dir;
+  write_file_atomic(dir.file("bad.gckpt"), "GCNPCKP2 but then garbage");
+  CHECK_THROWS_AS(load_checkpoint(dir.file("bad.gckpt")), InvalidInput);
   write_file_atomic(dir.file("bad.gckpt"), "GCNPCKP1 but then garbage");
   CHECK_THROWS_AS(load_checkpoint(dir.file("bad.gckpt")), InvalidInput);
   write_file_atomic(dir.file("other.gckpt"), "something else entirely");
