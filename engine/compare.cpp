@@ -41,11 +41,11 @@ nlohmann::json to_json(const partition::PlanMetrics& m) {
 
 namespace {
 
-double median_after_warmup(const std::vector<double>& v) {
+/// The timed epochs, sorted: every epoch after the first (warm-up), or the only one.
+std::vector<double> timed_epochs(const std::vector<double>& v) {
   std::vector<double> t(v.begin() + (v.size() > 1 ? 1 : 0), v.end());
-  if (t.empty()) return 0;
   std::sort(t.begin(), t.end());
-  return t[t.size() / 2];
+  return t;
 }
 
 /// A measured row: the run's per-device figures, its epoch, and accuracy when trained.
@@ -54,7 +54,14 @@ nlohmann::json measured_row(partition::Strategy s, int k, int layers, const part
   nlohmann::json r = {{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"metrics", to_json(metrics)},
                       {"work_imbalance_predicted", metrics.work_imbalance}};
   add_device_json(r, rep);
-  r["epoch_seconds"] = median_after_warmup(rep.epoch_seconds);
+  // epoch_seconds keeps its meaning (the upper median of the timed epochs); the spread says how far one run's
+  // epochs lie from it, so that two rows a few percent apart are not read as a ranking.
+  const auto t = timed_epochs(rep.epoch_seconds);
+  r["epoch_seconds"] = t.empty() ? 0.0 : t[t.size() / 2];
+  r["epoch_ms_median"] = t.empty() ? 0.0 : 1e3 * t[t.size() / 2];
+  r["epoch_ms_min"] = t.empty() ? 0.0 : 1e3 * t.front();
+  r["epoch_ms_max"] = t.empty() ? 0.0 : 1e3 * t.back();
+  r["epoch_ms_samples"] = t.size();
   r["train_loss"] = rep.train_loss;
   if (trained)
     r["train"] = {{"test_accuracy", rep.accuracy[2]}, {"valid_accuracy", rep.accuracy[1]},
@@ -94,6 +101,12 @@ void CompareRequest::validate() const {
   if (!train && measure_epochs < 1)
     throw InvalidInput::parameter("--measure-epochs", std::to_string(measure_epochs), ">= 1");
   config.validate();
+}
+
+std::string cpu_epoch_time_note() {
+  return "the K virtual CPU devices are K threads sharing this machine's " +
+         std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
+         " cores: epoch times at K > 1 include that contention and are not what K separate devices would take";
 }
 
 std::int64_t compare_configurations(const CompareRequest& request) {
@@ -136,11 +149,7 @@ CompareReport compare(const datasets::Dataset& ds, const CompareRequest& request
   h["layers"] = request.layers;
   h["device"] = cuda ? "cuda (" + std::to_string(gpus) + " visible GPU(s), NCCL, one thread each)"
                      : std::string("cpu (virtual devices, one thread each)");
-  if (!cuda)
-    h["epoch_time_note"] = "the K virtual CPU devices are K threads sharing this machine's " +
-                           std::to_string(std::max(1u, std::thread::hardware_concurrency())) +
-                           " cores: epoch times at K > 1 include that contention and are not what K separate "
-                           "devices would take";
+  if (!cuda) h["epoch_time_note"] = cpu_epoch_time_note();
   h["precision"] = to_string(cfg.model.precision);
   h["epochs"] = cfg.epochs;
   h["trained"] = request.train;

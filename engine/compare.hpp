@@ -22,7 +22,8 @@ struct CompareRequest {
   std::vector<partition::Strategy> strategies;
   partition::PartitionOptions partition;
   bool train = false;       ///< train config.epochs and report accuracy; else measure_epochs epochs
-  int measure_epochs = 3;
+  /// Epochs per row without --train: the first is a warm-up, the rest are timed (median, min and max per row).
+  int measure_epochs = 4;
   TrainConfig config;       ///< model and optimiser (layers is set per row)
   Backend backend = Backend::kCpu;  ///< CPU: K virtual devices; CUDA: single on GPU 0, K on GPUs 0..K-1 (NCCL)
   /// Non-empty: a folder (created) that receives, per measured configuration, <strategy>-k<K>-l<L>.gplan
@@ -35,10 +36,17 @@ struct CompareRequest {
 
 struct CompareReport {
   nlohmann::json header;                ///< dataset, partitioner, device, precision, model, ...
-  std::vector<nlohmann::json> rows;     ///< one per (layers, strategy, K): metrics, memory, time split, accuracy
+  /// One per (layers, strategy, K): metrics, memory, time split, accuracy, and the epoch time: epoch_seconds (the
+  /// median of the timed epochs, those after the first) with its spread epoch_ms_median, epoch_ms_min,
+  /// epoch_ms_max (milliseconds) over epoch_ms_samples epochs.
+  std::vector<nlohmann::json> rows;
   /// {header..., rows: [...]}; provenance (command, date, commit) is the front-end's to add.
   [[nodiscard]] nlohmann::json to_json() const;
 };
+
+/// On CPU devices, what the epoch times of a row with K > 1 are: K threads sharing this machine's cores (the report
+/// header's epoch_time_note).
+std::string cpu_epoch_time_note();
 
 /// The configurations compare() visits (the progress total): layers x (1 + parts x strategies).
 std::int64_t compare_configurations(const CompareRequest& request);

@@ -37,7 +37,7 @@ struct CompareOptions {
       [](const partition::StrategyTraits& t) { return !partition::one_device(t.value); });
   std::string partitioner = "metis";
   bool train = false;
-  int measure_epochs = 3;
+  int measure_epochs = engine::CompareRequest{}.measure_epochs;
   std::string json, html, save_plan;
   engine::TrainConfig config;
   std::uint64_t partition_seed = 1;
@@ -71,10 +71,24 @@ engine::CompareRequest make_request(const CompareOptions& o, const datasets::Dat
   return q;
 }
 
-void print_header() {
-  std::printf("%-7s %3s %2s %12s %12s %8s %7s %12s %12s %12s %10s %9s %9s %15s %8s\n", "strategy", "K", "L",
-              "edge cut", "lost edges", "lost %", "repl", "halo/dev", "peak/dev", "sent/ep all", "epoch ms", "comm ms",
-              "wait ms", "work imb p/m", "test acc");
+/// The column headings; on CPU devices with K > 1 first the line that says the K devices share the host's cores,
+/// so no reader of the table takes a K > 1 epoch time for K separate devices'.
+void print_header(const engine::CompareRequest& q) {
+  const bool shared = q.backend == Backend::kCpu &&
+                      std::any_of(q.parts.begin(), q.parts.end(), [](int k) { return k > 1; });
+  if (shared) std::printf("epoch ms on cpu: %s\n", engine::cpu_epoch_time_note().c_str());
+  std::printf("%-7s %3s %2s %12s %12s %8s %7s %12s %12s %12s %25s %9s %9s %15s %8s\n", "strategy", "K", "L",
+              "edge cut", "lost edges", "lost %", "repl", "halo/dev", "peak/dev", "sent/ep all",
+              shared ? "epoch ms (min-max) shared" : "epoch ms (min-max)", "comm ms", "wait ms", "work imb p/m",
+              "test acc");
+}
+
+/// "12.34 (11.90-13.01)": the median epoch and the fastest and slowest timed epoch, in ms.
+std::string epoch_cell(const nlohmann::json& r) {
+  char text[64];
+  std::snprintf(text, sizeof text, "%.2f (%.2f-%.2f)", r["epoch_ms_median"].get<double>(),
+                r["epoch_ms_min"].get<double>(), r["epoch_ms_max"].get<double>());
+  return text;
 }
 
 /// The largest of a per-device series in a row.
@@ -113,14 +127,14 @@ void print_row(const nlohmann::json& r) {
                 r["work_imbalance_measured"].get<double>());
   char acc[16] = "-";
   if (r.contains("train")) std::snprintf(acc, sizeof acc, "%.2f%%", 100 * r["train"]["test_accuracy"].get<double>());
-  std::printf("%-8s %3d %2d %12s %12s %7.2f%% %7.3f %12s %12s %12s %10.3f %9.3f %9.3f %15s %8s\n",
+  std::printf("%-8s %3d %2d %12s %12s %7.2f%% %7.3f %12s %12s %12s %25s %9.3f %9.3f %15s %8s\n",
               r["strategy"].get<std::string>().c_str(), r["parts"].get<int>(), r["layers"].get<int>(),
               with_commas(m["edge_cut"].get<std::int64_t>()).c_str(),
               with_commas(m["lost_edges"].get<std::int64_t>()).c_str(), 100 * m["lost_fraction"].get<double>(),
               m["replication_factor"].get<double>(), with_commas(std::llround(halo)).c_str(),
               human_bytes(static_cast<double>(peak)).c_str(),
               human_bytes(static_cast<double>(row_sum<std::int64_t>(r["bytes_sent_per_epoch"]))).c_str(),
-              1e3 * r["epoch_seconds"].get<double>(), row_max<double>(r["comm_ms_per_epoch"]),
+              epoch_cell(r).c_str(), row_max<double>(r["comm_ms_per_epoch"]),
               row_max<double>(r["wait_ms_per_epoch"]), work, acc);
   std::fflush(stdout);
 }
@@ -136,7 +150,8 @@ void print_notes(const engine::CompareReport& report) {
     trained = trained || r.contains("train");
   }
   std::printf("columns: repl = nodes held by all devices / nodes; halo/dev = halo nodes per device (mean, rounded); "
-              "peak/dev = largest peak over the devices; sent/ep all = bytes all devices send per epoch; comm ms, "
+              "peak/dev = largest peak over the devices; sent/ep all = bytes all devices send per epoch; epoch ms = "
+              "the median of the timed epochs (those after the first) and their fastest-slowest; comm ms, "
               "wait ms = the largest over the devices; work imb p/m = the largest device's work / the mean, "
               "predicted by the plan / measured (compute time)\n");
   if (drop && multi)
@@ -152,8 +167,6 @@ void print_notes(const engine::CompareReport& report) {
   for (const auto& r : report.rows)
     if (r.contains("partition_note")) partition_notes.insert(r["partition_note"].get<std::string>());
   for (const auto& n : partition_notes) std::printf("partition: %s\n", n.c_str());
-  if (multi && report.header.contains("epoch_time_note"))
-    std::printf("epoch ms: %s\n", report.header["epoch_time_note"].get<std::string>().c_str());
 }
 
 void run_compare(const CompareOptions& o) {
@@ -169,7 +182,7 @@ void run_compare(const CompareOptions& o) {
   // the last thing printed, not followed by a table that never fills.
   bool header = false;
   const auto report = engine::compare(ds, request, [&](const nlohmann::json& row, std::int64_t done, std::int64_t) {
-    if (!std::exchange(header, true)) print_header();
+    if (!std::exchange(header, true)) print_header(request);
     print_row(row);
     progress.update(done);
   });
@@ -226,7 +239,8 @@ Command register_compare(CLI::App& app) {
   cmd->add_flag("--train", o->train, "Train each configuration fully and report accuracy (otherwise a few epochs "
                                      "measure memory, communication and time)");
   cmd->add_option("--epochs", o->config.epochs, "Epochs with --train")->capture_default_str();
-  cmd->add_option("--measure-epochs", o->measure_epochs, "Epochs without --train")->capture_default_str();
+  cmd->add_option("--measure-epochs", o->measure_epochs,
+                  "Epochs without --train: the first warms up, the rest are timed (median and min-max per row)")->capture_default_str();
   cmd->add_option("--device", o->device,
                   "cpu (K virtual devices) or cuda (single on GPU 0, K devices on GPUs 0..K-1 through NCCL; K above "
                   "the visible GPUs is skipped)")

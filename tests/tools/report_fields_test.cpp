@@ -92,6 +92,45 @@ TEST_CASE("compare rows carry the time split and memory checks, single-device ro
   CHECK(j["rows"][0]["comm_ms_per_epoch"][0].get<double>() == 0.0);  // single: no communication
 }
 
+TEST_CASE("compare rows give the median epoch time with its min-max spread over the timed epochs") {
+  gcnpart::testing::TempDir tmp;
+  const auto j = run_json("compare demo --parts 2 --layers 2 --strategies halo --measure-epochs 5", tmp.file("s.json"));
+  REQUIRE(j["rows"].size() == 2);
+  for (const auto& r : j["rows"]) {
+    INFO(r["strategy"]);
+    CHECK(r["epoch_ms_samples"] == 4);  // the first epoch warms up
+    const double lo = r["epoch_ms_min"].get<double>(), mid = r["epoch_ms_median"].get<double>(),
+                 hi = r["epoch_ms_max"].get<double>();
+    CHECK(lo > 0.0);
+    CHECK(lo <= mid);
+    CHECK(mid <= hi);
+    CHECK(1e3 * r["epoch_seconds"].get<double>() == doctest::Approx(mid).epsilon(1e-12));  // the same median
+  }
+}
+
+TEST_CASE("compare's table gives each row's epoch time as median (min-max) under its heading") {
+  gcnpart::testing::TempDir tmp;
+  const std::string text = tmp.file("c.txt");
+  const std::string command = std::string(GCNPART_CLI) + " -q --threads 2 compare demo --parts 2 --layers 2 "
+                              "--strategies gather --json " + tmp.file("c.json") + " > " + text;
+  INFO(command);
+  REQUIRE(std::system(command.c_str()) == 0);
+  std::ifstream in(text);
+  const std::string out((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  INFO(out);
+  std::ifstream json_in(tmp.file("c.json"));
+  const auto j = nlohmann::json::parse(json_in);
+  REQUIRE(j["rows"].size() == 2);
+  CHECK(j["rows"][0]["epoch_ms_samples"] == 3);  // the default --measure-epochs 4: 3 timed epochs
+  for (const auto& r : j["rows"]) {
+    char cell[64];
+    std::snprintf(cell, sizeof cell, "%.2f (%.2f-%.2f)", r["epoch_ms_median"].get<double>(),
+                  r["epoch_ms_min"].get<double>(), r["epoch_ms_max"].get<double>());
+    CHECK_MESSAGE(out.find(cell) != std::string::npos, cell);
+  }
+  CHECK(out.find("epoch ms = the median of the timed epochs") != std::string::npos);
+}
+
 TEST_CASE("bench nccl on virtual CPU devices reports algorithm and bus bandwidth per collective and size") {
   gcnpart::testing::TempDir tmp;
   const auto j = run_json("bench nccl --device cpu --gpus 2 --bytes 64KiB,1MiB --ops all_gather,all_reduce",

@@ -532,7 +532,7 @@ _FIT_FLAGS = [("--nodes", "nodes"), ("--edges", "edges"), ("--features", "featur
 
 def compare(dataset: Dataset, *, parts: Sequence[int] = (2, 4), layers: Sequence[int] = (2, 3),
             strategies: Optional[Sequence[str]] = None, train: bool = False, device: str = "cpu",
-            epochs: int = 200, measure_epochs: int = 3, precision: str = "fp32", hidden: int = 16,
+            epochs: int = 200, measure_epochs: int = 4, precision: str = "fp32", hidden: int = 16,
             progress: Progress = True, **options: Any) -> CompareReport:
     """Every strategy x device count x layer count on one graph, side by side (``gcnpart compare``).
 
@@ -540,7 +540,8 @@ def compare(dataset: Dataset, *, parts: Sequence[int] = (2, 4), layers: Sequence
         parts: device counts K. layers: GCN layer counts.
         strategies: besides single (the reference row); default: every strategy.
         train: train each configuration ``epochs`` epochs and report accuracy (else ``measure_epochs`` epochs
-            measure memory, communication and time).
+            measure memory, communication and time: the first warms up, the rest are timed; each row gives
+            ``epoch_seconds`` (their median) and ``epoch_ms_median``, ``epoch_ms_min``, ``epoch_ms_max``).
         device: "cpu" (K virtual devices) or "cuda" (GPUs 0..K-1; K above the visible GPUs is skipped).
         progress: True (tqdm when installed), False, or a callable taking {"row", "done", "total"}.
         **options: dropout, lr, seed, partitioner, partition_seed, imbalance, objective, balance, metis_sample,
