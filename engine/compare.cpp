@@ -100,6 +100,7 @@ void CompareRequest::validate() const {
     if (l < 1 || l > 16) throw InvalidInput::parameter("--layers", std::to_string(l), "1..16");
   if (!train && measure_epochs < 1)
     throw InvalidInput::parameter("--measure-epochs", std::to_string(measure_epochs), ">= 1");
+  partition::check_imbalance(partition.imbalance, "--imbalance");  // before the reference rows, not after them
   config.validate();
 }
 

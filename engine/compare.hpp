@@ -29,8 +29,8 @@ struct CompareRequest {
   /// Non-empty: a folder (created) that receives, per measured configuration, <strategy>-k<K>-l<L>.gplan
   /// (partition::save_plan) and <strategy>-k<K>-l<L>.parts (partition::save_parts, one part per line).
   std::string save_plan_dir;
-  /// @throws InvalidInput naming --parts, --layers, --strategies (repeated values), --measure-epochs or a model
-  /// option.
+  /// @throws InvalidInput naming --parts, --layers, --strategies (repeated values), --measure-epochs, --imbalance
+  /// or a model option.
   void validate() const;
 };
 

@@ -131,14 +131,17 @@ void random_parts(std::uint64_t seed, std::int64_t n, int parts, std::int32_t* p
 
 }  // namespace
 
+void check_imbalance(double imbalance, const std::string& parameter) {
+  if (!std::isfinite(imbalance) || imbalance < kMinImbalance || imbalance > kMaxImbalance)
+    throw InvalidInput::parameter(parameter, std::to_string(imbalance), "1..3 (max part weight / mean; 1.03 allows 3%)");
+}
+
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options) {
   detail::check_graph(graph, "partition_graph");
   const std::int64_t n = graph.num_nodes;
   if (parts < 1 || parts > n)
     throw InvalidInput::parameter("parts", std::to_string(parts), "1.." + std::to_string(n) + " (the node count)");
-  if (!std::isfinite(options.imbalance) || options.imbalance < 1.0 || options.imbalance > 3.0)
-    throw InvalidInput::parameter("imbalance", std::to_string(options.imbalance),
-                                  "1..3 (max part weight / mean; 1.03 allows 3%)");
+  check_imbalance(options.imbalance, "imbalance");
   if (options.metis_iterations < 1 || options.metis_iterations > 1000)
     throw InvalidInput::parameter("metis_iterations", std::to_string(options.metis_iterations), "1..1000 (METIS' default 10)");
   if (!(options.metis_edge_sample > 0.0 && options.metis_edge_sample <= 1.0))

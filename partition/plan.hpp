@@ -97,6 +97,12 @@ struct PartitionOptions {
   int inject_metis_failures = 0;
 };
 
+/// The imbalance targets partition_graph takes (max part weight / mean; 1.03 allows 3 %).
+inline constexpr double kMinImbalance = 1.0, kMaxImbalance = 3.0;
+/// What a front-end checks before any work: partition_graph would refuse `imbalance` only once it partitions.
+/// @throws InvalidInput naming `parameter` when `imbalance` is not a number in [kMinImbalance, kMaxImbalance].
+void check_imbalance(double imbalance, const std::string& parameter);
+
 /// part_of[v] in [0, parts) for every node.
 struct Partition {
   int parts = 1;

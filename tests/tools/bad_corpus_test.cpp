@@ -108,9 +108,16 @@ std::pair<std::string, std::string> run_library(const BadInput& row_in) {
     budget = std::stoll(row.loader.substr(plus + 8));
     row.loader.resize(plus);
   }
+  std::vector<std::int64_t> dims = kWeightDims;  // "weights+dims=64-16-7": other layer widths (the CLI's demo model)
+  if (const auto plus = row.loader.find("+dims="); plus != std::string::npos) {
+    dims.clear();
+    std::istringstream widths(row.loader.substr(plus + 6));
+    for (std::string w; std::getline(widths, w, '-');) dims.push_back(std::stoll(w));
+    row.loader.resize(plus);
+  }
   try {
     if (row.loader == "weights") {
-      (void)engine::load_weights(row.path(), kWeightDims);
+      (void)engine::load_weights(row.path(), dims);
     } else if (row.loader == "plan") {
       (void)partition::load_plan(row.path());
     } else if (row.loader == "cards") {
@@ -177,6 +184,22 @@ std::string with_file(std::string args, const std::string& path) {
   return args;
 }
 
+/// {data:REL}: a copy of the good fixture tests/data/REL (a file or a dataset folder) in the row's folder, so a row
+/// can name a real input, and an output on it or inside it, without any risk to the fixture itself.
+std::string with_good_copies(std::string args, const gcnpart::testing::TempDir& cwd) {
+  for (std::size_t at = args.find("{data:"); at != std::string::npos; at = args.find("{data:", at)) {
+    const std::size_t end = args.find('}', at);
+    REQUIRE_MESSAGE(end != std::string::npos, "unterminated {data: in " << args);
+    const std::string rel = args.substr(at + 6, end - at - 6);
+    const std::filesystem::path from = gcnpart::testing::test_data(rel);
+    const std::filesystem::path to = cwd.path / from.filename();
+    if (!std::filesystem::exists(to))
+      std::filesystem::copy(from, to, std::filesystem::copy_options::recursive);
+    args.replace(at, end + 1 - at, quoted(to.string()));
+  }
+  return args;
+}
+
 int exit_code_of(const std::string& error_class) {
   if (error_class == "InvalidInput") return static_cast<int>(ExitCode::kInvalidInput);
   if (error_class == "IoError") return static_cast<int>(ExitCode::kIo);
@@ -239,7 +262,8 @@ TEST_CASE("the CLI prints one 'gcnpart: error:' line and exits 3, 4 or 5 for eve
         text.replace(at, 5, cwd.path.string());
       return text;
     };
-    const std::string args = "--quiet " + with_dir(with_file(row.cli, row.file == "-" ? std::string() : row.path()));
+    const std::string args =
+        "--quiet " + with_dir(with_good_copies(with_file(row.cli, row.file == "-" ? std::string() : row.path()), cwd));
     const std::string err_file = cwd.path.string() + "/../" + cwd.path.filename().string() + ".stderr";
     check_cli_failure(run_cli(args, cwd.path.string(), err_file), row.label() + " (gcnpart " + args + ")",
                       exit_code_of(row.error), with_dir(row.message));

@@ -4,6 +4,7 @@ per tensor W0, b0, W1, b1: i64 count, f32[count], CRC32 of the count and floats)
     python3 tests/data/bad/weights/make_checksummed.py
 flipped_byte.weights  3-4-2, one bit of W0's float 2 flipped after its CRC was taken: checksum mismatch
 nan.weights           3-4-2, W0[3] = NaN with a correct CRC: refused as non-finite
+demo_nan.weights      64-16-7 (the built-in demo's GCN, so the CLI row reaches the tensors), b0[5] = NaN, correct CRC
 """
 import math
 import os
@@ -42,6 +43,7 @@ FILES = {
     # 3-4-2: header 0..43, W0's count at 44, its floats at 52..99; float 2 is bytes 60..63.
     "flipped_byte.weights": weights_file([3, 4, 2], flip=(61, 0x10)),
     "nan.weights": weights_file([3, 4, 2], edit=set_nan(0, 3)),
+    "demo_nan.weights": weights_file([64, 16, 7], edit=set_nan(1, 5)),
 }
 
 if __name__ == "__main__":
