@@ -177,14 +177,14 @@ struct CalibrateOptions {
   bench::CalibrateConfig config;
   /// The graphs of the built-in partition/fit/calibration.json, by family (bench::parse_calibration_graph).
   std::string graphs =
-      "15:16,16:8,17:32,19:16,19:48,20:24,"
+      "15:16,16:8,17:32,19:16,19:48,20:24,21:16,"
       "rmat-mild=rmat:17:16:0.45:0.22:0.22,rmat-mild=rmat:20:16:0.45:0.22:0.22,"
       "uniform=sbm:300000:16:2:0.5,uniform=sbm:2000000:24:2:0.5,"
       "community=sbm:500000:20:256:0.9,community=sbm:1500000:12:1024:0.95,"
       "mesh=grid:700:2,mesh=grid:120:3,"
       "mesh-ordered=grid:1400:2:natural,mesh-ordered=grid:60:3:natural,"
       "snap=file:email-Enron,metis=file:4elt",
-      widths = "16,32,40,48,64,104,128,256,512", json, cards_file;
+      widths = "8,16,32,40,48,64,104,128,256,512", json, cards_file;
   bool no_gemm = false;
 };
 

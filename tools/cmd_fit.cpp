@@ -510,6 +510,21 @@ void check_calibration(const FitOptions& o) {
                  {"whole_terms_seconds", {{"spmm", r.whole.spmm}, {"elementwise", r.whole.stream}, {"gemm", r.whole.gemm},
                                           {"launch", r.whole.launch}}}});
   }
+  const auto profiles = partition::check_profiles(card, data);
+  nlohmann::json jp = nlohmann::json::array();
+  if (!profiles.empty())
+    std::printf("\nprofiled epochs, measured / predicted ms by class (whole calibration):\n%-44s %-5s %15s %15s %15s %15s\n",
+                "profiled epoch", "math", "epoch", "SpMM", "GEMM", "other");
+  for (const auto& p : profiles) {
+    const auto& t = p.predicted;
+    std::printf("%-44s %-5s %7.2f /%6.2f %7.2f /%6.2f %7.2f /%6.2f %7.2f /%6.2f\n", p.what.substr(0, 44).c_str(),
+                to_string(p.precision), p.measured_seconds * 1e3, t.seconds * 1e3, p.spmm_seconds * 1e3,
+                t.spmm * 1e3, p.gemm_seconds * 1e3, t.gemm * 1e3, p.other_seconds * 1e3, (t.stream + t.launch) * 1e3);
+    jp.push_back({{"what", p.what}, {"precision", to_string(p.precision)}, {"measured_seconds", p.measured_seconds},
+                  {"measured_class_seconds", {{"spmm", p.spmm_seconds}, {"gemm", p.gemm_seconds}, {"other", p.other_seconds}}},
+                  {"predicted_terms_seconds", {{"spmm", t.spmm}, {"gemm", t.gemm}, {"elementwise", t.stream},
+                                               {"launch", t.launch}, {"total", t.seconds}}}});
+  }
   const double n = static_cast<double>(rows.size());
   std::printf("family left out: %zu epochs, %.0f %% within 15 %%, worst %.1f %%, mean signed %+.1f %%; whole "
               "calibration: worst %.1f %%\n",
@@ -519,7 +534,8 @@ void check_calibration(const FitOptions& o) {
                         {"within_15", static_cast<double>(within) / n},
                         {"worst", worst},
                         {"mean_signed", sum / n},
-                        {"whole_worst", worst_whole}});
+                        {"whole_worst", worst_whole},
+                        {"profiles", jp}});
 }
 
 Command register_fit(CLI::App& app) {

@@ -14,6 +14,8 @@ declare -A family=(
   [slashdot]=snap [wing]=metis
   [rmat20s7]=rmat [rmat22s7]=rmat [mild18s7]=rmat-mild [mild22s7]=rmat-mild [uni600k]=uniform [uni3m]=uniform
   [comm1m]=community [comm400k]=community [mesh1600]=mesh [mesh110]=mesh [ord800]=mesh-ordered [ord130]=mesh-ordered
+  [r15s11]=rmat [r21s11]=rmat [m16s11]=rmat-mild [m20s11]=rmat-mild [u25k]=uniform [u1500k]=uniform
+  [c40k]=community [c2m]=community [g150]=mesh [g90]=mesh [g1900]=mesh [o45]=mesh-ordered [o1800]=mesh-ordered
 )
 declare -A make=(
   [rmat18]="generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40"
@@ -43,6 +45,19 @@ declare -A make=(
   [mesh110]="generate grid --side 110 --dims 3 --seed 7 --features 128 --classes 8"
   [ord800]="generate grid --side 800 --dims 2 --natural-order --features 128 --classes 8"
   [ord130]="generate grid --side 130 --dims 3 --natural-order --features 64 --classes 8"
+  [r15s11]="generate rmat --scale 15 --edge-factor 12 --seed 11 --features 64 --classes 8"
+  [r21s11]="generate rmat --scale 21 --edge-factor 16 --seed 11 --features 100 --classes 47"
+  [m16s11]="generate rmat --scale 16 --edge-factor 20 --a 0.45 --b 0.22 --c 0.22 --seed 11 --features 128 --classes 16"
+  [m20s11]="generate rmat --scale 20 --edge-factor 24 --a 0.45 --b 0.22 --c 0.22 --seed 11 --features 100 --classes 47"
+  [u25k]="generate sbm --nodes 25000 --avg-degree 16 --classes 6 --p-intra 0.3 --features 128 --seed 11 --train-per-class 500"
+  [u1500k]="generate sbm --nodes 1500000 --avg-degree 40 --classes 12 --p-intra 0.2 --features 100 --seed 11 --train-per-class 5000"
+  [c40k]="generate sbm --nodes 40000 --avg-degree 14 --classes 32 --p-intra 0.9 --features 100 --seed 11 --train-per-class 100"
+  [c2m]="generate sbm --nodes 2000000 --avg-degree 20 --classes 512 --p-intra 0.93 --features 128 --seed 11 --train-per-class 200"
+  [g150]="generate grid --side 150 --dims 2 --seed 11 --features 64 --classes 8"
+  [g90]="generate grid --side 90 --dims 3 --seed 11 --features 100 --classes 16"
+  [g1900]="generate grid --side 1900 --dims 2 --seed 11 --features 128 --classes 8"
+  [o45]="generate grid --side 45 --dims 3 --natural-order --features 128 --classes 16"
+  [o1800]="generate grid --side 1800 --dims 2 --natural-order --features 100 --classes 8"
 )
 
 # family_data NAME: the DATA argument of a gcnpart command for graph NAME (with synthetic-feature options for a

@@ -2,7 +2,7 @@
 # fit on graph families it was not calibrated on (issue 36), on the GPU machine, in one call: for >= 30 one-GPU
 # configurations on graphs of eight families (bench/run/families.sh: RMAT, milder RMAT, uniform and community
 # stochastic block models, meshes in shuffled and in natural order, a real social graph, a real finite-element mesh;
-# 62 k to 4.2 M nodes, 2-4 layers, hidden 16-1024, fp32 and bf16), none of them a calibration graph, it trains each
+# 22 k to 4.2 M nodes, 2-4 layers, hidden 16-1024, fp32 and bf16), none of them a calibration graph, it trains each
 # (gcnpart train --device cuda, median step after the first) and prices each with gcnpart fit using the calibration
 # WITHOUT the row's family (--calibration-without: leave-one-family-out), and with the whole calibration beside it.
 # Writes $OUT/fit-families.json and $OUT/fit-families.md (per row, per family, and the summary: share within 15 %,
@@ -18,6 +18,9 @@
 #   DEADLINE     seconds after which no further row is trained (default 480; the fits of those trained still run)
 #   SET          dev (default): the 32 rows the model was developed on (2026-12-04: the first validation, then used to
 #                choose the model's terms); fresh: 34 rows on 14 further graphs, measured once, after the model was fixed
+#                (then used to choose the next model's terms); fresh2: 36 rows on 13 further graphs (22 k to 3.6 M
+#                nodes, six generated families) and the two real ones with other models, measured once with the
+#                second family calibration
 # After a change to the model alone, `gcnpart fit --check-calibration` re-prices the held-out epochs stored in the
 # calibration (bench/run/calibration_merge.py puts them there) on the CPU.
 set -uo pipefail
@@ -55,6 +58,22 @@ if [ "${SET:-dev}" = fresh ]; then  # measured once, after the model was fixed o
     "mesh110 4 64 fp32" "ord130 3 16 fp32" "rmat20s7 4 64 fp32" "uni3m 2 16 bf16"
     "rmat20s7 2 1024 bf16" "uni3m 4 64 fp32"
   )
+elif [ "${SET:-dev}" = fresh2 ]; then  # measured once, after the model was fixed on the two sets above
+  rows=(
+    "r15s11 2 64 fp32" "m16s11 2 256 fp32" "u25k 2 128 fp32" "c40k 2 512 fp32"
+    "g150 2 256 fp32" "o45 2 64 fp32" "slashdot 2 128 bf16" "wing 2 512 fp32"
+    "r15s11 3 128 bf16" "m16s11 4 32 bf16" "u25k 3 1024 bf16" "c40k 3 16 bf16"
+    "g150 4 128 bf16" "o45 3 512 bf16" "slashdot 4 64 fp32" "wing 3 32 bf16"
+    "r21s11 2 128 fp32" "m20s11 2 512 bf16" "u1500k 2 256 fp32" "c2m 2 64 fp32"
+    "g90 2 1024 fp32" "o1800 2 128 fp32" "slashdot 3 256 fp32" "wing 4 128 fp32"
+    "r21s11 3 64 bf16" "m20s11 3 128 fp32" "u1500k 3 128 bf16" "c2m 3 256 bf16"
+    "g1900 2 64 bf16" "o1800 3 32 bf16"
+    "r21s11 2 16 fp32" "m20s11 4 256 fp32" "u1500k 2 1024 bf16" "c2m 4 128 fp32"
+    "g1900 3 128 fp32" "g90 3 256 bf16"
+  )
+elif [ "${SET:-dev}" != dev ]; then
+  echo "SET=$SET: expected dev, fresh or fresh2" >&2
+  exit 2
 fi
 
 results="$W/rows.jsonl"

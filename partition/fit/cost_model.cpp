@@ -289,14 +289,14 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   } else {
     t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
-  const bool profiled_math = !math.bf16_storage;  // the profile-fitted factors: fp32 / tf32 epochs only
-  const double stream_eff =
-      profiled_math && cal.elementwise_efficiency > 0 ? cal.elementwise_efficiency : cal.stream_efficiency;
-  const double gemm_factor = profiled_math ? cal.gemm_epoch_factor : 1.0;
+  t.spmm *= math.bf16_storage ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor;
+  const double elementwise_eff = math.bf16_storage ? cal.elementwise_bf16_efficiency : cal.elementwise_efficiency;
+  const double stream_eff = elementwise_eff > 0 ? elementwise_eff : cal.stream_efficiency;
+  const double gemm_factor = math.bf16_storage ? cal.gemm_epoch_factor_bf16 : cal.gemm_epoch_factor;
   t.stream = w.stream_bytes / (bw * stream_eff);
   for (const auto& g : w.gemms)
     t.gemm += gemm_factor * std::max(g.flops / (flops * cal.gemm_efficiency(gemm_math, g.m, g.n, g.k)),
-                                     g.bytes / (bw * stream_eff));
+                                     g.bytes / (bw * cal.stream_efficiency));
   t.launch = static_cast<double>(w.kernels) * cal.launch_seconds + cal.step_seconds;
   if (w.collectives > 0) {
     const double link_bw = link.gbs * kGiga * cal.link_efficiency;
@@ -837,42 +837,8 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   } else {
     note("collective_latency", "default: not measured");
   }
-  // Profiled epochs: the element-wise kernels' efficiency (their bytes over the "other" class's time) and the GEMMs'
-  // in-epoch factor (the "gemm" class over the per-shape terms), each by least squares on the relative error.
-  {
-    double ss = 0, s1 = 0, gs = 0, g1 = 0;
-    int used = 0;
-    for (const auto& p : data.profiles) {
-      if (traits(p.epoch.model.precision).bf16_storage) continue;  // see Calibration::elementwise_efficiency
-      const EpochWork w = work_of(p.epoch);
-      // Element-wise at the card's full bandwidth (their time then gives the efficiency); GEMMs at their shapes'
-      // rates (gemm_epoch_factor is still 1 here).
-      Calibration unit = cal;
-      unit.elementwise_efficiency = 1;
-      const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
-      if (p.other_seconds > 0 && t.stream > 0) {
-        const double x = t.stream / p.other_seconds;  // other = stream / efficiency
-        ss += x * x, s1 += x;
-      }
-      const EpochTime tg = predict_epoch_autotuned(w, card, cal, none, p.epoch.model.precision);
-      if (p.gemm_seconds > 0 && tg.gemm > 0) {
-        const double x = tg.gemm / p.gemm_seconds;  // gemm = factor x predicted
-        gs += x * x, g1 += x;
-      }
-      ++used;
-    }
-    if (s1 > 0) {
-      cal.elementwise_efficiency = std::clamp(ss / s1, 0.05, 1.0);
-      note("elementwise", "measured: element-wise kernels of " + std::to_string(used) +
-                              " fp32 profiled epochs on " + card.name + " (fp32 / tf32 epochs)");
-    }
-    if (g1 > 0) {
-      cal.gemm_epoch_factor = std::clamp(g1 / gs, 0.5, 4.0);
-      note("gemm_epoch", "measured: GEMMs of " + std::to_string(used) + " fp32 profiled epochs on " + card.name +
-                             " against the same shapes timed alone (fp32 / tf32 epochs)");
-    }
-  }
   // Launch cost: least squares through the step cost on the launch-bound epochs (role "launch").
+  auto fit_launch = [&](bool last) {
   double num = 0, den = 0;
   int launch_points = 0;
   for (const auto& m : data.epochs) {
@@ -886,11 +852,76 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   }
   if (den > 0 && num > 0) {
     cal.launch_seconds = num / den;
-    note("launch", "measured: least squares on " + std::to_string(launch_points) + " launch-bound epochs on " +
+    if (last) note("launch", "measured: least squares on " + std::to_string(launch_points) + " launch-bound epochs on " +
                        card.name);
-  } else {
+  } else if (last) {
     note("launch", "default: not measured");
   }
+  };
+  // Profiled epochs, per storage type (fp32 for fp32 / tf32 epochs; bf16): the element-wise kernels' efficiency
+  // (their bytes over the "other" class's time less its launches) and the GEMMs' in-epoch factor (the "gemm" class
+  // over the per-shape terms), each by least squares on the relative error.
+  auto fit_profiles = [&](bool last) {
+    for (const bool bf16 : {false, true}) {
+      double ss = 0, s1 = 0, gs = 0, g1 = 0;
+      std::vector<double> spmm_ratios;
+      int used = 0;
+      for (const auto& p : data.profiles) {
+        if (traits(p.epoch.model.precision).bf16_storage != bf16) continue;
+        const EpochWork w = work_of(p.epoch);
+        // Element-wise at the card's full bandwidth (their time then gives the efficiency); GEMMs at their shapes'
+        // rates (the in-epoch factor 1).
+        Calibration unit = cal;
+        unit.elementwise_efficiency = unit.elementwise_bf16_efficiency = 1;
+        unit.gemm_epoch_factor = unit.gemm_epoch_factor_bf16 = 1;
+        unit.spmm_epoch_factor = unit.spmm_epoch_factor_bf16 = 1;
+        const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
+        const double other = p.other_seconds - t.launch;
+        if (other > 0 && t.stream > 0) {
+          const double x = t.stream / other;  // other = launches + stream / efficiency
+          ss += x * x, s1 += x;
+        }
+        if (p.gemm_seconds > 0 && t.gemm > 0) {
+          const double x = t.gemm / p.gemm_seconds;  // gemm = factor x predicted
+          gs += x * x, g1 += x;
+        }
+        if (p.spmm_seconds > 0 && t.spmm > 0) spmm_ratios.push_back(p.spmm_seconds / t.spmm);
+        ++used;
+      }
+      const std::string kind = bf16 ? "bf16" : "fp32";
+      if (s1 > 0) {
+        (bf16 ? cal.elementwise_bf16_efficiency : cal.elementwise_efficiency) = std::clamp(ss / s1, 0.05, 1.0);
+        if (last)
+          note(bf16 ? "elementwise_bf16" : "elementwise",
+               "measured: element-wise kernels of " + std::to_string(used) + " " + kind + " profiled epochs on " +
+                   card.name + " (their launches taken out)");
+      }
+      if (g1 > 0) {
+        (bf16 ? cal.gemm_epoch_factor_bf16 : cal.gemm_epoch_factor) = std::clamp(g1 / gs, 0.5, 4.0);
+        if (last)
+          note(bf16 ? "gemm_epoch_bf16" : "gemm_epoch",
+               "measured: GEMMs of " + std::to_string(used) + " " + kind + " profiled epochs on " + card.name +
+                   " against the same shapes timed alone");
+      }
+      if (!spmm_ratios.empty()) {  // the median: one profile whose classes lose time (a stall) moves it little
+        std::sort(spmm_ratios.begin(), spmm_ratios.end());
+        const std::size_t n = spmm_ratios.size();
+        const double median = n % 2 ? spmm_ratios[n / 2] : (spmm_ratios[n / 2 - 1] + spmm_ratios[n / 2]) / 2;
+        (bf16 ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor) = std::clamp(median, 0.5, 2.0);
+        if (last)
+          note(bf16 ? "spmm_epoch_bf16" : "spmm_epoch",
+               "measured: SpMMs of " + std::to_string(used) + " " + kind + " profiled epochs on " + card.name +
+                   " against the same calls timed alone (median ratio)");
+      }
+    }
+  };
+  // Launches first (their epochs are tiny: the element-wise efficiency hardly matters there), then the profiles
+  // less their launches, then both again with what the other fitted.
+  fit_launch(false);
+  fit_profiles(false);
+  fit_launch(false);
+  fit_profiles(true);
+  fit_launch(true);
   for (const auto& m : data.epochs) {
     if (m.fixes_launch) continue;
     const EpochWork w = work_of(m);
@@ -923,6 +954,17 @@ std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData
                          : predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
     };
     out.push_back({m.what, m.family, m.seconds, price(it->second).seconds, price(whole)});
+  }
+  return out;
+}
+
+std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data) {
+  const Calibration whole = calibrate(card, data);
+  std::vector<ProfileCheck> out;
+  for (const auto& p : data.profiles) {
+    const EpochWork w = work_of(p.epoch);
+    out.push_back({p.epoch.what, p.epoch.model.precision, p.epoch.seconds, p.spmm_seconds, p.gemm_seconds,
+                   p.other_seconds, predict_epoch_autotuned(w, card, whole, Link{"none", 0}, p.epoch.model.precision)});
   }
   return out;
 }

@@ -72,13 +72,21 @@ struct Calibration {
   double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
   double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
   double gemm_bf16_efficiency = 0.5;      ///< of the BF16 tensor rate
-  /// fp32 / tf32 epochs, fitted on the calibration's fp32 profiled epochs: the element-wise kernels' efficiency
-  /// (their bytes over the profile's "other" time; < 0: stream_efficiency) and the GEMMs inside an epoch against the
-  /// same shapes timed alone (1: none). bf16 epochs keep stream_efficiency and the shapes' rates: the same fit on the
-  /// bf16 profiles (64 features, 8 classes) moved the development rows of bench/run/fit_families.sh from +0.4 % to
-  /// +17 % mean error (bench/results/h200-2026-12-04-families).
+  /// Fitted on the calibration's profiled epochs, per storage type (fp32 for fp32 / tf32 epochs, bf16): the
+  /// element-wise kernels' efficiency (their bytes over the profile's "other" time, launches taken out; < 0:
+  /// stream_efficiency) and the GEMMs inside an epoch against the same shapes timed alone (1: none). bf16's
+  /// element-wise kernels convert (float in, bf16 out) and run about 1.5x slower per byte than fp32's
+  /// (bench/results/h200-2026-12-04-families, `fit --check-calibration`'s profile table). A GEMM's byte floor takes
+  /// the copy's stream_efficiency (cuBLAS streams like a copy), not the element-wise one.
   double elementwise_efficiency = -1;
   double gemm_epoch_factor = 1;
+  double elementwise_bf16_efficiency = -1;
+  double gemm_epoch_factor_bf16 = 1;
+  /// The SpMMs inside an epoch against the same calls timed alone (the profiles' "spmm" class over the per-call
+  /// terms; the median ratio, per storage type; 1: none): in an epoch the other kernels evict what a repeated call
+  /// finds in the L2.
+  double spmm_epoch_factor = 1;
+  double spmm_epoch_factor_bf16 = 1;
   /// One GEMM shape timed on the card: its efficiency (of the math's peak rate). GEMMs whose two narrow
   /// dimensions are not multiples of the tensor tile (a class count of 47, 100 features) run far below the median,
   /// so each GEMM of an epoch takes the efficiency of the nearest timed shape (see gemm_efficiency).
@@ -307,5 +315,16 @@ struct HeldOutCheck {
 /// Every held-out epoch (role "held-out") of `data` whose graph names a family, in document order: the
 /// leave-one-family-out validation of the calibration, on the CPU (`gcnpart fit --check-calibration`).
 std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data);
+
+/// One profiled epoch of a calibration document beside the whole calibration's terms for it: where the model's
+/// classes (SpMM, GEMM, element-wise with launches) go wrong.
+struct ProfileCheck {
+  std::string what;
+  Precision precision = Precision::kFp32;
+  double measured_seconds = 0, spmm_seconds = 0, gemm_seconds = 0, other_seconds = 0;  ///< the profile's classes
+  EpochTime predicted;
+};
+/// Every profiled epoch of `data` (its epoch_profiles), priced by the whole calibration.
+std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data);
 
 }  // namespace gcnpart::partition

@@ -17,7 +17,7 @@ d = json.load(open(sys.argv[1]))
 assert len(d["rows"]) >= 30, len(d["rows"])
 assert len({r["family"] for r in d["rows"]}) >= 6
 assert abs(d["mean_signed"]) <= 0.05, d["mean_signed"]
-assert max(d["worst"], d["whole_worst"]) <= 0.20 + 1e-9, d["worst"]
+assert max(d["worst"], d["whole_worst"]) <= 0.25 + 1e-9, d["worst"]  # issue 36: worst <= 25 %
 PY
 
 "$bin" -q fit demo --calibration-without nosuch > "$tmp/log" 2>&1
