@@ -112,6 +112,7 @@ struct Row {
   std::vector<std::vector<double>> halo_per_hop;  ///< [device][hop - 1]
   std::vector<DeviceMemory> memory;
   std::optional<double> epoch_seconds;
+  std::optional<double> epoch_ms_min, epoch_ms_max;  ///< the timed epochs' spread (compare; absent in older reports)
   std::optional<double> test_accuracy, valid_accuracy, final_loss, epochs;
   std::string skipped;  ///< "status": "skipped": why the configuration did not run (else empty)
 };
@@ -166,6 +167,8 @@ Row parse_row(const json& j, std::size_t index, const std::string& default_parti
   }
   r.bytes_sent = numbers(field(j, "bytes_sent_per_epoch"));
   r.epoch_seconds = number(j, "epoch_seconds");
+  r.epoch_ms_min = number(j, "epoch_ms_min");
+  r.epoch_ms_max = number(j, "epoch_ms_max");
   r.work_measured = number(j, "work_imbalance_measured");
   if (const json* t = field(j, "train"); t != nullptr && t->is_object()) {
     r.test_accuracy = number(*t, "test_accuracy");
@@ -1328,7 +1331,11 @@ void write_summary(std::ostringstream& o, const Report& r) {
     o << "<td>" << cell(opt(row.edge_cut, commas)) << "</td>";
     o << "<td>" << cell(opt(row.replication, [](double v) { return fixed(v, 2) + "\xc3\x97"; })) << "</td>";
     o << peak_and_sent_cells(row);
-    o << "<td>" << cell(opt(row.epoch_seconds, seconds_text)) << "</td>";
+    o << "<td>" << cell(opt(row.epoch_seconds, seconds_text));
+    if (row.epoch_seconds && row.epoch_ms_min && row.epoch_ms_max && *row.epoch_ms_max > *row.epoch_ms_min)
+      o << "<br><span class=\"spread\" title=\"fastest to slowest timed epoch\">" << esc(seconds_text(*row.epoch_ms_min * 1e-3))
+        << " \xe2\x80\x93 " << esc(seconds_text(*row.epoch_ms_max * 1e-3)) << "</span>";
+    o << "</td>";
     if (any_acc) o << "<td>" << accuracy_cell(row, reference) << "</td>";
     o << "</tr>\n";
   }

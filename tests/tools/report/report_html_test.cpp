@@ -267,3 +267,16 @@ TEST_CASE("a skipped configuration is one line with its reason, and the CPU cave
   CHECK(html.find("climbs steeply towards the whole graph") == std::string::npos);
   CHECK(html.find("sent per epoch<br>all devices") != std::string::npos);
 }
+
+TEST_CASE("a row's epoch cell shows the timed epochs' spread when the report has it") {
+  json j = cora_report(false);
+  j["rows"][0]["epoch_seconds"] = 0.0123;
+  j["rows"][0]["epoch_ms_min"] = 11.9;
+  j["rows"][0]["epoch_ms_max"] = 13.0;
+  j["rows"][1]["epoch_ms_min"] = 5.0;  // equal ends: no range printed
+  j["rows"][1]["epoch_ms_max"] = 5.0;
+  const std::string html = compare_html(j);
+  CHECK(html.find("12.3 ms<br><span class=\"spread\" title=\"fastest to slowest timed epoch\">11.9 ms \xe2\x80\x93 13.0 ms</span>") !=
+        std::string::npos);
+  CHECK(count(html, "class=\"spread\"") == 1);
+}
