@@ -137,9 +137,10 @@ class PartReader {
     crc_ = 0;
     begin_ = at_;
   }
-  /// Version 2 ends with the last part: trailing bytes mean a damaged or foreign file.
+  /// Both versions end with the last part (their layouts fix every length): trailing bytes mean a damaged or
+  /// foreign file.
   void expect_end(const std::string& last_part) {
-    if (checksummed_ && size_ != at_)
+    if (size_ != at_)
       binary::fail_at_byte(path_, at_, "trailing bytes after the last " + last_part, std::to_string(size_) + " bytes",
                            std::to_string(at_) + " (the file is damaged or was edited)");
   }
@@ -152,6 +153,16 @@ class PartReader {
   std::uint64_t at_ = 0, begin_ = 0;
   std::uint32_t crc_ = 0;
 };
+
+/// The size of the regular file `path` (a folder or a device given as a weights or checkpoint file is refused).
+/// @throws IoError naming the file.
+std::uint64_t regular_file_size(const std::string& path) {
+  std::error_code ec;
+  const bool regular = std::filesystem::is_regular_file(path, ec);
+  const auto size = regular ? std::filesystem::file_size(path, ec) : 0;
+  if (!regular || ec) throw IoError(path, ec ? "cannot read the file's size: " + ec.message() : "not a regular file");
+  return static_cast<std::uint64_t>(size);
+}
 
 /// Which version the magic names: 2, 1 or 0 (not ours).
 int format_version(const char (&magic)[8], const char (&v2)[8], const char (&v1)[8]) {
@@ -208,7 +219,7 @@ void expect_finite(const std::string& path, const std::vector<T>& v, const std::
 Checkpoint load_checkpoint(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   if (!in) throw IoError(path, "cannot open checkpoint");
-  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
+  const auto size = regular_file_size(path);
   char magic[8] = {};
   const bool whole_magic = static_cast<bool>(in.read(magic, 8));
   const int version = whole_magic ? format_version(magic, kCheckpointMagic, kCheckpointMagicV1) : 0;
@@ -222,9 +233,12 @@ Checkpoint load_checkpoint(const std::string& path) {
                            r.read(&c.best_valid, sizeof c.best_valid);
   if (!read_header) throw InvalidInput(InputLocation{path, 0, 0}, "truncated checkpoint header", "end of file", "more data");
   r.end_part("checkpoint header");
-  if (header[0] < 0 || header[1] < 0 || header[2] < 0)
-    throw InvalidInput(InputLocation{path, 0, 0}, "bad checkpoint header", "epoch " + std::to_string(header[0]),
-                       "non-negative epoch, step and counter");
+  constexpr std::int64_t kIntMax = std::numeric_limits<int>::max();
+  if (header[0] < 0 || header[1] < 0 || header[2] < 0 || header[0] > kIntMax || header[2] > kIntMax)
+    throw InvalidInput(InputLocation{path, 0, 0}, "bad checkpoint header",
+                       "epoch " + std::to_string(header[0]) + ", step " + std::to_string(header[1]) +
+                           ", epochs since the best " + std::to_string(header[2]),
+                       "epoch and counter in 0.." + std::to_string(kIntMax) + ", a non-negative step");
   c.next_epoch = static_cast<int>(header[0]);
   c.model.step = header[1];
   c.since_best = static_cast<int>(header[2]);
@@ -273,7 +287,7 @@ std::vector<std::vector<float>> load_weights(const std::string& path, const std:
   auto fail = [&](const std::string& problem, const std::string& value, const std::string& expected) {
     throw InvalidInput(InputLocation{path, 0, 0}, problem, value, expected);
   };
-  const auto size = static_cast<std::uint64_t>(std::filesystem::file_size(path));
+  const auto size = regular_file_size(path);
   char magic[8] = {};
   const bool whole_magic = static_cast<bool>(in.read(magic, 8));
   const int version = whole_magic ? format_version(magic, kWeightsMagic, kWeightsMagicV1) : 0;
@@ -298,7 +312,7 @@ std::vector<std::vector<float>> load_weights(const std::string& path, const std:
       const std::string what = std::string(params.size() % 2 == 0 ? "weights" : "bias") + " of layer " + std::to_string(l);
       std::int64_t count = 0;
       if (!r.read(&count, sizeof count) || count != want)
-        fail("tensor size of layer " + std::to_string(l), std::to_string(count), std::to_string(want));
+        fail("tensor size of the " + what, std::to_string(count), std::to_string(want));
       std::vector<float> p(static_cast<std::size_t>(count));
       if (!r.read(p.data(), p.size() * sizeof(float)))
         fail("truncated tensor of layer " + std::to_string(l), "end of file", std::to_string(count) + " floats");

@@ -41,24 +41,17 @@ nlohmann::json to_json(const partition::PlanMetrics& m) {
 
 namespace {
 
-/// The timed epochs, sorted: every epoch after the first (warm-up), or the only one.
-std::vector<double> timed_epochs(const std::vector<double>& v) {
-  std::vector<double> t(v.begin() + (v.size() > 1 ? 1 : 0), v.end());
-  std::sort(t.begin(), t.end());
-  return t;
-}
-
 /// A measured row: the run's per-device figures, its epoch, and accuracy when trained.
 nlohmann::json measured_row(partition::Strategy s, int k, int layers, const partition::PlanMetrics& metrics,
                             const TrainReport& rep, bool trained) {
   nlohmann::json r = {{"strategy", to_string(s)}, {"parts", k}, {"layers", layers}, {"metrics", to_json(metrics)},
                       {"work_imbalance_predicted", metrics.work_imbalance}};
   add_device_json(r, rep);
-  // epoch_seconds keeps its meaning (the upper median of the timed epochs); the spread says how far one run's
-  // epochs lie from it, so that two rows a few percent apart are not read as a ranking.
+  // epoch_seconds: the median of the timed epochs (as train's summary computes it); the spread says how far one
+  // run's epochs lie from it, so that two rows a few percent apart are not read as a ranking.
   const auto t = timed_epochs(rep.epoch_seconds);
-  r["epoch_seconds"] = t.empty() ? 0.0 : t[t.size() / 2];
-  r["epoch_ms_median"] = t.empty() ? 0.0 : 1e3 * t[t.size() / 2];
+  r["epoch_seconds"] = median(t);
+  r["epoch_ms_median"] = 1e3 * median(t);
   r["epoch_ms_min"] = t.empty() ? 0.0 : 1e3 * t.front();
   r["epoch_ms_max"] = t.empty() ? 0.0 : 1e3 * t.back();
   r["epoch_ms_samples"] = t.size();

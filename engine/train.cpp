@@ -28,13 +28,6 @@ MeanStd mean_std(const std::vector<double>& v) {
   return r;
 }
 
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 nlohmann::json mean_std_json(const MeanStd& m) { return {{"mean", m.mean}, {"std", m.std}}; }
 
 nlohmann::json accuracy_json(const double (&a)[3]) { return {{"train", a[0]}, {"valid", a[1]}, {"test", a[2]}}; }
@@ -138,8 +131,8 @@ TrainSummary train(const datasets::Dataset& user_ds, const TrainRequest& request
   std::vector<double> acc[3], times;
   for (const auto& rep : s.runs) {
     for (int k = 0; k < 3; ++k) acc[k].push_back(rep.accuracy[k]);
-    for (std::size_t e = rep.epoch_seconds.size() > 1 ? 1 : 0; e < rep.epoch_seconds.size(); ++e)
-      times.push_back(rep.epoch_seconds[e]);
+    const std::vector<double> t = timed_epochs(rep.epoch_seconds);
+    times.insert(times.end(), t.begin(), t.end());
   }
   for (int k = 0; k < 3; ++k) s.accuracy[k] = mean_std(acc[k]);
   s.epoch_seconds = mean_std(times);

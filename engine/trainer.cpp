@@ -461,4 +461,10 @@ TrainReport train_single(const LocalProblem& problem, const Device& device, cons
   return report;
 }
 
+std::vector<double> timed_epochs(const std::vector<double>& epoch_seconds) {
+  std::vector<double> t(epoch_seconds.begin() + (epoch_seconds.size() > 1 ? 1 : 0), epoch_seconds.end());
+  std::sort(t.begin(), t.end());
+  return t;
+}
+
 }  // namespace gcnpart::engine

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <initializer_list>
 #include <map>
 #include <optional>
 #include <sstream>
@@ -13,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/error.hpp"
+#include "base/stats.hpp"
 #include "partition/allocation_plan.hpp"
 
 namespace gcnpart::partition {
@@ -839,29 +841,42 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   }
   // Launch cost: least squares through the step cost on the launch-bound epochs (role "launch").
   auto fit_launch = [&](bool last) {
-  double num = 0, den = 0;
-  int launch_points = 0;
-  for (const auto& m : data.epochs) {
-    if (!m.fixes_launch) continue;
-    const EpochWork w = work_of(m);
-    const EpochTime t = predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
-    const double k = static_cast<double>(w.kernels);
-    num += (m.seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
-    den += k * k;
-    ++launch_points;
-  }
-  if (den > 0 && num > 0) {
-    cal.launch_seconds = num / den;
-    if (last) note("launch", "measured: least squares on " + std::to_string(launch_points) + " launch-bound epochs on " +
-                       card.name);
-  } else if (last) {
-    note("launch", "default: not measured");
-  }
+    cal.launch_seconds = Calibration{}.launch_seconds;  // each pass from the default: the note says what is in use
+    double num = 0, den = 0;
+    int launch_points = 0;
+    for (const auto& m : data.epochs) {
+      if (!m.fixes_launch) continue;
+      const EpochWork w = work_of(m);
+      const EpochTime t = predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
+      const double k = static_cast<double>(w.kernels);
+      num += (m.seconds - (t.spmm + t.stream + t.gemm) - cal.step_seconds) * k;
+      den += k * k;
+      ++launch_points;
+    }
+    if (den > 0 && num > 0 && std::isfinite(num / den)) {
+      cal.launch_seconds = num / den;
+      if (last)
+        note("launch", "measured: least squares on " + std::to_string(launch_points) + " launch-bound epochs on " +
+                           card.name);
+    } else if (last) {
+      note("launch", "default: not measured");
+    }
   };
   // Profiled epochs, per storage type (fp32 for fp32 / tf32 epochs; bf16): the element-wise kernels' efficiency
   // (their bytes over the "other" class's time less its launches) and the GEMMs' in-epoch factor (the "gemm" class
   // over the per-shape terms), each by least squares on the relative error.
   auto fit_profiles = [&](bool last) {
+    // Each pass from the defaults, so that a pass that fits nothing leaves what its (absent) note says.
+    const Calibration defaults;
+    cal.elementwise_efficiency = defaults.elementwise_efficiency;
+    cal.elementwise_bf16_efficiency = defaults.elementwise_bf16_efficiency;
+    cal.gemm_epoch_factor = defaults.gemm_epoch_factor;
+    cal.gemm_epoch_factor_bf16 = defaults.gemm_epoch_factor_bf16;
+    cal.spmm_epoch_factor = defaults.spmm_epoch_factor;
+    cal.spmm_epoch_factor_bf16 = defaults.spmm_epoch_factor_bf16;
+    // A class below kMinClassSeconds is not measured; an "other" class that is mostly launches says little about
+    // the element-wise bandwidth (and its remainder would dominate the least squares).
+    constexpr double kMinClassSeconds = 1e-7, kMinStreamShare = 0.2;
     for (const bool bf16 : {false, true}) {
       double ss = 0, s1 = 0, gs = 0, g1 = 0;
       std::vector<double> spmm_ratios;
@@ -877,26 +892,26 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
         unit.spmm_epoch_factor = unit.spmm_epoch_factor_bf16 = 1;
         const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
         const double other = p.other_seconds - t.launch;
-        if (other > 0 && t.stream > 0) {
+        if (p.other_seconds > kMinClassSeconds && other > kMinStreamShare * p.other_seconds && t.stream > 0) {
           const double x = t.stream / other;  // other = launches + stream / efficiency
           ss += x * x, s1 += x;
         }
-        if (p.gemm_seconds > 0 && t.gemm > 0) {
+        if (p.gemm_seconds > kMinClassSeconds && t.gemm > 0) {
           const double x = t.gemm / p.gemm_seconds;  // gemm = factor x predicted
           gs += x * x, g1 += x;
         }
-        if (p.spmm_seconds > 0 && t.spmm > 0) spmm_ratios.push_back(p.spmm_seconds / t.spmm);
+        if (p.spmm_seconds > kMinClassSeconds && t.spmm > 0) spmm_ratios.push_back(p.spmm_seconds / t.spmm);
         ++used;
       }
       const std::string kind = bf16 ? "bf16" : "fp32";
-      if (s1 > 0) {
+      if (s1 > 0 && std::isfinite(ss / s1)) {
         (bf16 ? cal.elementwise_bf16_efficiency : cal.elementwise_efficiency) = std::clamp(ss / s1, 0.05, 1.0);
         if (last)
           note(bf16 ? "elementwise_bf16" : "elementwise",
                "measured: element-wise kernels of " + std::to_string(used) + " " + kind + " profiled epochs on " +
                    card.name + " (their launches taken out)");
       }
-      if (g1 > 0) {
+      if (g1 > 0 && std::isfinite(g1 / gs)) {
         (bf16 ? cal.gemm_epoch_factor_bf16 : cal.gemm_epoch_factor) = std::clamp(g1 / gs, 0.5, 4.0);
         if (last)
           note(bf16 ? "gemm_epoch_bf16" : "gemm_epoch",
@@ -904,10 +919,7 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
                    " against the same shapes timed alone");
       }
       if (!spmm_ratios.empty()) {  // the median: one profile whose classes lose time (a stall) moves it little
-        std::sort(spmm_ratios.begin(), spmm_ratios.end());
-        const std::size_t n = spmm_ratios.size();
-        const double median = n % 2 ? spmm_ratios[n / 2] : (spmm_ratios[n / 2 - 1] + spmm_ratios[n / 2]) / 2;
-        (bf16 ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor) = std::clamp(median, 0.5, 2.0);
+        (bf16 ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor) = std::clamp(median(spmm_ratios), 0.5, 2.0);
         if (last)
           note(bf16 ? "spmm_epoch_bf16" : "spmm_epoch",
                "measured: SpMMs of " + std::to_string(used) + " " + kind + " profiled epochs on " + card.name +
@@ -929,6 +941,15 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
                                     : predict_epoch(w, card, cal, none, m.cusparse, m.model.precision);
     cal.points.push_back({m.what, m.seconds, t.seconds});
   }
+  // Every fitted factor finite: a document whose numbers overflow the fits is refused, never priced with NaN.
+  for (const auto& [name, value] : std::initializer_list<std::pair<const char*, double>>{
+           {"launch", cal.launch_seconds}, {"elementwise", cal.elementwise_efficiency},
+           {"elementwise_bf16", cal.elementwise_bf16_efficiency}, {"gemm_epoch", cal.gemm_epoch_factor},
+           {"gemm_epoch_bf16", cal.gemm_epoch_factor_bf16}, {"spmm_epoch", cal.spmm_epoch_factor},
+           {"spmm_epoch_bf16", cal.spmm_epoch_factor_bf16}, {"stream", cal.stream_efficiency}})
+    if (!std::isfinite(value))
+      throw InvalidInput(InputLocation{data.origin.empty() ? std::string("calibration") : data.origin, 0, 0},
+                         "the calibration's measurements give a non-finite factor", name, "finite measured times");
   cal.held_out_residual = data.held_out_residual >= 0 ? data.held_out_residual : cal.max_error();
   cal.held_out_source = data.held_out_source.empty()
                             ? "worst of " + std::to_string(cal.points.size()) + " held-out epochs"

@@ -275,7 +275,7 @@ struct CalibrationData {
   double link_gbs = 0;                 ///< ring all-reduce bus bandwidth between two cards; 0 = not measured
   double collective_seconds = 0;       ///< latency of a small collective; 0 = not measured
   std::vector<CalibrationMeasurement> epochs;
-  std::vector<EpochProfile> profiles;  ///< profiled epochs of calibration graphs (element-wise, in-epoch GEMM)
+  std::vector<EpochProfile> profiles;  ///< profiled epochs of calibration graphs (element-wise, in-epoch GEMM / SpMM)
   double held_out_residual = -1;       ///< stored band; < 0: none stored (then the held-out epochs' worst)
   std::string held_out_source;
   /// The document without the SpMM calls and epochs of graphs of `family` (leave-one-family-out validation).

@@ -4,6 +4,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <sstream>
@@ -192,8 +193,27 @@ TEST_CASE("version-1 weights and checkpoints (no checksums) still load, and are 
   CHECK(back.valid_loss == c.valid_loss);
   CHECK(back.next_epoch == 3);
 
+  // Version 1's layout fixes every length too: bytes after the last part are refused.
+  write_bytes(dir.file("v1tail.gckpt"), ck + "junk");
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("v1tail.gckpt")), doctest::Contains("trailing bytes"), InvalidInput);
+  // An epoch beyond int is refused naming the header's fields, not narrowed into a garbage epoch.
+  std::string big = ck;
+  const std::int64_t huge = std::int64_t{1} << 40;
+  std::memcpy(big.data() + 8 + sizeof c.seed, &huge, sizeof huge);
+  write_bytes(dir.file("v1big.gckpt"), big);
+  CHECK_THROWS_WITH_AS(load_checkpoint(dir.file("v1big.gckpt")),
+                       doctest::Contains("bad checkpoint header: got 'epoch 1099511627776"), InvalidInput);
+
   write_bytes(dir.file("v3.bin"), "GCNPWTS3" + v1.substr(8));
   CHECK_THROWS_WITH_AS(load_weights(dir.file("v3.bin"), kDims),
                        doctest::Contains("not a gcnpart weights file: got 'bad magic', expected GCNPWTS2 (or GCNPWTS1)"),
                        InvalidInput);
+}
+
+TEST_CASE("a folder given as a weights or checkpoint file is an I/O error naming it, not an internal one") {
+  testing::TempDir dir;
+  const std::string folder = dir.file("sub");
+  std::filesystem::create_directory(folder);
+  CHECK_THROWS_WITH_AS(load_weights(folder, kDims), doctest::Contains("sub"), IoError);
+  CHECK_THROWS_WITH_AS(load_checkpoint(folder), doctest::Contains("sub"), IoError);
 }

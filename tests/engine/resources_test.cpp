@@ -3,8 +3,11 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <vector>
 
 #include "base/error.hpp"
+#include "base/stats.hpp"
+#include "engine/trainer.hpp"
 
 using namespace gcnpart;
 using namespace gcnpart::engine;
@@ -32,4 +35,12 @@ TEST_CASE("--device cuda fails with a typed error when no CUDA device can serve 
   CHECK_FALSE(cpu.context().is_cuda());
   CHECK(cpu.driver_used_bytes() == 0);
 #endif
+}
+
+TEST_CASE("timed epochs leave out the warm-up epoch (unless it is the only one) and come sorted") {
+  using gcnpart::engine::timed_epochs;
+  CHECK(timed_epochs({}).empty());
+  CHECK(timed_epochs({0.9}) == std::vector<double>{0.9});
+  CHECK(timed_epochs({0.9, 0.3, 0.1, 0.2}) == std::vector<double>{0.1, 0.2, 0.3});
+  CHECK(gcnpart::median(timed_epochs({0.9, 0.4, 0.1, 0.2, 0.3})) == doctest::Approx(0.25));
 }

@@ -117,9 +117,11 @@ TEST_CASE("the profile check sets each profiled epoch's classes beside the terms
   for (const auto& r : rows) {
     bf16 += r.precision == Precision::kBf16 ? 1 : 0;
     CHECK(r.predicted.seconds > 0);
-    // Every class is priced within a factor of two of what the profile measured (the fitted terms, not defaults).
-    CHECK(r.predicted.gemm == doctest::Approx(r.gemm_seconds).epsilon(0.5));
-    CHECK(r.predicted.stream + r.predicted.launch == doctest::Approx(r.other_seconds).epsilon(0.5));
+    // The fitted classes price what the profile measured: "other" (element-wise kernels and launches) within 10 %
+    // (bench/README.md), the GEMMs within 25 % (a small mesh's narrow GEMMs are the worst, 18 %).
+    INFO(r.what);
+    CHECK(std::fabs((r.predicted.stream + r.predicted.launch) / r.other_seconds - 1) < 0.10);
+    CHECK(std::fabs(r.predicted.gemm / r.gemm_seconds - 1) < 0.25);
   }
   CHECK(bf16 > 0);
   CHECK(bf16 < static_cast<int>(rows.size()));
@@ -131,6 +133,14 @@ TEST_CASE("the profile check sets each profiled epoch's classes beside the terms
   CHECK(plain.elementwise_bf16_efficiency < 0);
   CHECK(plain.spmm_epoch_factor == 1.0);
   CHECK(plain.gemm_epoch_factor_bf16 == 1.0);
+  // A profile whose classes are absurdly small does not turn the fit into NaN: it is left out (below 0.1 us), and
+  // the factors stay finite.
+  CalibrationData tiny = data;
+  for (auto& p : tiny.profiles) p.gemm_seconds = p.other_seconds = p.spmm_seconds = 1e-320;
+  const Calibration t = calibrate(h200, tiny);
+  CHECK(std::isfinite(t.gemm_epoch_factor));
+  CHECK(t.elementwise_efficiency < 0);  // nothing to fit: the copy's efficiency stands
+  CHECK(t.gemm_epoch_factor == 1.0);
 }
 
 TEST_CASE("leaving a family out removes its SpMM calls and epochs, and the calibration then knows fewer families") {

@@ -532,15 +532,15 @@ _FIT_FLAGS = [("--nodes", "nodes"), ("--edges", "edges"), ("--features", "featur
 
 def compare(dataset: Dataset, *, parts: Sequence[int] = (2, 4), layers: Sequence[int] = (2, 3),
             strategies: Optional[Sequence[str]] = None, train: bool = False, device: str = "cpu",
-            epochs: int = 200, measure_epochs: int = 4, precision: str = "fp32", hidden: int = 16,
+            epochs: int = 200, measure_epochs: Optional[int] = None, precision: str = "fp32", hidden: int = 16,
             progress: Progress = True, **options: Any) -> CompareReport:
     """Every strategy x device count x layer count on one graph, side by side (``gcnpart compare``).
 
     Args:
         parts: device counts K. layers: GCN layer counts.
         strategies: besides single (the reference row); default: every strategy.
-        train: train each configuration ``epochs`` epochs and report accuracy (else ``measure_epochs`` epochs
-            measure memory, communication and time: the first warms up, the rest are timed; each row gives
+        train: train each configuration ``epochs`` epochs and report accuracy (else ``measure_epochs`` epochs,
+            by default the CLI's 4, measure memory, communication and time: the first warms up, the rest are timed; each row gives
             ``epoch_seconds`` (their median) and ``epoch_ms_median``, ``epoch_ms_min``, ``epoch_ms_max``).
         device: "cpu" (K virtual devices) or "cuda" (GPUs 0..K-1; K above the visible GPUs is skipped).
         progress: True (tqdm when installed), False, or a callable taking {"row", "done", "total"}.
@@ -551,7 +551,9 @@ def compare(dataset: Dataset, *, parts: Sequence[int] = (2, 4), layers: Sequence
         CompareReport: ``.rows`` (list of dicts), ``.to_json(path)``, ``.to_html(path)``.
     """
     opts = dict(options, parts=list(parts), layers=list(layers), train=train, device=device, epochs=epochs,
-                measure_epochs=measure_epochs, precision=precision, hidden=hidden)
+                precision=precision, hidden=hidden)
+    if measure_epochs is not None:  # else the library's default (CompareRequest), the CLI's too
+        opts["measure_epochs"] = measure_epochs
     if strategies is not None:
         opts["strategies"] = list(strategies)
     total = _core.compare_total(dataset._core, dict(opts))

@@ -1,0 +1,18 @@
+// Small statistics shared by the engine's timings and fit's calibration.
+#pragma once
+
+#include <algorithm>
+#include <cstddef>
+#include <vector>
+
+namespace gcnpart {
+
+/// The median: the middle value, or the mean of the two middle ones for an even count; 0 for none.
+inline double median(std::vector<double> values) {
+  if (values.empty()) return 0;
+  std::sort(values.begin(), values.end());
+  const std::size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+}  // namespace gcnpart
