@@ -488,7 +488,8 @@ void check_calibration(const FitOptions& o) {
       o.calibration.empty() ? partition::builtin_calibration() : partition::load_calibration(o.calibration);
   const partition::CardCatalogue cat = partition::load_cards(o.cards_file);
   const partition::Card& card = cat.find(data.card, "the calibration card (" + data.card + ")");
-  const auto rows = partition::check_held_out(card, data);
+  const partition::Calibration whole = partition::calibrate(card, data);
+  const auto rows = partition::check_held_out(card, data, whole);
   if (rows.empty())
     throw InvalidInput::parameter("--check-calibration", data.origin,
                                   "a calibration whose held-out epochs name their graph family");
@@ -510,7 +511,7 @@ void check_calibration(const FitOptions& o) {
                  {"whole_terms_seconds", {{"spmm", r.whole.spmm}, {"elementwise", r.whole.stream}, {"gemm", r.whole.gemm},
                                           {"launch", r.whole.launch}}}});
   }
-  const auto profiles = partition::check_profiles(card, data);
+  const auto profiles = partition::check_profiles(card, data, whole);
   nlohmann::json jp = nlohmann::json::array();
   if (!profiles.empty())
     std::printf("\nprofiled epochs, measured / predicted ms by class (whole calibration):\n%-44s %-5s %15s %15s %15s %15s\n",

@@ -291,10 +291,11 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
   } else {
     t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
   }
-  t.spmm *= math.bf16_storage ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor;
-  const double elementwise_eff = math.bf16_storage ? cal.elementwise_bf16_efficiency : cal.elementwise_efficiency;
-  const double stream_eff = elementwise_eff > 0 ? elementwise_eff : cal.stream_efficiency;
-  const double gemm_factor = math.bf16_storage ? cal.gemm_epoch_factor_bf16 : cal.gemm_epoch_factor;
+  const Calibration::EpochFactors& in_epoch = cal.epoch(math.bf16_storage);
+  t.spmm *= in_epoch.spmm;
+  const double stream_eff =
+      in_epoch.elementwise_efficiency > 0 ? in_epoch.elementwise_efficiency : cal.stream_efficiency;
+  const double gemm_factor = in_epoch.gemm;
   t.stream = w.stream_bytes / (bw * stream_eff);
   for (const auto& g : w.gemms)
     t.gemm += gemm_factor * std::max(g.flops / (flops * cal.gemm_efficiency(gemm_math, g.m, g.n, g.k)),
@@ -867,13 +868,7 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   // over the per-shape terms), each by least squares on the relative error.
   auto fit_profiles = [&](bool last) {
     // Each pass from the defaults, so that a pass that fits nothing leaves what its (absent) note says.
-    const Calibration defaults;
-    cal.elementwise_efficiency = defaults.elementwise_efficiency;
-    cal.elementwise_bf16_efficiency = defaults.elementwise_bf16_efficiency;
-    cal.gemm_epoch_factor = defaults.gemm_epoch_factor;
-    cal.gemm_epoch_factor_bf16 = defaults.gemm_epoch_factor_bf16;
-    cal.spmm_epoch_factor = defaults.spmm_epoch_factor;
-    cal.spmm_epoch_factor_bf16 = defaults.spmm_epoch_factor_bf16;
+    cal.epoch_fp32 = cal.epoch_bf16 = Calibration::EpochFactors{};
     // A class below kMinClassSeconds is not measured; an "other" class that is mostly launches says little about
     // the element-wise bandwidth (and its remainder would dominate the least squares).
     constexpr double kMinClassSeconds = 1e-7, kMinStreamShare = 0.2;
@@ -887,9 +882,7 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
         // Element-wise at the card's full bandwidth (their time then gives the efficiency); GEMMs at their shapes'
         // rates (the in-epoch factor 1).
         Calibration unit = cal;
-        unit.elementwise_efficiency = unit.elementwise_bf16_efficiency = 1;
-        unit.gemm_epoch_factor = unit.gemm_epoch_factor_bf16 = 1;
-        unit.spmm_epoch_factor = unit.spmm_epoch_factor_bf16 = 1;
+        unit.epoch(bf16) = {.elementwise_efficiency = 1, .gemm = 1, .spmm = 1};
         const EpochTime t = predict_epoch_autotuned(w, card, unit, none, p.epoch.model.precision);
         const double other = p.other_seconds - t.launch;
         if (p.other_seconds > kMinClassSeconds && other > kMinStreamShare * p.other_seconds && t.stream > 0) {
@@ -905,21 +898,21 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
       }
       const std::string kind = bf16 ? "bf16" : "fp32";
       if (s1 > 0 && std::isfinite(ss / s1)) {
-        (bf16 ? cal.elementwise_bf16_efficiency : cal.elementwise_efficiency) = std::clamp(ss / s1, 0.05, 1.0);
+        cal.epoch(bf16).elementwise_efficiency = std::clamp(ss / s1, 0.05, 1.0);
         if (last)
           note(bf16 ? "elementwise_bf16" : "elementwise",
                "measured: element-wise kernels of " + std::to_string(used) + " " + kind + " profiled epochs on " +
                    card.name + " (their launches taken out)");
       }
       if (g1 > 0 && std::isfinite(g1 / gs)) {
-        (bf16 ? cal.gemm_epoch_factor_bf16 : cal.gemm_epoch_factor) = std::clamp(g1 / gs, 0.5, 4.0);
+        cal.epoch(bf16).gemm = std::clamp(g1 / gs, 0.5, 4.0);
         if (last)
           note(bf16 ? "gemm_epoch_bf16" : "gemm_epoch",
                "measured: GEMMs of " + std::to_string(used) + " " + kind + " profiled epochs on " + card.name +
                    " against the same shapes timed alone");
       }
       if (!spmm_ratios.empty()) {  // the median: one profile whose classes lose time (a stall) moves it little
-        (bf16 ? cal.spmm_epoch_factor_bf16 : cal.spmm_epoch_factor) = std::clamp(median(spmm_ratios), 0.5, 2.0);
+        cal.epoch(bf16).spmm = std::clamp(median(spmm_ratios), 0.5, 2.0);
         if (last)
           note(bf16 ? "spmm_epoch_bf16" : "spmm_epoch",
                "measured: SpMMs of " + std::to_string(used) + " " + kind + " profiled epochs on " + card.name +
@@ -943,10 +936,10 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   }
   // Every fitted factor finite: a document whose numbers overflow the fits is refused, never priced with NaN.
   for (const auto& [name, value] : std::initializer_list<std::pair<const char*, double>>{
-           {"launch", cal.launch_seconds}, {"elementwise", cal.elementwise_efficiency},
-           {"elementwise_bf16", cal.elementwise_bf16_efficiency}, {"gemm_epoch", cal.gemm_epoch_factor},
-           {"gemm_epoch_bf16", cal.gemm_epoch_factor_bf16}, {"spmm_epoch", cal.spmm_epoch_factor},
-           {"spmm_epoch_bf16", cal.spmm_epoch_factor_bf16}, {"stream", cal.stream_efficiency}})
+           {"launch", cal.launch_seconds}, {"elementwise", cal.epoch_fp32.elementwise_efficiency},
+           {"elementwise_bf16", cal.epoch_bf16.elementwise_efficiency}, {"gemm_epoch", cal.epoch_fp32.gemm},
+           {"gemm_epoch_bf16", cal.epoch_bf16.gemm}, {"spmm_epoch", cal.epoch_fp32.spmm},
+           {"spmm_epoch_bf16", cal.epoch_bf16.spmm}, {"stream", cal.stream_efficiency}})
     if (!std::isfinite(value))
       throw InvalidInput(InputLocation{data.origin.empty() ? std::string("calibration") : data.origin, 0, 0},
                          "the calibration's measurements give a non-finite factor", name, "finite measured times");
@@ -960,9 +953,8 @@ Calibration calibrate(const Card& card, const CalibrationData& data) {
   return cal;
 }
 
-std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data) {
+std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data, const Calibration& whole) {
   const Link none{"none", 0};
-  const Calibration whole = calibrate(card, data);
   std::map<std::string, Calibration> without;  // one calibration per family left out
   std::vector<HeldOutCheck> out;
   for (const auto& m : data.epochs) {
@@ -979,8 +971,7 @@ std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData
   return out;
 }
 
-std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data) {
-  const Calibration whole = calibrate(card, data);
+std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data, const Calibration& whole) {
   std::vector<ProfileCheck> out;
   for (const auto& p : data.profiles) {
     const EpochWork w = work_of(p.epoch);

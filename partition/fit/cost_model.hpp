@@ -72,21 +72,22 @@ struct Calibration {
   double gemm_fp32_efficiency = 0.7;      ///< fraction of the card's FP32 rate cuBLAS reaches on the GCN's GEMMs
   double gemm_tf32_efficiency = 0.5;      ///< of the TF32 tensor rate
   double gemm_bf16_efficiency = 0.5;      ///< of the BF16 tensor rate
-  /// Fitted on the calibration's profiled epochs, per storage type (fp32 for fp32 / tf32 epochs, bf16): the
-  /// element-wise kernels' efficiency (their bytes over the profile's "other" time, launches taken out; < 0:
-  /// stream_efficiency) and the GEMMs inside an epoch against the same shapes timed alone (1: none). bf16's
-  /// element-wise kernels convert (float in, bf16 out) and run about 1.5x slower per byte than fp32's
-  /// (bench/results/h200-2026-12-04-families, `fit --check-calibration`'s profile table). A GEMM's byte floor takes
-  /// the copy's stream_efficiency (cuBLAS streams like a copy), not the element-wise one.
-  double elementwise_efficiency = -1;
-  double gemm_epoch_factor = 1;
-  double elementwise_bf16_efficiency = -1;
-  double gemm_epoch_factor_bf16 = 1;
-  /// The SpMMs inside an epoch against the same calls timed alone (the profiles' "spmm" class over the per-call
-  /// terms; the median ratio, per storage type; 1: none): in an epoch the other kernels evict what a repeated call
-  /// finds in the L2.
-  double spmm_epoch_factor = 1;
-  double spmm_epoch_factor_bf16 = 1;
+  /// Fitted on the calibration's profiled epochs, per storage type (epoch(false): fp32 and tf32 epochs;
+  /// epoch(true): bf16). bf16's element-wise kernels convert (float in, bf16 out) and run about 1.5x slower per byte
+  /// than fp32's (bench/results/h200-2026-12-04-families, `fit --check-calibration`'s profile table). A GEMM's byte
+  /// floor takes the copy's stream_efficiency (cuBLAS streams like a copy), not the element-wise one.
+  struct EpochFactors {
+    /// The element-wise kernels' efficiency: their bytes over the profiles' "other" time, launches taken out (< 0:
+    /// not fitted, stream_efficiency).
+    double elementwise_efficiency = -1;
+    double gemm = 1;  ///< the GEMMs inside an epoch against the same shapes timed alone (1: none)
+    /// The SpMMs inside an epoch against the same calls timed alone (the median ratio; 1: none): in an epoch the
+    /// other kernels evict what a repeated call finds in the L2.
+    double spmm = 1;
+  };
+  EpochFactors epoch_fp32, epoch_bf16;
+  [[nodiscard]] const EpochFactors& epoch(bool bf16_storage) const { return bf16_storage ? epoch_bf16 : epoch_fp32; }
+  EpochFactors& epoch(bool bf16_storage) { return bf16_storage ? epoch_bf16 : epoch_fp32; }
   /// One GEMM shape timed on the card: its efficiency (of the math's peak rate). GEMMs whose two narrow
   /// dimensions are not multiples of the tensor tile (a class count of 47, 100 features) run far below the median,
   /// so each GEMM of an epoch takes the efficiency of the nearest timed shape (see gemm_efficiency).
@@ -313,8 +314,9 @@ struct HeldOutCheck {
   [[nodiscard]] double whole_error() const { return whole.seconds / measured_seconds - 1; }
 };
 /// Every held-out epoch (role "held-out") of `data` whose graph names a family, in document order: the
-/// leave-one-family-out validation of the calibration, on the CPU (`gcnpart fit --check-calibration`).
-std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data);
+/// leave-one-family-out validation of the calibration, on the CPU (`gcnpart fit --check-calibration`). `whole`:
+/// calibrate(card, data), which the caller has (the families left out are calibrated here).
+std::vector<HeldOutCheck> check_held_out(const Card& card, const CalibrationData& data, const Calibration& whole);
 
 /// One profiled epoch of a calibration document beside the whole calibration's terms for it: where the model's
 /// classes (SpMM, GEMM, element-wise with launches) go wrong.
@@ -324,7 +326,7 @@ struct ProfileCheck {
   double measured_seconds = 0, spmm_seconds = 0, gemm_seconds = 0, other_seconds = 0;  ///< the profile's classes
   EpochTime predicted;
 };
-/// Every profiled epoch of `data` (its epoch_profiles), priced by the whole calibration.
-std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data);
+/// Every profiled epoch of `data` (its epoch_profiles), priced by `whole` (calibrate(card, data)).
+std::vector<ProfileCheck> check_profiles(const Card& card, const CalibrationData& data, const Calibration& whole);
 
 }  // namespace gcnpart::partition

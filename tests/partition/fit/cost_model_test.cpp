@@ -68,7 +68,8 @@ TEST_CASE("the stored band is the leave-one-family-out validation recomputed: fi
   const CardCatalogue catalogue = builtin_cards();
   const Card& h200 = catalogue.find("h200");
   const CalibrationData data = builtin_calibration();
-  const auto rows = check_held_out(h200, data);
+  const Calibration cal = calibrate(h200, data);
+  const auto rows = check_held_out(h200, data, cal);
   REQUIRE(rows.size() >= 30);  // issue 36: >= 30 held-out configurations...
   std::vector<std::string> families;
   double worst = 0, sum = 0;
@@ -91,15 +92,13 @@ TEST_CASE("the stored band is the leave-one-family-out validation recomputed: fi
   CHECK(std::fabs(sum / static_cast<double>(rows.size())) <= 0.05);
   CHECK(static_cast<double>(within) >= 0.88 * static_cast<double>(rows.size()));
   // The profiled epochs fitted, per storage type, the element-wise efficiency and the in-epoch GEMM and SpMM factors.
-  const Calibration cal = calibrate(h200, data);
-  for (const double e : {cal.elementwise_efficiency, cal.elementwise_bf16_efficiency}) {
+  for (const double e : {cal.epoch_fp32.elementwise_efficiency, cal.epoch_bf16.elementwise_efficiency}) {
     CHECK(e > 0.3);
     CHECK(e <= 1.0);
   }
   // bf16's element-wise passes convert (float in, bf16 out): fewer bytes, but not proportionally less time.
-  CHECK(cal.elementwise_bf16_efficiency < cal.elementwise_efficiency);
-  for (const double f : {cal.gemm_epoch_factor, cal.gemm_epoch_factor_bf16, cal.spmm_epoch_factor,
-                         cal.spmm_epoch_factor_bf16}) {
+  CHECK(cal.epoch_bf16.elementwise_efficiency < cal.epoch_fp32.elementwise_efficiency);
+  for (const double f : {cal.epoch_fp32.gemm, cal.epoch_bf16.gemm, cal.epoch_fp32.spmm, cal.epoch_bf16.spmm}) {
     CHECK(f > 0.5);
     CHECK(f < 2.0);
   }
@@ -110,7 +109,7 @@ TEST_CASE("the profile check sets each profiled epoch's classes beside the terms
   const CardCatalogue catalogue = builtin_cards();
   const Card& h200 = catalogue.find("h200");
   const CalibrationData data = builtin_calibration();
-  const auto rows = check_profiles(h200, data);
+  const auto rows = check_profiles(h200, data, calibrate(h200, data));
   REQUIRE(rows.size() == data.profiles.size());
   REQUIRE(rows.size() >= 10);
   int bf16 = 0;
@@ -129,18 +128,18 @@ TEST_CASE("the profile check sets each profiled epoch's classes beside the terms
   CalibrationData bare = data;
   bare.profiles.clear();
   const Calibration plain = calibrate(h200, bare);
-  CHECK(plain.elementwise_efficiency < 0);
-  CHECK(plain.elementwise_bf16_efficiency < 0);
-  CHECK(plain.spmm_epoch_factor == 1.0);
-  CHECK(plain.gemm_epoch_factor_bf16 == 1.0);
+  CHECK(plain.epoch_fp32.elementwise_efficiency < 0);
+  CHECK(plain.epoch_bf16.elementwise_efficiency < 0);
+  CHECK(plain.epoch_fp32.spmm == 1.0);
+  CHECK(plain.epoch_bf16.gemm == 1.0);
   // A profile whose classes are absurdly small does not turn the fit into NaN: it is left out (below 0.1 us), and
   // the factors stay finite.
   CalibrationData tiny = data;
   for (auto& p : tiny.profiles) p.gemm_seconds = p.other_seconds = p.spmm_seconds = 1e-320;
   const Calibration t = calibrate(h200, tiny);
-  CHECK(std::isfinite(t.gemm_epoch_factor));
-  CHECK(t.elementwise_efficiency < 0);  // nothing to fit: the copy's efficiency stands
-  CHECK(t.gemm_epoch_factor == 1.0);
+  CHECK(std::isfinite(t.epoch_fp32.gemm));
+  CHECK(t.epoch_fp32.elementwise_efficiency < 0);  // nothing to fit: the copy's efficiency stands
+  CHECK(t.epoch_fp32.gemm == 1.0);
 }
 
 TEST_CASE("leaving a family out removes its SpMM calls and epochs, and the calibration then knows fewer families") {
