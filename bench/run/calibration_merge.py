@@ -10,6 +10,11 @@ GPU and commit. Added: each validation graph's statistics (from the row's fit JS
 reuse profile, family) and each measured epoch as a measurement of role "held-out"; held_out.residual = the worst
 |relative error| over the leave-one-family-out and the whole-calibration predictions, rounded up to a whole percent
 (what `gcnpart fit` prints as its band). The write is atomic.
+
+  --also LABEL=DOC (repeatable) adds the held-out epochs (and their graphs, renamed NAME@LABEL) of a calibration
+  document an earlier merge wrote: earlier validation sets kept beside the new one, so that `gcnpart fit
+  --check-calibration` re-prices all of them. --residual R then sets the band to R (the worst that check reports over
+  every set, rounded up to a percent) where it exceeds the new set's own worst; --note adds a sentence to the source.
 """
 import argparse
 import json
@@ -25,6 +30,10 @@ def main() -> int:
     ap.add_argument("--families", required=True, help="fit-families.json of bench/run/fit_families.sh")
     ap.add_argument("--fits", required=True, help="the folder of fit_families.sh's fit-all-*.json files")
     ap.add_argument("--source", required=True, help="where the held-out table is recorded (named in the JSON)")
+    ap.add_argument("--also", action="append", default=[], metavar="LABEL=DOC",
+                    help="keep the held-out epochs of an earlier merged calibration document (repeatable)")
+    ap.add_argument("--residual", type=float, help="the band when it exceeds the new set's worst (check-calibration)")
+    ap.add_argument("--note", default="", help="a sentence appended to held_out.source")
     ap.add_argument("-o", "--output", required=True)
     a = ap.parse_args()
     try:
@@ -52,20 +61,48 @@ def main() -> int:
                                     "precision": r["precision"], "seconds": r["measured_epoch_s"],
                                     "role": "held-out"})
         worst = max(worst, abs(r["error"]), abs(r["error_all"]))
+    kept = 0
+    for spec in a.also:
+        label, sep, path = spec.partition("=")
+        if not sep or not label or not path:
+            print("calibration_merge: --also %r: expected LABEL=DOC" % spec, file=sys.stderr)
+            return 1
+        try:
+            other = json.load(open(path))
+        except (OSError, ValueError) as e:
+            print("calibration_merge: %s" % e, file=sys.stderr)
+            return 1
+        for m in other["measurements"]:
+            if m.get("role") != "held-out":
+                continue
+            name = "%s@%s" % (m["graph"], label)
+            doc["graphs"][name] = other["graphs"][m["graph"]]
+            doc["measurements"].append(dict(m, graph=name, what="%s [%s]" % (m["what"], label)))
+            kept += 1
+    if a.residual is not None:
+        worst = max(worst, a.residual)
     s = fam["summary"]["leave_one_family_out"]
     doc["held_out"] = {
         "residual": math.ceil(100 * worst - 1e-9) / 100,
         "source": "%d held-out H200 configurations on %d graph families (bench/run/fit_families.sh, %s), each "
                   "predicted with its family left out of the calibration: %.0f %% within 15 %%, worst %.1f %%, mean "
-                  "signed %+.1f %%; the band is the worst of those and of the whole calibration's predictions" % (
+                  "signed %+.1f %%" % (
                       s["rows"], fam["summary"]["families"], a.source, 100 * s["within_15"], 100 * s["worst"],
                       100 * s["mean_signed"])}
+    if kept:
+        doc["held_out"]["source"] += "; with the %d held-out epochs of earlier sets (%s)" % (
+            kept, ", ".join(x.partition("=")[0] for x in a.also))
+    if a.note:
+        doc["held_out"]["source"] += "; " + a.note
+    doc["held_out"]["source"] += ("; the band is the worst of these (family left out and whole calibration), rounded "
+                                  "up to a percent")
     doc["comment"] = doc.get("comment", "") + " Held-out measurements: bench/run/fit_families.sh (" + a.source + ")."
     out_dir = os.path.dirname(os.path.abspath(a.output))
     fd, tmp = tempfile.mkstemp(dir=out_dir, prefix=".calibration.", suffix=".json")
     with os.fdopen(fd, "w") as f:
         json.dump(doc, f, indent=1)
         f.write("\n")
+    os.chmod(tmp, 0o644)  # mkstemp's 0600 would make the tracked file unreadable to others
     os.replace(tmp, a.output)
     print("wrote %s: %d SpMM calls, %d measurements, band %.2f" % (a.output, len(doc["spmm"]), len(doc["measurements"]),
                                                                   doc["held_out"]["residual"]))

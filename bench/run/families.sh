@@ -16,6 +16,8 @@ declare -A family=(
   [comm1m]=community [comm400k]=community [mesh1600]=mesh [mesh110]=mesh [ord800]=mesh-ordered [ord130]=mesh-ordered
   [r15s11]=rmat [r21s11]=rmat [m16s11]=rmat-mild [m20s11]=rmat-mild [u25k]=uniform [u1500k]=uniform
   [c40k]=community [c2m]=community [g150]=mesh [g90]=mesh [g1900]=mesh [o45]=mesh-ordered [o1800]=mesh-ordered
+  [r16s13]=rmat [r19s13]=rmat [r22s13]=rmat [m18s13]=rmat-mild [m21s13]=rmat-mild [u60k]=uniform [u2500k]=uniform
+  [c120k]=community [c3500k]=community [g200]=mesh [g150d3]=mesh [o70]=mesh-ordered [o1500]=mesh-ordered
 )
 declare -A make=(
   [rmat18]="generate rmat --scale 18 --edge-factor 16 --features 128 --classes 40"
@@ -58,6 +60,19 @@ declare -A make=(
   [g1900]="generate grid --side 1900 --dims 2 --seed 11 --features 128 --classes 8"
   [o45]="generate grid --side 45 --dims 3 --natural-order --features 128 --classes 16"
   [o1800]="generate grid --side 1800 --dims 2 --natural-order --features 100 --classes 8"
+  [r16s13]="generate rmat --scale 16 --edge-factor 24 --seed 13 --features 128 --classes 16"
+  [r19s13]="generate rmat --scale 19 --edge-factor 40 --seed 13 --features 64 --classes 32"
+  [r22s13]="generate rmat --scale 22 --edge-factor 10 --seed 13 --features 100 --classes 47"
+  [m18s13]="generate rmat --scale 18 --edge-factor 16 --a 0.45 --b 0.22 --c 0.22 --seed 13 --features 100 --classes 24"
+  [m21s13]="generate rmat --scale 21 --edge-factor 20 --a 0.45 --b 0.22 --c 0.22 --seed 13 --features 128 --classes 40"
+  [u60k]="generate sbm --nodes 60000 --avg-degree 20 --classes 8 --p-intra 0.3 --features 100 --seed 13 --train-per-class 1000"
+  [u2500k]="generate sbm --nodes 2500000 --avg-degree 28 --classes 16 --p-intra 0.15 --features 128 --seed 13 --train-per-class 5000"
+  [c120k]="generate sbm --nodes 120000 --avg-degree 18 --classes 64 --p-intra 0.9 --features 128 --seed 13 --train-per-class 200"
+  [c3500k]="generate sbm --nodes 3500000 --avg-degree 14 --classes 1024 --p-intra 0.94 --features 100 --seed 13 --train-per-class 100"
+  [g200]="generate grid --side 200 --dims 2 --seed 13 --features 100 --classes 8"
+  [g150d3]="generate grid --side 150 --dims 3 --seed 13 --features 128 --classes 16"
+  [o70]="generate grid --side 70 --dims 3 --natural-order --features 100 --classes 8"
+  [o1500]="generate grid --side 1500 --dims 2 --natural-order --features 128 --classes 16"
 )
 
 # family_data NAME: the DATA argument of a gcnpart command for graph NAME (with synthetic-feature options for a

@@ -20,7 +20,8 @@
 #                choose the model's terms); fresh: 34 rows on 14 further graphs, measured once, after the model was fixed
 #                (then used to choose the next model's terms); fresh2: 36 rows on 13 further graphs (22 k to 3.6 M
 #                nodes, six generated families) and the two real ones with other models, measured once with the
-#                second family calibration
+#                second family calibration; fresh3: 36 rows on 13 further graphs (seed 13, 40 k to 4.2 M nodes) and
+#                the two real ones, measured once after the SpMM term split gathered from streamed bytes
 # After a change to the model alone, `gcnpart fit --check-calibration` re-prices the held-out epochs stored in the
 # calibration (bench/run/calibration_merge.py puts them there) on the CPU.
 set -uo pipefail
@@ -71,8 +72,21 @@ elif [ "${SET:-dev}" = fresh2 ]; then  # measured once, after the model was fixe
     "r21s11 2 16 fp32" "m20s11 4 256 fp32" "u1500k 2 1024 bf16" "c2m 4 128 fp32"
     "g1900 3 128 fp32" "g90 3 256 bf16"
   )
+elif [ "${SET:-dev}" = fresh3 ]; then  # measured once, after the SpMM term split gathered from streamed bytes
+  rows=(
+    "r16s13 2 128 fp32" "m18s13 2 512 fp32" "u60k 2 64 fp32" "c120k 2 256 fp32"
+    "g200 2 128 fp32" "o70 2 256 fp32" "slashdot 2 512 fp32" "wing 2 64 bf16"
+    "r16s13 3 256 bf16" "m18s13 4 64 bf16" "u60k 3 512 bf16" "c120k 3 32 bf16"
+    "g200 3 1024 bf16" "o70 4 64 bf16" "slashdot 3 128 bf16" "wing 3 256 fp32"
+    "r22s13 2 64 fp32" "m21s13 2 256 bf16" "u2500k 2 128 fp32" "c3500k 2 32 fp32"
+    "g150d3 2 256 fp32" "o1500 2 512 fp32" "slashdot 4 32 fp32" "wing 4 1024 bf16"
+    "r22s13 3 128 bf16" "m21s13 3 128 fp32" "u2500k 3 64 bf16" "c3500k 3 128 bf16"
+    "g150d3 3 64 bf16" "o1500 3 128 bf16"
+    "r19s13 2 256 fp32" "r19s13 3 1024 bf16" "m21s13 4 16 fp32" "u2500k 2 512 bf16"
+    "c3500k 4 64 fp32" "g150d3 2 16 fp32"
+  )
 elif [ "${SET:-dev}" != dev ]; then
-  echo "SET=$SET: expected dev, fresh or fresh2" >&2
+  echo "SET=$SET: expected dev, fresh, fresh2 or fresh3" >&2
   exit 2
 fi
 
@@ -135,6 +149,8 @@ for line in open(rows_file):
          "measured_tracked_peak": s["memory"]["peak_bytes"], "predicted_tracked_peak": m["tracked_peak_bytes"],
          "memory_error": m["tracked_peak_bytes"] / s["memory"]["peak_bytes"] - 1,
          "bound": e.get("bound"), "terms": e.get("terms_seconds"),
+         "spmm_choices": t.get("spmm_choices", {}),
+         "spmm_own_widths_predicted": full["model"].get("spmm_own_widths_predicted"),
          "outside_calibration": lofo.get("calibration_coverage", {}).get("outside", []),
          "reuse_source": lofo["graph"].get("reuse_source")}
     rows.append(r)

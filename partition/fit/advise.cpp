@@ -804,7 +804,10 @@ json calibration_json(const Calibration& cal) {
   auto table = [](const SpmmEfficiency& t) {
     json a = json::array();
     for (const auto& [w, e] : t.dram.points)
-      a.push_back({{"width", w}, {"dram_efficiency", e}, {"l2_bytes_per_second_per_sm", t.l2_per_sm.at(w)}});
+      a.push_back({{"width", w},
+                   {"dram_efficiency", e},
+                   {"stream_dram_efficiency", t.stream.at(w)},
+                   {"l2_bytes_per_second_per_sm", t.l2_per_sm.at(w)}});
     return json{{"by_width", a}, {"fixed_seconds", t.fixed_seconds}};
   };
   json prov = json::object();
@@ -1057,6 +1060,9 @@ nlohmann::json FitReport::to_json() const {
                 {"spmm", to_string(model.spmm)},
                 {"tf32", tf32},
                 {"optimizer", "adam"}};
+  // kAuto on one device: the widths at which the tuner is predicted to keep its own SpMM (no cuSPARSE plan priced
+  // as kept there); the other widths keep a plan in the memory figures.
+  if (model.spmm == SpmmAlgo::kAuto) j["model"]["spmm_own_widths_predicted"] = model.auto_own_widths;
   j["calibration"] = calibration_json(calibration);
   json configs_json = json::array();
   for (const auto& cf : configurations) configs_json.push_back(configuration_json(cf, calibration));

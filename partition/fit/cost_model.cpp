@@ -57,8 +57,8 @@ SpmmBytes spmm_call_bytes(const SpmmTerm& c, double act, std::int64_t l2_bytes, 
   const double row = c.width * act;
   const double hit = reuse.hit_fraction(l2_bytes, row, c.cols_in);
   const double gathered = std::max(c.cols_in * row, c.entries * row * (1 - hit));
-  return {c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row + gathered,
-          c.entries * row * hit};
+  const double streamed = c.rows_out * 8 + c.entries * 4 + (c.rows_out + c.cols_in) * 4 + c.rows_out * row;
+  return {streamed + gathered, c.entries * row * hit, streamed};
 }
 
 namespace {
@@ -69,8 +69,9 @@ double spmm_call_seconds(const SpmmTerm& call, double act, const L2Reuse& reuse,
                          const SpmmEfficiency& eff) {
   const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, reuse);
   const double sms = card.sms > 0 ? card.sms : kDefaultSms;
-  return eff.fixed_seconds + b.dram / (card.memory_bandwidth_gbs * 1e9 * eff.dram.at(call.width)) +
-         b.l2 / (sms * eff.l2_per_sm.at(call.width));
+  const double bw = card.memory_bandwidth_gbs * 1e9;
+  return eff.fixed_seconds + b.gathered() / (bw * eff.dram.at(call.width)) +
+         b.stream / (bw * eff.stream.at(call.width)) + b.l2 / (sms * eff.l2_per_sm.at(call.width));
 }
 
 double Calibration::gemm_efficiency(Precision math, double m, double n, double k) const {
@@ -693,9 +694,10 @@ constexpr double kMaxDramEfficiency = 2.0;
 
 namespace {
 
-/// The SpMM terms of `cal` from the timed calls at L2 share `share`, per kind: t = fixed + a_w DRAM / bandwidth +
-/// b_w L2 bytes / SMs, by non-negative least squares on the relative error (each row divided by its time); the DRAM
-/// efficiency is 1 / a_w, the L2 rate per SM 1 / b_w. Returns the summed squared relative residual of the kinds
+/// The SpMM terms of `cal` from the timed calls at L2 share `share`, per kind: t = fixed + a_w gathered DRAM bytes /
+/// bandwidth + c_w streamed DRAM bytes / bandwidth + b_w L2 bytes / SMs, by non-negative least squares on the
+/// relative error (each row divided by its time); the DRAM efficiencies are 1 / a_w and 1 / c_w, the L2 rate per SM
+/// 1 / b_w. Returns the summed squared relative residual of the kinds
 /// fitted (the defaults kept, and noted, for a kind with too few calls).
 double fit_spmm_terms(const Card& card, const CalibrationData& data, double share, double blend, Calibration& cal) {
   cal.l2_share = share;
@@ -713,7 +715,7 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
       }
     std::sort(widths.begin(), widths.end());
     const char* name = kind == 2 ? "spmm_bf16" : kind == 1 ? "spmm_cusparse" : "spmm_own";
-    const std::size_t nw = widths.size(), n = 2 * nw + 1;
+    const std::size_t nw = widths.size(), n = 3 * nw + 1;
     if (rows.size() < n) {  // too few calls to separate the terms: keep the defaults
       cal.provenance.emplace_back(name, rows.empty() ? "default: not measured" : "default: too few timed calls to fit");
       continue;
@@ -724,9 +726,10 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
       const SpmmBytes b = spmm_call_bytes(x->call, x->bf16 ? 2.0 : 4.0, card.l2_bytes, reuse);
       const auto i = static_cast<std::size_t>(std::find(widths.begin(), widths.end(), x->call.width) - widths.begin());
       std::vector<double> row(n + 1, 0.0);
-      row[i] = b.dram / bw / x->seconds;
+      row[i] = b.gathered() / bw / x->seconds;
       row[nw + i] = b.l2 / sms / x->seconds;
-      row[2 * nw] = 1 / x->seconds;
+      row[2 * nw + i] = b.stream / bw / x->seconds;
+      row[3 * nw] = 1 / x->seconds;
       row[n] = 1;
       a.push_back(std::move(row));
     }
@@ -745,14 +748,16 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
     }
     SpmmEfficiency eff;
     eff.dram.points.clear();
+    eff.stream.points.clear();
     eff.l2_per_sm.points.clear();
     for (std::size_t i = 0; i < nw; ++i) {
       // A DRAM term the fit dropped (0) or tiny: bounded at kMaxDramEfficiency (above 1: the byte model counts more
       // DRAM traffic than a well-ordered graph causes, its L2 serving more than the estimate says).
       eff.dram.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[i], 1e-9)));
+      eff.stream.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[2 * nw + i], 1e-9)));
       eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
     }
-    eff.fixed_seconds = (*coef)[2 * nw];
+    eff.fixed_seconds = (*coef)[3 * nw];
     (kind == 2 ? cal.spmm_bf16 : kind == 1 ? cal.spmm_cusparse : cal.spmm_own) = eff;
     cal.provenance.emplace_back(name, "measured: " + std::to_string(rows.size()) + " SpMM calls (" +
                                           std::to_string(nw) + " widths) timed on " + card.name);

@@ -54,10 +54,15 @@ struct WidthTable {
   }
 };
 
-/// One SpMM kind's measured terms: t = fixed + DRAM bytes / (bandwidth x dram(width)) + L2-served bytes /
-/// (SMs x l2_per_sm(width)).
+/// One SpMM kind's measured terms: t = fixed + gathered DRAM bytes / (bandwidth x dram(width)) + streamed DRAM
+/// bytes / (bandwidth x stream(width)) + L2-served bytes / (SMs x l2_per_sm(width)). Gathered: the input rows the L2
+/// does not serve (random rows, sector by sector); streamed: the CSR arrays, the scale vectors and the output rows
+/// (read or written in order). The two reach different shares of the bandwidth, and their mix differs by graph (a
+/// mesh's calls are mostly streamed, a dense RMAT's mostly gathered): one efficiency for both priced meshes short and
+/// dense graphs long.
 struct SpmmEfficiency {
-  WidthTable dram = WidthTable::constant(0.5);         ///< fraction of the card's DRAM bandwidth, by width
+  WidthTable dram = WidthTable::constant(0.5);         ///< gathered bytes: fraction of the DRAM bandwidth, by width
+  WidthTable stream = WidthTable::constant(0.5);       ///< streamed bytes: fraction of the DRAM bandwidth, by width
   WidthTable l2_per_sm = WidthTable::constant(40e9);   ///< bytes per second per SM served from L2, by width
   double fixed_seconds = 0;              ///< per call (grid set-up, the kernel's tail)
 };
@@ -169,10 +174,12 @@ struct L2Reuse {
 };
 
 /// Bytes of one SpMM call: `dram` through DRAM (row offsets, column ids, the two scale vectors, the output rows,
-/// the gathered input rows an L2 of `l2_bytes` does not serve, at least every input row once) and `l2` served from
-/// L2 (the gathered rows it holds). `element_bytes`: 4 (fp32) or 2 (bf16).
+/// the gathered input rows an L2 of `l2_bytes` does not serve, at least every input row once), of which `stream` are
+/// read or written in order (all but the gathered rows), and `l2` served from L2 (the gathered rows it holds).
+/// `element_bytes`: 4 (fp32) or 2 (bf16).
 struct SpmmBytes {
-  double dram = 0, l2 = 0;
+  double dram = 0, l2 = 0, stream = 0;
+  [[nodiscard]] double gathered() const noexcept { return dram - stream; }
 };
 SpmmBytes spmm_call_bytes(const SpmmTerm& call, double element_bytes, std::int64_t l2_bytes, const L2Reuse& reuse);
 /// Seconds of one SpMM call on `card` with the terms `eff` (the card's bandwidth, L2 size and SM count).
