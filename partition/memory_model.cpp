@@ -422,21 +422,40 @@ SplitEstimate estimate_split_sampled(const datasets::Csr& g, const Partition& pa
   est.parts = k;
   est.layers = layers;
   // Exact O(N + E) figures: part sizes, cut and the entries inside each part.
-  std::vector<std::int64_t> size(static_cast<std::size_t>(k), 0), inside(static_cast<std::size_t>(k), 0),
-      volume(static_cast<std::size_t>(k), 0);
-  std::int64_t crossing = 0;
   for (std::int64_t u = 0; u < n; ++u) {
     const int p = partition.part_of[u];
     if (p < 0 || p >= k)
       throw InvalidInput::parameter("partition", "node " + std::to_string(u) + " in part " + std::to_string(p),
                                     "a part in [0, " + std::to_string(k) + ")");
-    ++size[p];
-    volume[p] += g.degree(u);
-    for (RowOffset e = g.row_offsets[u]; e < g.row_offsets[u + 1]; ++e) {
-      const NodeId w = g.col_ids[e];
-      if (w == u) continue;
-      if (partition.part_of[w] == p) ++inside[p];
-      else ++crossing;
+  }
+  std::vector<std::int64_t> size(static_cast<std::size_t>(k), 0), inside(static_cast<std::size_t>(k), 0),
+      volume(static_cast<std::size_t>(k), 0);
+  std::int64_t crossing = 0;
+  const auto* part_of = partition.part_of.data();
+  const auto* off = g.row_offsets.data();
+  const auto* col = g.col_ids.data();
+  // Per-thread counts, added up once (integer sums: the same whatever the thread count).
+#pragma omp parallel reduction(+ : crossing) if (g.num_edges() > (std::int64_t{1} << 16))
+  {
+    std::vector<std::int64_t> my_size(static_cast<std::size_t>(k), 0), my_inside(static_cast<std::size_t>(k), 0),
+        my_volume(static_cast<std::size_t>(k), 0);
+#pragma omp for schedule(dynamic, 4096) nowait
+    for (std::int64_t u = 0; u < n; ++u) {
+      const int p = part_of[u];
+      ++my_size[p];
+      my_volume[p] += off[u + 1] - off[u];
+      for (RowOffset e = off[u]; e < off[u + 1]; ++e) {
+        const NodeId w = col[e];
+        if (w == u) continue;
+        if (part_of[w] == p) ++my_inside[p];
+        else ++crossing;
+      }
+    }
+#pragma omp critical(estimate_split_counts)
+    for (int p = 0; p < k; ++p) {
+      size[p] += my_size[p];
+      inside[p] += my_inside[p];
+      volume[p] += my_volume[p];
     }
   }
   est.edge_cut = static_cast<double>(crossing) / 2;

@@ -95,6 +95,12 @@ struct PartitionOptions {
   Strategy work_strategy = Strategy::kGather;
   /// Tests: the first this many METIS calls fail as METIS_ERROR would (the fallback's path).
   int inject_metis_failures = 0;
+  /// Check the graph first (an O(E) pass: ids, order, self loops, symmetry). false: the caller has checked this
+  /// graph with validate_graph already (fit partitions one graph for several K).
+  bool check_graph = true;
+  /// Measure Partition::edge_cut and comm_volume (an O(E) pass); false leaves both at -1 (fit's split estimate
+  /// counts the cut in its own pass).
+  bool measure_cut = true;
 };
 
 /// The imbalance targets partition_graph takes (max part weight / mean; 1.03 allows 3 %).
@@ -108,13 +114,18 @@ struct Partition {
   int parts = 1;
   Partitioner method = Partitioner::kMetis;  ///< how part_of was computed
   std::vector<std::int32_t> part_of;
-  std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts
+  std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts (-1: not measured)
   std::int64_t comm_volume = 0;  ///< sum over nodes of the number of other parts among its neighbours (METIS' volume)
   double seconds = 0;            ///< time to partition
   /// What went wrong on the way, when something did: METIS failed and was retried with another seed, or the
   /// random partitioner stood in (method then says kRandom). Empty when the partitioner asked for worked first time.
   std::string note;
 };
+
+/// Checks that `graph` is what the partitioners and plans take: row offsets consistent, neighbour ids in range and
+/// strictly ascending, no self loops, every edge present both ways.
+/// @throws InvalidInput naming `entry` and the first bad node.
+void validate_graph(const datasets::Csr& graph, const char* entry);
 
 /// Partitions a symmetric graph without self loops. METIS_PartGraphKway for kMetis (deterministic for a seed),
 /// a keyed hash for kRandom, contiguous id ranges of equal size for kRange. parts == 1 gives one part.

@@ -153,6 +153,8 @@ std::vector<StrategyFit> split_fits(const Context& c, int k) {
     // A sampled split is an estimate already: METIS's refinement passes (most of its time on a products-sized
     // graph) are cut to kSampledMetisIterations.
     if (r.metis_edge_sample < 1.0) popt.metis_iterations = kSampledMetisIterations;
+    popt.check_graph = false;  // resolve checked it
+    popt.measure_cut = false;  // the split estimate and plan_metrics count the cut themselves
     part = partition_graph(c.ds->graph, k, popt);
   }
   std::string partition_note = part && !part->note.empty()
@@ -446,6 +448,7 @@ Context resolve(const FitRequest& r) {
     if (!c.ds->has_features() || !c.ds->has_labels())
       throw InvalidInput(InputLocation{c.ds->name, 0, 0}, "dataset has no features or labels", "",
                          "both (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
+    validate_graph(c.ds->graph, "fit");  // once: the partitions for every K below skip their own check
     c.stats = graph_stats(*c.ds);
     // The aggregation's L2 reuse, measured on the graph in the engine's default (degree) order.
     c.stats.reuse = reuse_profile(c.ds->graph, Reorder::kDegree);

@@ -957,6 +957,10 @@ TEST_CASE("bad inputs are refused naming the parameter or the node") {
   const Csr one_way = datasets::build_csr(loops, {.symmetrize = false});
   CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { make_plan(one_way, Strategy::kDrop, 2, 2); }),
                     "not symmetric");
+  // validate_graph is the same check on its own (fit runs it once, then partitions for every K without it).
+  CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { validate_graph(one_way, "fit"); }), "fit: graph node");
+  CHECK_MESSAGE_HAS(testing::message_of<InvalidInput>([&] { validate_graph(with_loop, "fit"); }), "self loop");
+  CHECK_NOTHROW(validate_graph(g, "fit"));
 
   Partition wrong = partition_graph(g, 2);
   wrong.part_of[4] = 2;
@@ -989,6 +993,22 @@ TEST_CASE("METIS balancing edges or both keeps the parts' adjacency entries with
   }
   CHECK(parse_balance("both", "--balance") == Balance::kBoth);
   CHECK_THROWS_AS(parse_balance("vertices", "--balance"), InvalidInput);
+}
+
+TEST_CASE("partition_graph's two O(E) passes can be left to a caller that does them itself") {
+  const auto g = random_graph(2000, 12000, 5);
+  PartitionOptions o;
+  const Partition full = partition_graph(g, 4, o);
+  CHECK(full.edge_cut > 0);
+  CHECK(full.comm_volume > 0);
+  o.check_graph = false;
+  o.measure_cut = false;
+  const Partition lean = partition_graph(g, 4, o);
+  CHECK(lean.part_of == full.part_of);  // the same partition
+  CHECK(lean.edge_cut == -1);           // "not measured", never a plausible 0
+  CHECK(lean.comm_volume == -1);
+  // A plan recomputes the cut of whatever partition it is given.
+  CHECK(plan_metrics(g, Strategy::kDrop, lean, 2).edge_cut == full.edge_cut);
 }
 
 TEST_CASE("a METIS failure never ends partitioning: one retry with the next seed, then the random partitioner, said") {
