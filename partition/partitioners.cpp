@@ -21,6 +21,9 @@ static_assert(std::is_same_v<idx_t, NodeId>, "gcnpart expects METIS built with I
 
 namespace {
 
+/// The share of the edges METIS sees on its retry after a failure (at most; a sampled call keeps its own share).
+constexpr double kRetryEdgeSample = 0.1;
+
 const char* metis_status_name(int status) {
   switch (status) {
     case METIS_ERROR_INPUT: return "METIS_ERROR_INPUT";
@@ -117,7 +120,10 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
   if (status != METIS_OK)
     throw Error(std::string("METIS_PartGraphKway failed with ") + metis_status_name(status) + " on " +
                 std::to_string(graph.num_nodes) + " nodes, " + std::to_string(graph.num_edges()) + " entries, " +
-                std::to_string(parts) + " parts");
+                std::to_string(parts) + " parts" +
+                (status == METIS_ERROR ? " (METIS 5.1's answer when an allocation fails inside its initial "
+                                         "partitioning: host memory ran short)"
+                                       : ""));
 }
 
 /// Partitioner::kRandom: part[v] from a hash keyed by (seed, v), the same parts whatever the thread count.
@@ -158,9 +164,13 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
   if (parts > 1) {
     switch (options.method) {
       case Partitioner::kMetis: {
-        // METIS fails now and then on large graphs (seen once in four runs of a products-sized graph: "Failed
-        // during initial partitioning", METIS_ERROR); another seed usually passes, and a partition of any kind is
-        // better than no answer: retry once, then fall back to the random partitioner, and say so.
+        // METIS 5.1 fails when host memory runs short: an allocation failing in its coarsening or refinement
+        // returns METIS_ERROR_MEMORY, one failing inside the recursive bisection its K-way scheme runs for the
+        // initial partition returns METIS_ERROR after printing "Failed during initial partitioning" (the failure
+        // seen once in four runs of a products-sized graph; reproduced under ulimit -v, bench/run/metis_memory.sh).
+        // A partition of any kind is better than no answer: retry once with the next seed on a sample of the edges
+        // (kRetryEdgeSample: METIS's memory shrinks with the edges it sees), then fall back to the random
+        // partitioner, and say so.
         PartitionOptions attempt = options;
         int injected = options.inject_metis_failures;
         bool done = false;
@@ -176,6 +186,7 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
           } catch (const Error& e) {
             partition.note += (partition.note.empty() ? "" : "; ") + std::string(e.what()) + " (seed " +
                               std::to_string(attempt.seed) + ")";
+            attempt.metis_edge_sample = std::min(attempt.metis_edge_sample, kRetryEdgeSample);
           }
         }
         if (!done) {
@@ -184,7 +195,10 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
           random_parts(options.seed, n, parts, part);
           break;
         }
-        if (!partition.note.empty()) partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + ": it passed";
+        if (!partition.note.empty())
+          partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + " on " +
+                            std::to_string(static_cast<int>(std::lround(100 * attempt.metis_edge_sample))) +
+                            " % of the edges: it passed";
         // METIS keeps its weights within the imbalance only loosely on power-law graphs (heavy hubs, K = 8), and
         // knows nothing of drop's work (in-part entries): the refinement finishes either. Both at once conflict on
         // RMAT (a part holding a dense core of hubs needs less gather work to hold as much drop work).

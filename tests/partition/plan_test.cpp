@@ -1020,7 +1020,9 @@ TEST_CASE("a METIS failure never ends partitioning: one retry with the next seed
   CHECK(retried.method == Partitioner::kMetis);
   CHECK(retried.note.find("METIS_ERROR") != std::string::npos);
   CHECK(retried.note.find("seed 7") != std::string::npos);
-  CHECK(retried.note.find("retried with seed 8: it passed") != std::string::npos);
+  // The retry partitions a tenth of the edges (METIS's memory shrinks with them: its failures come from host
+  // memory running short).
+  CHECK(retried.note.find("retried with seed 8 on 10 % of the edges: it passed") != std::string::npos);
   o.inject_metis_failures = 2;  // both fail: the random partitioner stands in
   const Partition fallback = partition_graph(g, 2, o);
   CHECK(fallback.method == Partitioner::kRandom);
