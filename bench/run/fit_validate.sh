@@ -15,8 +15,9 @@
 #   QUICK=1       the first 8 rows only
 #   FALSE_FITS=1  then the "never a false fits" check: for an RTX 3090 and an RTX 3080 emulated with `train
 #                 --memory-limit` (the card's memory less fit's fixed per-GPU overhead), fit's largest hidden width must
-#                 train and 5 % / 10 % wider must not fit (products-sized RMAT 21, LAYERS, default 2); writes
-#                 $OUT/false-fits.json (about 2-3 minutes)
+#                 train and 5 % / 10 % wider must not fit (FALSE_FITS_GRAPHS, default rmat21: products-sized RMAT 21;
+#                 products: the products-sized SBM; LAYERS, default 2); writes $OUT/false-fits.json (about 2-3 minutes
+#                 a graph); ONLY_FALSE_FITS=1 skips the rows
 #   GCNPART_BIN   a binary built elsewhere (e.g. .carry/new/gcnpart; nothing is built here), else
 #                 build/gpu/tools/gcnpart, built when missing or REBUILD is set
 #   OUT           where the reports go (default /tmp/out); every train / fit JSON and log: $OUT/fit_validate.tar.gz
@@ -51,6 +52,7 @@ declare -A graph=(
   [rmat20]="rmat --scale 20 --edge-factor 16 --features 100 --classes 47"
   [rmat21]="rmat --scale 21 --edge-factor 30 --features 100 --classes 47"
   [rmat22]="rmat --scale 22 --edge-factor 30 --features 100 --classes 47"
+  [products]="sbm --nodes 2449029 --avg-degree 50.6 --features 100 --classes 47 --train-per-class 2000 --valid 20000 --test 50000"
 )
 # Rows: graph layers hidden precision gpus strategy
 rows=(
@@ -67,6 +69,7 @@ if [ "$gpus" -ge 2 ]; then
          "rmat21 2 256 bf16 2 gather" "rmat21 2 256 fp32 2 halo")
 fi
 [ -n "${QUICK:-}" ] && rows=("${rows[@]:0:8}")
+[ -n "${ONLY_FALSE_FITS:-}" ] && rows=()
 
 results="$work/rows.jsonl"
 : > "$results"
@@ -108,15 +111,16 @@ PY
   echo "$tag done in $(( $(date +%s) - start )) s"
 done
 
-python3 bench/run/fit_revalidate.py --report "$results" "$out/fit-validate" "$epochs"
+[ -s "$results" ] && python3 bench/run/fit_revalidate.py --report "$results" "$out/fit-validate" "$epochs"
 
 if [ -n "${FALSE_FITS:-}" ]; then
-  f=$work/rmat21.gcsr
-  # shellcheck disable=SC2086
-  [ -f "$f" ] || $g -q generate ${graph[rmat21]} -o "$f" > /dev/null
   layers=${LAYERS:-2}
   ff="$work/false-fits.jsonl"
   : > "$ff"
+  for gname in ${FALSE_FITS_GRAPHS:-rmat21}; do
+  f=$work/$gname.gcsr
+  # shellcheck disable=SC2086
+  [ -f "$f" ] || $g -q generate ${graph[$gname]} -o "$f" > /dev/null
   for card in rtx3090 rtx3080; do
     $g -q fit "$f" --card "$card" --layers "$layers" --hidden 256 --rank-gpus 1 --json "$work/fit-$card.json" > /dev/null ||
       { echo "fit $card failed"; continue; }
@@ -127,22 +131,25 @@ print(c["single"]["largest_hidden"], c["card_bytes"] - m["fixed_overhead_bytes"]
     for factor in 1.00 1.05 1.10; do
       hidden=$(python3 -c "print(int($largest * $factor))")
       $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" --offload off \
-        --json "$work/train-$card-h$hidden.json" > "$work/train-$card-h$hidden.log" 2>&1
+        --json "$work/train-$gname-$card-h$hidden.json" > "$work/train-$gname-$card-h$hidden.log" 2>&1
       rc=$?
-      python3 - "$work/train-$card-h$hidden.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" \
-        >> "$ff" <<'PY'
+      python3 - "$work/train-$gname-$card-h$hidden.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" \
+        "$gname" >> "$ff" <<'PY'
 import json, sys
-path, card, layers, hidden, largest, factor, cap, rc = sys.argv[1:]
+path, card, layers, hidden, largest, factor, cap, rc, gname = sys.argv[1:]
 try:
-    peak = json.load(open(path))["summary"]["memory"]["peak_bytes"]
+    t = json.load(open(path))
+    peak, choices = t["summary"]["memory"]["peak_bytes"], t.get("spmm_choices")
 except (OSError, ValueError, KeyError):
-    peak = None
-print(json.dumps({"card": card, "layers": int(layers), "hidden": int(hidden), "largest_predicted": int(largest),
-                  "factor": float(factor), "cap_bytes": int(cap), "predicted_fits": factor == "1.00",
-                  "train_exit": int(rc), "tracked_peak": peak}))
+    peak, choices = None, None
+print(json.dumps({"graph": gname, "card": card, "layers": int(layers), "hidden": int(hidden),
+                  "largest_predicted": int(largest), "factor": float(factor), "cap_bytes": int(cap),
+                  "predicted_fits": factor == "1.00", "train_exit": int(rc), "tracked_peak": peak,
+                  "spmm_choices": choices}))
 PY
-      echo "$card: hidden $hidden (fit's largest $largest x $factor), cap $cap bytes: train exit $rc"
+      echo "$gname $card: hidden $hidden (fit's largest $largest x $factor), cap $cap bytes: train exit $rc"
     done
+  done
   done
   python3 - "$ff" "$out/false-fits.json" <<'PY'
 import json, sys
