@@ -9,6 +9,7 @@
 #include "base/error.hpp"
 #include "base/philox.hpp"
 #include "partition/allocation_plan.hpp"
+#include "partition/detail/plan_detail.hpp"
 
 namespace gcnpart::partition {
 
@@ -435,7 +436,7 @@ SplitEstimate estimate_split_sampled(const datasets::Csr& g, const Partition& pa
   const auto* off = g.row_offsets.data();
   const auto* col = g.col_ids.data();
   // Per-thread counts, added up once (integer sums: the same whatever the thread count).
-#pragma omp parallel reduction(+ : crossing) if (g.num_edges() > (std::int64_t{1} << 16))
+#pragma omp parallel reduction(+ : crossing) if (g.num_edges() > detail::kParallelMin)
   {
     std::vector<std::int64_t> my_size(static_cast<std::size_t>(k), 0), my_inside(static_cast<std::size_t>(k), 0),
         my_volume(static_cast<std::size_t>(k), 0);

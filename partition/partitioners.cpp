@@ -4,7 +4,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <iomanip>
 #include <limits>
+#include <sstream>
 #include <string>
 #include <type_traits>
 
@@ -122,7 +124,7 @@ void metis_kway(const datasets::Csr& graph, int parts, const PartitionOptions& o
                 std::to_string(graph.num_nodes) + " nodes, " + std::to_string(graph.num_edges()) + " entries, " +
                 std::to_string(parts) + " parts" +
                 (status == METIS_ERROR ? " (METIS 5.1's answer when an allocation fails inside its initial "
-                                         "partitioning: host memory ran short)"
+                                         "partitioning: usually host memory ran short)"
                                        : ""));
 }
 
@@ -195,10 +197,12 @@ Partition partition_graph(const datasets::Csr& graph, int parts, const Partition
           random_parts(options.seed, n, parts, part);
           break;
         }
-        if (!partition.note.empty())
-          partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + " on " +
-                            std::to_string(static_cast<int>(std::lround(100 * attempt.metis_edge_sample))) +
+        if (!partition.note.empty()) {
+          std::ostringstream share;
+          share << std::setprecision(2) << 100 * attempt.metis_edge_sample;  // 10, 2.5, 0.35
+          partition.note += "; retried with seed " + std::to_string(attempt.seed - 1) + " on " + share.str() +
                             " % of the edges: it passed";
+        }
         // METIS keeps its weights within the imbalance only loosely on power-law graphs (heavy hubs, K = 8), and
         // knows nothing of drop's work (in-part entries): the refinement finishes either. Both at once conflict on
         // RMAT (a part holding a dense core of hubs needs less gather work to hold as much drop work).

@@ -117,8 +117,9 @@ struct Partition {
   std::int64_t edge_cut = 0;     ///< undirected edges whose endpoints lie in different parts (-1: not measured)
   std::int64_t comm_volume = 0;  ///< sum over nodes of the number of other parts among its neighbours (METIS' volume)
   double seconds = 0;            ///< time to partition
-  /// What went wrong on the way, when something did: METIS failed and was retried with another seed, or the
-  /// random partitioner stood in (method then says kRandom). Empty when the partitioner asked for worked first time.
+  /// What went wrong on the way, when something did: METIS failed and was retried (next seed, a tenth of the
+  /// edges), or the random partitioner stood in (method then says kRandom). Empty when the partitioner asked for
+  /// worked first time.
   std::string note;
 };
 
@@ -129,8 +130,9 @@ void validate_graph(const datasets::Csr& graph, const char* entry);
 
 /// Partitions a symmetric graph without self loops. METIS_PartGraphKway for kMetis (deterministic for a seed),
 /// a keyed hash for kRandom, contiguous id ranges of equal size for kRange. parts == 1 gives one part.
-/// A METIS failure never ends the call: METIS is retried once with the next seed, then the random partitioner
-/// stands in; Partition::note says what happened (and method what was used).
+/// A METIS failure never ends the call: METIS is retried once with the next seed on a tenth of the edges (its
+/// failures come from host memory running short, and its memory shrinks with the edges), then the random
+/// partitioner stands in; Partition::note says what happened (and method what was used).
 /// @throws InvalidInput for parts < 1 or > nodes, a graph with a self loop or a one-way edge (the node named), or
 /// more than 2^31 - 1 entries for METIS.
 Partition partition_graph(const datasets::Csr& graph, int parts, const PartitionOptions& options = {});

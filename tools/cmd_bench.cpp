@@ -217,7 +217,7 @@ void run_bench_calibrate(CalibrateOptions& o) {
   for (const auto* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
     const bool own = t == &cal.spmm_own, cus = t == &cal.spmm_cusparse;
     std::printf("%-14s", own ? "spmm own" : cus ? "spmm cusparse" : "spmm own-bf16");
-    for (const auto& [w, e] : t->dram.points)
+    for (const auto& [w, e] : t->gathered.points)
       std::printf(" w%g %.2f/%.2f/%.0f", w, e, t->stream.at(w), t->l2_per_sm.at(w) / 1e9);
     std::printf(" fixed %.1f us (%s)\n", t->fixed_seconds * 1e6,
                 provenance(own ? "spmm_own" : cus ? "spmm_cusparse" : "spmm_bf16").c_str());

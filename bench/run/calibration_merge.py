@@ -72,13 +72,17 @@ def main() -> int:
         except (OSError, ValueError) as e:
             print("calibration_merge: %s" % e, file=sys.stderr)
             return 1
-        for m in other["measurements"]:
-            if m.get("role") != "held-out":
-                continue
-            name = "%s@%s" % (m["graph"], label)
-            doc["graphs"][name] = other["graphs"][m["graph"]]
-            doc["measurements"].append(dict(m, graph=name, what="%s [%s]" % (m["what"], label)))
-            kept += 1
+        try:
+            for m in other["measurements"]:
+                if m.get("role") != "held-out":
+                    continue
+                name = "%s@%s" % (m["graph"], label)
+                doc["graphs"][name] = other["graphs"][m["graph"]]
+                doc["measurements"].append(dict(m, graph=name, what="%s [%s]" % (m["what"], label)))
+                kept += 1
+        except (KeyError, TypeError) as e:
+            print("calibration_merge: %s: not a merged calibration document (missing %s)" % (path, e), file=sys.stderr)
+            return 1
     if a.residual is not None:
         worst = max(worst, a.residual)
     s = fam["summary"]["leave_one_family_out"]

@@ -16,8 +16,8 @@
 #   FALSE_FITS=1  then the "never a false fits" check: for an RTX 3090 and an RTX 3080 emulated with `train
 #                 --memory-limit` (the card's memory less fit's fixed per-GPU overhead), fit's largest hidden width must
 #                 train and 5 % / 10 % wider must not fit (FALSE_FITS_GRAPHS, default rmat21: products-sized RMAT 21;
-#                 products: the products-sized SBM; LAYERS, default 2); writes $OUT/false-fits.json (about 2-3 minutes
-#                 a graph); ONLY_FALSE_FITS=1 skips the rows
+#                 products: the products-sized SBM; LAYERS, default 2); writes $OUT/false-fits-L<LAYERS>.json (about
+#                 2-3 minutes a graph); ONLY_FALSE_FITS=1 skips the rows
 #   GCNPART_BIN   a binary built elsewhere (e.g. .carry/new/gcnpart; nothing is built here), else
 #                 build/gpu/tools/gcnpart, built when missing or REBUILD is set
 #   OUT           where the reports go (default /tmp/out); every train / fit JSON and log: $OUT/fit_validate.tar.gz
@@ -118,23 +118,26 @@ if [ -n "${FALSE_FITS:-}" ]; then
   ff="$work/false-fits.jsonl"
   : > "$ff"
   for gname in ${FALSE_FITS_GRAPHS:-rmat21}; do
-  f=$work/$gname.gcsr
-  # shellcheck disable=SC2086
-  [ -f "$f" ] || $g -q generate ${graph[$gname]} -o "$f" > /dev/null
-  for card in rtx3090 rtx3080; do
-    $g -q fit "$f" --card "$card" --layers "$layers" --hidden 256 --rank-gpus 1 --json "$work/fit-$card.json" > /dev/null ||
-      { echo "fit $card failed"; continue; }
-    read -r largest cap < <(python3 -c '
+    [ -n "${graph[$gname]:-}" ] || { echo "FALSE_FITS_GRAPHS: no graph $gname (expected: ${!graph[*]})" >&2; continue; }
+    f=$work/$gname.gcsr
+    # shellcheck disable=SC2086
+    [ -f "$f" ] || $g -q generate ${graph[$gname]} -o "$f" > /dev/null
+    for card in rtx3090 rtx3080; do
+      fj="$work/fit-$gname-L$layers-$card.json"
+      $g -q fit "$f" --card "$card" --layers "$layers" --hidden 256 --rank-gpus 1 --json "$fj" > /dev/null ||
+        { echo "fit $gname $card failed"; continue; }
+      read -r largest cap < <(python3 -c '
 import json, sys
 d = json.load(open(sys.argv[1])); c = d["configurations"][0]; m = c["single"]["memory"]
-print(c["single"]["largest_hidden"], c["card_bytes"] - m["fixed_overhead_bytes"])' "$work/fit-$card.json")
-    for factor in 1.00 1.05 1.10; do
-      hidden=$(python3 -c "print(int($largest * $factor))")
-      $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" --offload off \
-        --json "$work/train-$gname-$card-h$hidden.json" > "$work/train-$gname-$card-h$hidden.log" 2>&1
-      rc=$?
-      python3 - "$work/train-$gname-$card-h$hidden.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" \
-        "$gname" >> "$ff" <<'PY'
+print(c["single"]["largest_hidden"], c["card_bytes"] - m["fixed_overhead_bytes"])' "$fj")
+      for factor in 1.00 1.05 1.10; do
+        hidden=$(python3 -c "print(int($largest * $factor))")
+        tag="$gname-L$layers-$card-h$hidden"
+        $g -q train "$f" --device cuda --layers "$layers" --hidden "$hidden" --epochs 3 --memory-limit "$cap" \
+          --offload off --json "$work/train-$tag.json" > "$work/train-$tag.log" 2>&1
+        rc=$?
+        python3 - "$work/train-$tag.json" "$card" "$layers" "$hidden" "$largest" "$factor" "$cap" "$rc" "$gname" \
+          >> "$ff" <<'PY'
 import json, sys
 path, card, layers, hidden, largest, factor, cap, rc, gname = sys.argv[1:]
 try:
@@ -147,11 +150,11 @@ print(json.dumps({"graph": gname, "card": card, "layers": int(layers), "hidden":
                   "predicted_fits": factor == "1.00", "train_exit": int(rc), "tracked_peak": peak,
                   "spmm_choices": choices}))
 PY
-      echo "$gname $card: hidden $hidden (fit's largest $largest x $factor), cap $cap bytes: train exit $rc"
+        echo "$gname $card: hidden $hidden (fit's largest $largest x $factor), cap $cap bytes: train exit $rc"
+      done
     done
   done
-  done
-  python3 - "$ff" "$out/false-fits.json" <<'PY'
+  python3 - "$ff" "$out/false-fits-L$layers.json" <<'PY'
 import json, sys
 rows = [json.loads(l) for l in open(sys.argv[1]) if l.strip()]
 false_fits = [r for r in rows if r["predicted_fits"] and r["train_exit"] != 0]

@@ -27,14 +27,14 @@ graph="$out/rmat17.gcsr"
     rc=$?
     metis=$(grep -oE 'Memory allocation failed for [A-Za-z0-9_]+: [a-z]+|Failed during initial partitioning' \
               "$out/fit-$mb.err" | uniq -c | sed 's/^ *//' | paste -sd ';' -)
-    note=$(python3 -c "
+    note=$(python3 -c '
 import json, sys
 try:
-    d = json.load(open('$out/fit-$mb.json'))
+    d = json.load(open(sys.argv[1]))
 except (OSError, ValueError):
     sys.exit()
-s = [s.get('split_source', '') for c in d['configurations'] for s in c.get('strategies', [])]
-print(s[0] if s else '')" 2>/dev/null)
+s = [s.get("split_source", "") for c in d["configurations"] for s in c.get("strategies", [])]
+print(s[0] if s else "")' "$out/fit-$mb.json" 2>/dev/null)
     echo "$mb MB: exit $rc | METIS printed: ${metis:-nothing} | split: ${note:-(no JSON)}"
   done
 } | tee "$out/summary.txt"

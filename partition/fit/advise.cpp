@@ -448,7 +448,8 @@ Context resolve(const FitRequest& r) {
     if (!c.ds->has_features() || !c.ds->has_labels())
       throw InvalidInput(InputLocation{c.ds->name, 0, 0}, "dataset has no features or labels", "",
                          "both (for a structure-only graph pass --synthetic-features F --synthetic-classes C)");
-    validate_graph(c.ds->graph, "fit");  // once: the partitions for every K below skip their own check
+    validate_graph(c.ds->graph, "fit");  // once: partition_graph skips its own check for every K (plan_metrics, on
+                                          // the exact path, still checks its inputs)
     c.stats = graph_stats(*c.ds);
     // The aggregation's L2 reuse, measured on the graph in the engine's default (degree) order.
     c.stats.reuse = reuse_profile(c.ds->graph, Reorder::kDegree);
@@ -806,9 +807,9 @@ json calibration_json(const Calibration& cal) {
                       {"predicted_seconds", p.predicted_seconds}, {"relative_error", p.error()}});
   auto table = [](const SpmmEfficiency& t) {
     json a = json::array();
-    for (const auto& [w, e] : t.dram.points)
+    for (const auto& [w, e] : t.gathered.points)
       a.push_back({{"width", w},
-                   {"dram_efficiency", e},
+                   {"gathered_dram_efficiency", e},
                    {"stream_dram_efficiency", t.stream.at(w)},
                    {"l2_bytes_per_second_per_sm", t.l2_per_sm.at(w)}});
     return json{{"by_width", a}, {"fixed_seconds", t.fixed_seconds}};
@@ -823,9 +824,11 @@ json calibration_json(const Calibration& cal) {
           {"held_out_worst_recomputed", cal.max_error()},
           {"provenance", prov},
           {"factors",
-           {{"spmm_own_efficiency", cal.spmm_own.dram.at(256)},
-            {"spmm_cusparse_efficiency", cal.spmm_cusparse.dram.at(256)},
-            {"spmm_bf16_efficiency", cal.spmm_bf16.dram.at(256)},
+           {{"spmm_own_efficiency", cal.spmm_own.gathered.at(256)},  // of the gathered rows, at width 256
+            {"spmm_cusparse_efficiency", cal.spmm_cusparse.gathered.at(256)},
+            {"spmm_bf16_efficiency", cal.spmm_bf16.gathered.at(256)},
+            {"spmm_own_stream_efficiency", cal.spmm_own.stream.at(256)},
+            {"spmm_bf16_stream_efficiency", cal.spmm_bf16.stream.at(256)},
             {"spmm_own_by_width", table(cal.spmm_own)},
             {"spmm_cusparse_by_width", table(cal.spmm_cusparse)},
             {"spmm_bf16_by_width", table(cal.spmm_bf16)},

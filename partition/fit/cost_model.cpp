@@ -70,7 +70,7 @@ double spmm_call_seconds(const SpmmTerm& call, double act, const L2Reuse& reuse,
   const SpmmBytes b = spmm_call_bytes(call, act, card.l2_bytes, reuse);
   const double sms = card.sms > 0 ? card.sms : kDefaultSms;
   const double bw = card.memory_bandwidth_gbs * 1e9;
-  return eff.fixed_seconds + b.gathered() / (bw * eff.dram.at(call.width)) +
+  return eff.fixed_seconds + b.gathered() / (bw * eff.gathered.at(call.width)) +
          b.stream / (bw * eff.stream.at(call.width)) + b.l2 / (sms * eff.l2_per_sm.at(call.width));
 }
 
@@ -290,7 +290,7 @@ EpochTime predict(const EpochWork& w, const Card& card, const Calibration& cal, 
       t.spmm += s;
     }
   } else {
-    t.spmm = w.spmm_bytes / (bw * spmm_eff.dram.at(64));
+    t.spmm = w.spmm_bytes / (bw * spmm_eff.gathered.at(64));  // no per-call terms: every byte as a gathered one
   }
   const Calibration::EpochFactors& in_epoch = cal.epoch(math.bf16_storage);
   t.spmm *= in_epoch.spmm;
@@ -747,13 +747,14 @@ double fit_spmm_terms(const Card& card, const CalibrationData& data, double shar
       residual += e * e;
     }
     SpmmEfficiency eff;
-    eff.dram.points.clear();
+    eff.gathered.points.clear();
     eff.stream.points.clear();
     eff.l2_per_sm.points.clear();
     for (std::size_t i = 0; i < nw; ++i) {
       // A DRAM term the fit dropped (0) or tiny: bounded at kMaxDramEfficiency (above 1: the byte model counts more
-      // DRAM traffic than a well-ordered graph causes, its L2 serving more than the estimate says).
-      eff.dram.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[i], 1e-9)));
+      // DRAM traffic than a well-ordered graph causes, its L2 serving more than the estimate says; for the streamed
+      // bytes, at the widths where the calls show no cost of their own for them: they overlap the gathered reads).
+      eff.gathered.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[i], 1e-9)));
       eff.stream.points.emplace_back(widths[i], std::min(kMaxDramEfficiency, 1 / std::max((*coef)[2 * nw + i], 1e-9)));
       eff.l2_per_sm.points.emplace_back(widths[i], 1 / std::max((*coef)[nw + i], 1e-30));
     }

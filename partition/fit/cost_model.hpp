@@ -61,7 +61,7 @@ struct WidthTable {
 /// mesh's calls are mostly streamed, a dense RMAT's mostly gathered): one efficiency for both priced meshes short and
 /// dense graphs long.
 struct SpmmEfficiency {
-  WidthTable dram = WidthTable::constant(0.5);         ///< gathered bytes: fraction of the DRAM bandwidth, by width
+  WidthTable gathered = WidthTable::constant(0.5);     ///< gathered bytes: fraction of the DRAM bandwidth, by width
   WidthTable stream = WidthTable::constant(0.5);       ///< streamed bytes: fraction of the DRAM bandwidth, by width
   WidthTable l2_per_sm = WidthTable::constant(40e9);   ///< bytes per second per SM served from L2, by width
   double fixed_seconds = 0;              ///< per call (grid set-up, the kernel's tail)

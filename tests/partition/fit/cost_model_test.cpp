@@ -41,8 +41,8 @@ TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the b
   // real graphs) the per-width terms with each graph's measured reuse reproduce 90 % of the timed calls within 25 %
   // and every one within 70 % (the worst: narrow rows of meshes in natural order, whose reads nearly all hit L2).
   for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_cusparse, &cal.spmm_bf16}) {
-    REQUIRE(t->dram.points.size() >= 3);
-    CHECK(t->dram.at(256) > t->dram.at(64));
+    REQUIRE(t->gathered.points.size() >= 3);
+    CHECK(t->gathered.at(256) > t->gathered.at(64));
     CHECK(t->fixed_seconds >= 0);
   }
   CHECK(cal.profiled);
@@ -93,7 +93,7 @@ TEST_CASE("the stored band is the leave-one-family-out validation recomputed: fi
   CHECK(static_cast<double>(within) >= 0.90 * static_cast<double>(rows.size()));
   // The SpMM terms price gathered and streamed DRAM bytes apart: both efficiencies are fitted at every width.
   for (const SpmmEfficiency* t : {&cal.spmm_own, &cal.spmm_bf16}) {
-    REQUIRE(t->stream.points.size() == t->dram.points.size());
+    REQUIRE(t->stream.points.size() == t->gathered.points.size());
     for (const auto& [w, e] : t->stream.points) CHECK(e > 0);
   }
   // The profiled epochs fitted, per storage type, the element-wise efficiency and the in-epoch GEMM and SpMM factors.
@@ -180,7 +180,7 @@ TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants
   const CardCatalogue catalogue = builtin_cards();
   const Card& h200 = catalogue.find("h200");
   SpmmEfficiency truth;
-  truth.dram.points = {{16, 0.4}, {64, 0.8}, {256, 1.0}};
+  truth.gathered.points = {{16, 0.4}, {64, 0.8}, {256, 1.0}};
   truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
   truth.fixed_seconds = 0;
   CalibrationData data;
@@ -199,8 +199,8 @@ TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants
     }
   const Calibration cal = calibrate(h200, data);
   CHECK(cal.spmm_own.fixed_seconds >= 0);
-  REQUIRE(cal.spmm_own.dram.points.size() == 3);  // fitted, not the one-point default
-  for (const auto& [w, e] : cal.spmm_own.dram.points) CHECK(e > 0);
+  REQUIRE(cal.spmm_own.gathered.points.size() == 3);  // fitted, not the one-point default
+  for (const auto& [w, e] : cal.spmm_own.gathered.points) CHECK(e > 0);
   for (const auto& x : data.spmm) {
     CAPTURE(x.graph);
     CAPTURE(x.call.width);
@@ -217,7 +217,7 @@ TEST_CASE("the SpMM fit prices gathered and streamed DRAM bytes apart") {
   const CardCatalogue catalogue = builtin_cards();
   const Card& h200 = catalogue.find("h200");
   SpmmEfficiency truth;
-  truth.dram.points = {{16, 0.5}, {64, 0.8}, {256, 0.9}};
+  truth.gathered.points = {{16, 0.5}, {64, 0.8}, {256, 0.9}};
   truth.stream.points = {{16, 0.25}, {64, 0.33}, {256, 0.6}};
   truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
   truth.fixed_seconds = 5e-6;
@@ -238,7 +238,7 @@ TEST_CASE("the SpMM fit prices gathered and streamed DRAM bytes apart") {
   REQUIRE(cal.spmm_own.stream.points.size() == 3);
   for (const double w : {16.0, 64.0, 256.0}) {
     CAPTURE(w);
-    CHECK(cal.spmm_own.dram.at(w) == doctest::Approx(truth.dram.at(w)).epsilon(0.02));
+    CHECK(cal.spmm_own.gathered.at(w) == doctest::Approx(truth.gathered.at(w)).epsilon(0.02));
     CHECK(cal.spmm_own.stream.at(w) == doctest::Approx(truth.stream.at(w)).epsilon(0.02));
   }
   for (const auto& x : data.spmm) {
