@@ -87,7 +87,8 @@ void convert_to_bf16_async(const Context& ctx, const float* x, std::int64_t n, B
 void convert_from_bf16_async(const Context& ctx, const Bf16* x, std::int64_t n, float* out);
 
 /// cuSPARSE SpMM with its descriptors, materialised values (row_scale[i] * a_ij * col_scale[j]) and buffer
-/// kept across calls; all memory from ctx.allocator. Construction synchronises; run() does not.
+/// kept across calls; all memory from ctx.allocator. Construction synchronises; run() does not. `ctx` must outlive
+/// the plan: a profiler set on it later (ctx.profiler) times each run as "spmm_cusparse" (class spmm).
 class CusparseSpmm {
  public:
   /// algorithm: 0 = CUSPARSE_SPMM_ALG_DEFAULT, 1..3 = CUSPARSE_SPMM_CSR_ALG1..3.
@@ -105,6 +106,7 @@ class CusparseSpmm {
   void run_unchecked_async(const float* x, float* y);
   struct Impl;
   Impl* impl_ = nullptr;
+  const Context* ctx_ = nullptr;  ///< the caller's context, read at each run for its profiler
   std::size_t buffer_bytes_ = 0;
   std::int64_t rows_ = 0, cols_ = 0, width_ = 0;  ///< the shapes run_async accepts
 };

@@ -180,6 +180,7 @@ struct CusparseSpmm::Impl : detail::cuda::CusparsePlan {
 CusparseSpmm::CusparseSpmm(const Context& ctx, const CsrView& a, const float* row_scale, const float* col_scale,
                            std::int64_t width, int algorithm) {
   auto impl = std::make_unique<Impl>(ctx, a, row_scale, col_scale, width, width, width, algorithm);
+  ctx_ = &ctx;
   buffer_bytes_ = impl->buffer.bytes();
   rows_ = a.num_rows;
   cols_ = a.num_cols;

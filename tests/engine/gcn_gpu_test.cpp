@@ -1,5 +1,6 @@
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -179,6 +180,27 @@ TEST_SUITE("gpu") {
     res.set_profiler(nullptr);
     CHECK(model.cuda_graph_replays() == 2);
     CHECK(profiler.summary().total_ms() > 0);
+  }
+
+  TEST_CASE("a profiled step counts cuSPARSE's SpMMs as SpMM, not as time outside every operation") {
+    REQUIRE_MESSAGE(cuda_device_count() > 0, "no CUDA device: the gpu suite needs one");
+    const LocalProblem p = single_device_problem(testing::cora(), true);
+    GcnConfig cfg;
+    cfg.spmm = SpmmAlgo::kCusparse;
+    cfg.cuda_graph = CudaGraphMode::kOff;
+    Resources res(Device::parse("cuda:0"));
+    GcnModel model(res, p, cfg);
+    for (int e = 0; e < 2; ++e) (void)model.train_step(e);  // the plans are built before the profiler is set
+    kernels::OpProfiler profiler;
+    res.set_profiler(&profiler);
+    (void)model.train_step(2);
+    res.synchronize();
+    res.set_profiler(nullptr);
+    const kernels::OpProfile prof = profiler.summary();
+    const auto spmm = static_cast<std::size_t>(kernels::OpClass::kSpmm);
+    CHECK(prof.calls[spmm] >= 3);  // two layers: two forward aggregations and at least one backward
+    CHECK(prof.ms[spmm] > 0);
+    CHECK(std::any_of(prof.ops.begin(), prof.ops.end(), [](const kernels::OpTime& o) { return o.name == "spmm_cusparse"; }));
   }
 
   TEST_CASE("capturing the step takes no device memory beyond its arena, and a failed capture leaves the stream usable") {
