@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "engine/problem.hpp"
+#include "base/stats.hpp"
 #include "engine/trainer.hpp"
 #include "engine/report_json.hpp"
 #include "engine/resources.hpp"

@@ -9,6 +9,7 @@
 #include <numeric>
 
 #include "engine/problem.hpp"
+#include "base/stats.hpp"
 #include "engine/trainer.hpp"
 #include "engine/gcn.hpp"
 #include "engine/report_json.hpp"

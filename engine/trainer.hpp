@@ -17,7 +17,6 @@
 #include "engine/gcn.hpp"
 #include "engine/nccl_communicator.hpp"
 #include "engine/memory.hpp"
-#include "base/stats.hpp"
 #include "base/enum_names.hpp"
 #include "base/error.hpp"
 #include "partition/plan.hpp"
@@ -103,11 +102,12 @@ struct OffloadReport {
   double lower_bound_ms = 0;
 };
 
-/// One training run on K >= 1 devices (single is K = 1 without communication). The one report type of every
-/// strategy and launch mode; per-device vectors have K entries.
 /// The epochs a timing uses, sorted: every one after the first (the warm-up), or the only one (train's summary and
 /// compare's rows alike).
 std::vector<double> timed_epochs(const std::vector<double>& epoch_seconds);
+
+/// One training run on K >= 1 devices (single is K = 1 without communication). The one report type of every
+/// strategy and launch mode; per-device vectors have K entries.
 struct TrainReport {
   partition::Strategy strategy = partition::Strategy::kSingle;
   int parts = 1;

@@ -697,8 +697,8 @@ namespace {
 /// The SpMM terms of `cal` from the timed calls at L2 share `share`, per kind: t = fixed + a_w gathered DRAM bytes /
 /// bandwidth + c_w streamed DRAM bytes / bandwidth + b_w L2 bytes / SMs, by non-negative least squares on the
 /// relative error (each row divided by its time); the DRAM efficiencies are 1 / a_w and 1 / c_w, the L2 rate per SM
-/// 1 / b_w. Returns the summed squared relative residual of the kinds
-/// fitted (the defaults kept, and noted, for a kind with too few calls).
+/// 1 / b_w. Returns the summed squared relative residual of the kinds fitted (the defaults kept, and noted, for a
+/// kind with too few calls).
 double fit_spmm_terms(const Card& card, const CalibrationData& data, double share, double blend, Calibration& cal) {
   cal.l2_share = share;
   cal.frequency_blend = blend;

@@ -54,7 +54,7 @@ struct WidthTable {
   }
 };
 
-/// One SpMM kind's measured terms: t = fixed + gathered DRAM bytes / (bandwidth x dram(width)) + streamed DRAM
+/// One SpMM kind's measured terms: t = fixed + gathered DRAM bytes / (bandwidth x gathered(width)) + streamed DRAM
 /// bytes / (bandwidth x stream(width)) + L2-served bytes / (SMs x l2_per_sm(width)). Gathered: the input rows the L2
 /// does not serve (random rows, sector by sector); streamed: the CSR arrays, the scale vectors and the output rows
 /// (read or written in order). The two reach different shares of the bandwidth, and their mix differs by graph (a

@@ -15,6 +15,35 @@
 using namespace gcnpart;
 using namespace gcnpart::partition;
 
+namespace {
+
+/// A graph shape of synthetic SpMM calls: entries per row and the degree ratio E[d^2] / E[d]^2 the L2 estimate takes.
+struct SyntheticGraph {
+  double degree, degree_ratio;
+};
+
+/// Own fp32 SpMM calls at widths 16, 64 and 256 on graphs of 2^scale rows of each shape, timed from the terms
+/// `truth` on `card`, each time multiplied by scaled(scale) (1: exact).
+CalibrationData timed_calls(const Card& card, const SpmmEfficiency& truth, const std::vector<SyntheticGraph>& graphs,
+                            double (*scaled)(double scale)) {
+  CalibrationData data;
+  data.card = card.id;
+  for (const SyntheticGraph& g : graphs)
+    for (const double scale : {14.0, 16.0, 18.0, 20.0, 21.0})
+      for (const double width : {16.0, 64.0, 256.0}) {
+        SpmmSample x;
+        x.graph = "g" + std::to_string(static_cast<int>(scale)) + "d" + std::to_string(static_cast<int>(g.degree));
+        const double rows = std::pow(2.0, scale);
+        x.call = SpmmTerm{width, rows, rows, rows * g.degree};
+        x.degree_ratio = g.degree_ratio;
+        x.seconds = spmm_call_seconds(x.call, 4, L2Reuse{x.degree_ratio}, card, truth) * scaled(scale);
+        data.spmm.push_back(x);
+      }
+  return data;
+}
+
+}  // namespace
+
 TEST_CASE("per-kernel calibration predicts the held-out H200 epochs within the band it stores") {
   const CardCatalogue catalogue = builtin_cards();
   const Card& h200 = catalogue.find("h200");
@@ -183,20 +212,8 @@ TEST_CASE("the SpMM fit is non-negative: timings whose plain least squares wants
   truth.gathered.points = {{16, 0.4}, {64, 0.8}, {256, 1.0}};
   truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
   truth.fixed_seconds = 0;
-  CalibrationData data;
-  data.card = "h200";
-  const double scales[] = {14, 16, 18, 20, 21};
-  for (const double scale : scales)
-    for (const double width : {16.0, 64.0, 256.0}) {
-      SpmmSample x;
-      x.graph = "g" + std::to_string(static_cast<int>(scale));
-      const double rows = std::pow(2.0, scale);
-      x.call = SpmmTerm{width, rows, rows, rows * 24};
-      x.degree_ratio = 20;
-      const double t = spmm_call_seconds(x.call, 4, L2Reuse{x.degree_ratio}, h200, truth);
-      x.seconds = t * (scale < 17 ? 0.97 : 1.03);
-      data.spmm.push_back(x);
-    }
+  const CalibrationData data =
+      timed_calls(h200, truth, {{24, 20}}, [](double scale) { return scale < 17 ? 0.97 : 1.03; });
   const Calibration cal = calibrate(h200, data);
   CHECK(cal.spmm_own.fixed_seconds >= 0);
   REQUIRE(cal.spmm_own.gathered.points.size() == 3);  // fitted, not the one-point default
@@ -221,19 +238,7 @@ TEST_CASE("the SpMM fit prices gathered and streamed DRAM bytes apart") {
   truth.stream.points = {{16, 0.25}, {64, 0.33}, {256, 0.6}};
   truth.l2_per_sm.points = {{16, 30e9}, {64, 50e9}, {256, 80e9}};
   truth.fixed_seconds = 5e-6;
-  CalibrationData data;
-  data.card = "h200";
-  for (const double degree : {4.0, 40.0})
-    for (const double scale : {14.0, 16.0, 18.0, 20.0, 21.0})
-      for (const double width : {16.0, 64.0, 256.0}) {
-        SpmmSample x;
-        x.graph = "g" + std::to_string(static_cast<int>(scale)) + "d" + std::to_string(static_cast<int>(degree));
-        const double rows = std::pow(2.0, scale);
-        x.call = SpmmTerm{width, rows, rows, rows * degree};
-        x.degree_ratio = degree > 10 ? 20 : 1.2;
-        x.seconds = spmm_call_seconds(x.call, 4, L2Reuse{x.degree_ratio}, h200, truth);
-        data.spmm.push_back(x);
-      }
+  const CalibrationData data = timed_calls(h200, truth, {{4, 1.2}, {40, 20}}, [](double) { return 1.0; });
   const Calibration cal = calibrate(h200, data);
   REQUIRE(cal.spmm_own.stream.points.size() == 3);
   for (const double w : {16.0, 64.0, 256.0}) {
